@@ -1,0 +1,40 @@
+# Every target sets itself up: a fresh machine needs only Python 3.11 (and Go for the kube tests).
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck layers unit bench setup clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+## run: pykueue's main job on its embedded default
+run: $(STAMP)
+	$(BIN)/pykueue demo examples/queues.yaml
+
+## test: every check (ruff, mypy, import-linter, pytest)
+test: lint typecheck layers unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+layers: $(STAMP)
+	$(BIN)/lint-imports
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
