@@ -1,0 +1,62 @@
+"""MultiKueueConfig and MultiKueueCluster: dispatching admitted workloads to worker clusters.
+
+pykueue reads these kinds so that manifests written for a MultiKueue manager load and
+validate; dispatching to remote clusters is outside what the engine does.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from pykueue.api.meta import Condition, KubeModel, ObjectMeta
+
+LocationType = Literal["Secret", "Path"]
+QuotaManagementMode = Literal["Manual", "Automated"]
+
+
+class KubeConfig(KubeModel):
+    location: str = Field(min_length=1, max_length=256)
+    location_type: LocationType = "Secret"
+
+
+class ClusterProfileReference(KubeModel):
+    name: str = Field(min_length=1, max_length=256)
+
+
+class ClusterSource(KubeModel):
+    """Exactly one of a kubeconfig or a ClusterProfile reference (checked by validation)."""
+
+    kube_config: KubeConfig | None = None
+    cluster_profile_ref: ClusterProfileReference | None = None
+
+
+class MultiKueueClusterSpec(KubeModel):
+    cluster_source: ClusterSource
+
+
+class MultiKueueClusterStatus(KubeModel):
+    conditions: list[Condition] = Field(default_factory=list, max_length=16)
+
+
+class MultiKueueCluster(KubeModel):
+    _omit_when_empty: ClassVar[frozenset[str]] = frozenset({"status"})
+
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
+    kind: Literal["MultiKueueCluster"] = "MultiKueueCluster"
+    metadata: ObjectMeta
+    spec: MultiKueueClusterSpec
+    status: MultiKueueClusterStatus = Field(default_factory=MultiKueueClusterStatus)
+
+
+class MultiKueueConfigSpec(KubeModel):
+    clusters: list[str] = Field(min_length=1, max_length=20)
+    quota_management: QuotaManagementMode | None = None
+
+
+class MultiKueueConfig(KubeModel):
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
+    kind: Literal["MultiKueueConfig"] = "MultiKueueConfig"
+    metadata: ObjectMeta
+    spec: MultiKueueConfigSpec

@@ -1,0 +1,22 @@
+"""WorkloadPriorityClass: a priority for queueing only, independent of pod priority.
+
+Unlike a scheduling.k8s.io PriorityClass (see `pykueue.api.core.PriorityClass`), it
+changes the order in which Kueue admits and preempts workloads without changing how
+kube-scheduler treats their pods.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from pykueue.api.meta import Int32, KubeModel, ObjectMeta
+
+
+class WorkloadPriorityClass(KubeModel):
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
+    kind: Literal["WorkloadPriorityClass"] = "WorkloadPriorityClass"
+    metadata: ObjectMeta
+    value: Int32
+    description: str = Field(default="", max_length=2048)
