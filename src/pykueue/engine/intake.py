@@ -1,0 +1,408 @@
+"""From API models to the engine's values: the only place the engine reads `pykueue.api`.
+
+Quantities become integers of milli-units, selectors become matchers, and a
+Workload's pod sets get their per-pod requests computed the way Kubernetes
+and Kueue compute them: LimitRange defaults first, limits standing in for
+missing requests, init containers and pod overhead included. A workload whose
+requests break a rule (request above limit, outside a LimitRange) is kept but
+marked invalid with the reason, so it waits with an explanation instead of
+being dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+
+from pykueue.api import quantity
+from pykueue.api.admission_check import AdmissionCheck as ApiAdmissionCheck
+from pykueue.api.cluster_queue import ClusterQueue as ApiClusterQueue
+from pykueue.api.cluster_queue import ResourceGroup as ApiResourceGroup
+from pykueue.api.cohort import Cohort as ApiCohort
+from pykueue.api.core import Container, LimitRange, PodSpec
+from pykueue.api.core import Toleration as ApiToleration
+from pykueue.api.fair_sharing import FairSharing as ApiFairSharing
+from pykueue.api.local_queue import LocalQueue as ApiLocalQueue
+from pykueue.api.meta import LabelSelector as ApiLabelSelector
+from pykueue.api.resource_flavor import ResourceFlavor as ApiResourceFlavor
+from pykueue.api.workload import Workload as ApiWorkload
+from pykueue.engine import specs
+from pykueue.engine.cohort_tree import Quota
+from pykueue.engine.resources import FlavorResource, resource_units
+from pykueue.engine.selectors import LabelSelector, NodeSelectorTerm, Requirement, Taint, Toleration
+from pykueue.engine.workloads import Admission, Condition, PodSet, PodSetAssignment, Workload
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
+RUNTIME_ANNOTATION = "scenario.kueue.x-k8s.io/runtime"
+
+
+def micros(moment: datetime | None) -> int:
+    """Microseconds since the epoch; the zero time when absent, as for an object without one."""
+    if moment is None:
+        moment = ZERO_TIME
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def from_micros(value: int) -> datetime:
+    return EPOCH + timedelta(microseconds=value)
+
+
+# ----------------------------------------------------------------- selectors
+
+
+def label_selector(selector: ApiLabelSelector | None) -> LabelSelector | None:
+    if selector is None:
+        return None
+    return LabelSelector(
+        match_labels=tuple(sorted(selector.match_labels.items())),
+        expressions=tuple(
+            Requirement(e.key, e.operator, tuple(e.values)) for e in selector.match_expressions
+        ),
+    )
+
+
+def toleration(t: ApiToleration) -> Toleration:
+    return Toleration(key=t.key, operator=t.operator or "Equal", value=t.value, effect=t.effect or "")
+
+
+# ------------------------------------------------------------------- objects
+
+
+def resource_flavor(obj: ApiResourceFlavor) -> specs.ResourceFlavor:
+    spec = obj.spec
+    return specs.ResourceFlavor(
+        name=obj.metadata.name,
+        node_labels=dict(spec.node_labels),
+        node_taints=tuple(Taint(t.key, t.effect, t.value) for t in spec.node_taints),
+        tolerations=tuple(toleration(t) for t in spec.tolerations),
+        topology_name=spec.topology_name or "",
+    )
+
+
+def _quotas(
+    groups: Iterable[ApiResourceGroup],
+) -> tuple[tuple[specs.ResourceGroup, ...], dict[FlavorResource, Quota]]:
+    result_groups = []
+    quotas: dict[FlavorResource, Quota] = {}
+    for group in groups:
+        result_groups.append(
+            specs.ResourceGroup(tuple(group.covered_resources), tuple(f.name for f in group.flavors))
+        )
+        for flavor in group.flavors:
+            for res in flavor.resources:
+                quotas[(flavor.name, res.name)] = Quota(
+                    nominal=_units(res.name, res.nominal_quota),
+                    borrowing_limit=None
+                    if res.borrowing_limit is None
+                    else _units(res.name, res.borrowing_limit),
+                    lending_limit=None if res.lending_limit is None else _units(res.name, res.lending_limit),
+                )
+    return tuple(result_groups), quotas
+
+
+def _units(resource: str, text: str) -> int:
+    return resource_units(resource, quantity.parse(text))
+
+
+def fair_weight(fair: ApiFairSharing | None) -> float:
+    if fair is None or fair.weight is None:
+        return 1.0
+    return float(quantity.parse_exact(fair.weight))
+
+
+def cluster_queue(obj: ApiClusterQueue) -> specs.ClusterQueue:
+    spec = obj.spec
+    groups, quotas = _quotas(spec.resource_groups)
+    borrow = spec.preemption.borrow_within_cohort
+    checks: tuple[str, ...] = ()
+    if spec.admission_checks_strategy is not None:
+        checks = tuple(rule.name for rule in spec.admission_checks_strategy.admission_checks)
+    afs = spec.admission_scope is not None and (
+        spec.admission_scope.admission_mode == "UsageBasedAdmissionFairSharing"
+    )
+    return specs.ClusterQueue(
+        name=obj.metadata.name,
+        resource_groups=groups,
+        quotas=quotas,
+        cohort=spec.cohort_name,
+        queueing_strategy=spec.queueing_strategy,
+        namespace_selector=label_selector(spec.namespace_selector),
+        preemption=specs.Preemption(
+            within_cluster_queue=spec.preemption.within_cluster_queue,
+            reclaim_within_cohort=spec.preemption.reclaim_within_cohort,
+            borrow_within_cohort=borrow.policy,
+            max_priority_threshold=borrow.max_priority_threshold,
+        ),
+        fungibility=specs.FlavorFungibility(
+            when_can_borrow=spec.flavor_fungibility.when_can_borrow,
+            when_can_preempt=spec.flavor_fungibility.when_can_preempt,
+            preference=spec.flavor_fungibility.preference,
+        ),
+        stop_policy=spec.stop_policy,
+        admission_checks=checks,
+        fair_weight=fair_weight(spec.fair_sharing),
+        admission_fair_sharing=afs,
+    )
+
+
+def cohort(obj: ApiCohort) -> specs.Cohort:
+    _, quotas = _quotas(obj.spec.resource_groups)
+    return specs.Cohort(
+        name=obj.metadata.name,
+        parent=obj.spec.parent_name,
+        quotas=quotas,
+        fair_weight=fair_weight(obj.spec.fair_sharing),
+    )
+
+
+def local_queue(obj: ApiLocalQueue) -> specs.LocalQueue:
+    consumed: dict[str, int] = {}
+    consumed_at: int | None = None
+    status = obj.status.fair_sharing
+    if status is not None and status.admission_fair_sharing_status is not None:
+        afs = status.admission_fair_sharing_status
+        consumed = {res: quantity.parse(value) for res, value in afs.consumed_resources.items()}
+        consumed_at = micros(afs.last_update) if afs.last_update is not None else None
+    return specs.LocalQueue(
+        namespace=obj.metadata.namespace or "default",
+        name=obj.metadata.name,
+        cluster_queue=obj.spec.cluster_queue,
+        stop_policy=obj.spec.stop_policy,
+        fair_weight=fair_weight(obj.spec.fair_sharing),
+        consumed=consumed,
+        consumed_at=consumed_at,
+    )
+
+
+def admission_check(obj: ApiAdmissionCheck) -> specs.AdmissionCheck:
+    active = all(not (c.type == "Active" and c.status == "False") for c in obj.status.conditions)
+    return specs.AdmissionCheck(obj.metadata.name, obj.spec.controller_name, active)
+
+
+def limit_range_items(obj: LimitRange) -> list[specs.LimitRangeItem]:
+    return [
+        specs.LimitRangeItem(
+            kind=item.type,
+            default={r: quantity.parse(v) for r, v in item.default.items()},
+            default_request={r: quantity.parse(v) for r, v in item.default_request.items()},
+            max={r: quantity.parse(v) for r, v in item.max.items()},
+            min={r: quantity.parse(v) for r, v in item.min.items()},
+        )
+        for item in obj.spec.limits
+    ]
+
+
+# ----------------------------------------------------------------- workloads
+
+
+def _container_resources(
+    container: Container, limit_items: list[specs.LimitRangeItem]
+) -> tuple[dict[str, int], dict[str, int]]:
+    requests = {r: quantity.parse(v) for r, v in container.resources.requests.items()}
+    limits = {r: quantity.parse(v) for r, v in container.resources.limits.items()}
+    for item in limit_items:
+        if item.kind != "Container":
+            continue
+        for res, value in item.default.items():
+            limits.setdefault(res, value)
+        for res, value in item.default_request.items():
+            requests.setdefault(res, value)
+    for res, value in limits.items():
+        requests.setdefault(res, value)  # a limit without a request is also the request
+    return requests, limits
+
+
+def pod_requests(spec: PodSpec, limit_items: list[specs.LimitRangeItem]) -> tuple[dict[str, int], str]:
+    """Per-pod requests (milli-units) and the first rule they break, or ""."""
+    total: dict[str, int] = {}
+    problem = ""
+    for container in spec.containers:
+        requests, limits = _container_resources(container, limit_items)
+        problem = problem or _request_problem(container.name, requests, limits, limit_items)
+        for res, value in requests.items():
+            total[res] = total.get(res, 0) + value
+    for container in spec.init_containers:
+        requests, limits = _container_resources(container, limit_items)
+        problem = problem or _request_problem(container.name, requests, limits, limit_items)
+        for res, value in requests.items():
+            total[res] = max(total.get(res, 0), value)
+    for res, value in spec.overhead.items():
+        total[res] = total.get(res, 0) + quantity.parse(value)
+    for item in limit_items:
+        if item.kind != "Pod" or problem:
+            continue
+        for res, value in item.max.items():
+            if total.get(res, 0) > value:
+                problem = (
+                    f"the pod's {res} request exceeds the LimitRange maximum ({quantity.format_milli(value)})"
+                )
+        for res, value in item.min.items():
+            if total.get(res, 0) < value:
+                problem = f"the pod's {res} request is below the LimitRange minimum ({quantity.format_milli(value)})"
+    return {res: resource_units(res, value) for res, value in total.items()}, problem
+
+
+def _request_problem(
+    name: str, requests: Mapping[str, int], limits: Mapping[str, int], limit_items: list[specs.LimitRangeItem]
+) -> str:
+    for res, value in requests.items():
+        if res in limits and value > limits[res]:
+            return f"container {name}: {res} request ({quantity.format_milli(value)}) exceeds its limit"
+        if value < 0:
+            return f"container {name}: {res} request is negative"
+    for item in limit_items:
+        if item.kind != "Container":
+            continue
+        for res, value in item.max.items():
+            used = max(requests.get(res, 0), limits.get(res, 0))
+            if used > value:
+                return (
+                    f"container {name}: {res} exceeds the LimitRange maximum ({quantity.format_milli(value)})"
+                )
+        for res, value in item.min.items():
+            if requests.get(res, 0) < value:
+                return f"container {name}: {res} is below the LimitRange minimum ({quantity.format_milli(value)})"
+    return ""
+
+
+def _affinity_terms(spec: PodSpec) -> list[NodeSelectorTerm] | None:
+    affinity = spec.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return None
+    required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    if required is None:
+        return None
+    return [
+        NodeSelectorTerm(
+            tuple(Requirement(e.key, e.operator, tuple(e.values)) for e in term.match_expressions)
+        )
+        for term in required.node_selector_terms
+    ]
+
+
+def parse_duration(text: str) -> int:
+    """A Go duration ("90s", "1h30m", "250ms") in microseconds."""
+    units = {"h": 3600 * 10**6, "m": 60 * 10**6, "s": 10**6, "ms": 1000, "us": 1, "µs": 1, "ns": 0}
+    rest = text.strip()
+    if not rest:
+        raise ValueError("empty duration")
+    total = Fraction(0)
+    sign = -1 if rest.startswith("-") else 1
+    rest = rest.lstrip("+-")
+    if rest == "0":
+        return 0
+    while rest:
+        number = ""
+        while rest and (rest[0].isdigit() or rest[0] == "."):
+            number, rest = number + rest[0], rest[1:]
+        unit = ""
+        while rest and not (rest[0].isdigit() or rest[0] == "."):
+            unit, rest = unit + rest[0], rest[1:]
+        if not number or unit not in units:
+            raise ValueError(f"{text!r} is not a duration (expected e.g. 90s, 1h30m, 250ms)")
+        total += Fraction(number) * units[unit]
+    return sign * int(total)
+
+
+def workload(
+    obj: ApiWorkload,
+    priorities: Mapping[tuple[str, str], int],
+    limit_items: list[specs.LimitRangeItem],
+) -> Workload:
+    """Build the engine's workload; ``priorities`` maps (kind, name) of priority classes to values."""
+    spec = obj.spec
+    pod_sets = []
+    problem = ""
+    for ps in spec.pod_sets:
+        requests, why = pod_requests(ps.template.spec, limit_items)
+        problem = problem or (f"pod set {ps.name}: {why}" if why else "")
+        pod_sets.append(
+            PodSet(
+                name=ps.name,
+                count=ps.count,
+                requests=requests,
+                min_count=ps.min_count,
+                node_selector=dict(ps.template.spec.node_selector),
+                affinity_terms=_affinity_terms(ps.template.spec),
+                tolerations=[toleration(t) for t in ps.template.spec.tolerations],
+            )
+        )
+    priority = spec.priority
+    class_name = ""
+    if spec.priority_class_ref is not None:
+        class_name = spec.priority_class_ref.name
+        if priority is None:
+            priority = priorities.get((spec.priority_class_ref.kind, class_name), 0)
+    meta = obj.metadata
+    wl = Workload(
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        queue_name=spec.queue_name,
+        pod_sets=pod_sets,
+        priority=priority or 0,
+        priority_class=class_name,
+        created=micros(meta.creation_timestamp),
+        uid=meta.uid,
+        active=spec.active,
+        invalid_reason=problem,
+    )
+    wl.shape = shape_of(wl)
+    _read_status(obj, wl)
+    runtime = meta.annotations.get(RUNTIME_ANNOTATION)
+    if runtime is not None:
+        wl.runtime = parse_duration(runtime)
+    return wl
+
+
+def shape_of(wl: Workload) -> object:
+    """Upstream's scheduling-equivalence: priority and the pod sets' shapes (not the namespace)."""
+    return (
+        wl.priority,
+        tuple(
+            (
+                ps.name,
+                ps.count,
+                ps.min_count,
+                tuple(sorted(ps.requests.items())),
+                tuple(sorted(ps.node_selector.items())),
+                tuple(ps.affinity_terms or ()),
+                tuple(ps.tolerations),
+            )
+            for ps in wl.pod_sets
+        ),
+    )
+
+
+def _read_status(obj: ApiWorkload, wl: Workload) -> None:
+    status = obj.status
+    for cond in status.conditions:
+        wl.conditions[cond.type] = Condition(
+            cond.type, cond.status, cond.reason, cond.message, micros(cond.last_transition_time)
+        )
+    wl.reclaimable = {rp.name: rp.count for rp in status.reclaimable_pods}
+    if status.requeue_state is not None:
+        wl.requeue_count = status.requeue_state.count or 0
+        if status.requeue_state.requeue_at is not None:
+            wl.requeue_at = micros(status.requeue_state.requeue_at)
+    evicted = wl.conditions.get("Evicted")
+    if evicted is not None and evicted.status == "True" and status.admission is None:
+        wl.evicted_at = evicted.last_transition
+    if status.admission is None:
+        return
+    assignments = []
+    by_name = {ps.name: ps for ps in wl.pod_sets}
+    for psa in status.admission.pod_set_assignments:
+        spec_ps = by_name.get(psa.name)
+        count = psa.count if psa.count is not None else (spec_ps.count if spec_ps else 0)
+        usage = {res: resource_units(res, quantity.parse(v)) for res, v in psa.resource_usage.items()}
+        for res in psa.flavors:
+            if res not in usage and spec_ps is not None:
+                usage[res] = spec_ps.requests.get(res, 0) * count
+        assignments.append(PodSetAssignment(psa.name, dict(psa.flavors), usage, count))
+    wl.admission = Admission(status.admission.cluster_queue, assignments)
+    reserved = wl.conditions.get("QuotaReserved")
+    wl.admitted_at = reserved.last_transition if reserved is not None and reserved.last_transition else 0

@@ -1,0 +1,101 @@
+"""Feeding API objects into a `State`: apply and delete by kind.
+
+This is the one dispatch from Kubernetes kinds to engine changes, shared by
+the scenario runner, the simulator and the controllers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pykueue.api.admission_check import AdmissionCheck
+from pykueue.api.cluster_queue import ClusterQueue
+from pykueue.api.cohort import Cohort
+from pykueue.api.core import LimitRange, Namespace, PriorityClass
+from pykueue.api.local_queue import LocalQueue
+from pykueue.api.priority import WorkloadPriorityClass
+from pykueue.api.resource_flavor import ResourceFlavor
+from pykueue.api.workload import Workload
+from pykueue.engine import intake
+from pykueue.engine.state import State
+from pykueue.engine.workloads import Condition
+
+# Kinds the engine reads but that do not change admission decisions (yet).
+IGNORED_KINDS = frozenset(
+    {"Topology", "Node", "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "Job"}
+)
+
+
+def apply(state: State, obj: Any) -> None:
+    """Create or replace one object in the state."""
+    kind = obj.kind
+    if kind == "ResourceFlavor":
+        assert isinstance(obj, ResourceFlavor)
+        state.apply_flavor(intake.resource_flavor(obj))
+    elif kind == "ClusterQueue":
+        assert isinstance(obj, ClusterQueue)
+        state.apply_cluster_queue(intake.cluster_queue(obj))
+    elif kind == "Cohort":
+        assert isinstance(obj, Cohort)
+        state.apply_cohort(intake.cohort(obj))
+    elif kind == "LocalQueue":
+        assert isinstance(obj, LocalQueue)
+        state.apply_local_queue(intake.local_queue(obj))
+    elif kind == "Namespace":
+        assert isinstance(obj, Namespace)
+        state.apply_namespace(obj.metadata.name, dict(obj.metadata.labels))
+    elif kind == "AdmissionCheck":
+        assert isinstance(obj, AdmissionCheck)
+        state.apply_admission_check(intake.admission_check(obj))
+    elif kind == "WorkloadPriorityClass":
+        assert isinstance(obj, WorkloadPriorityClass)
+        state.priority_values[("WorkloadPriorityClass", obj.metadata.name)] = obj.value
+    elif kind == "PriorityClass":
+        assert isinstance(obj, PriorityClass)
+        state.priority_values[("PriorityClass", obj.metadata.name)] = obj.value
+    elif kind == "LimitRange":
+        assert isinstance(obj, LimitRange)
+        namespace = obj.metadata.namespace or "default"
+        state.limit_ranges.setdefault(namespace, {})[obj.metadata.name] = intake.limit_range_items(obj)
+    elif kind == "Workload":
+        assert isinstance(obj, Workload)
+        add_workload(state, obj)
+    elif kind not in IGNORED_KINDS:
+        raise ValueError(f"the engine does not handle kind {kind}")
+
+
+def add_workload(state: State, obj: Workload) -> None:
+    namespace = obj.metadata.namespace or "default"
+    items = [item for items in state.limit_ranges.get(namespace, {}).values() for item in items]
+    wl = intake.workload(obj, state.priority_values, items)
+    if wl.admission is not None:
+        if "QuotaReserved" not in wl.conditions:
+            wl.conditions["QuotaReserved"] = Condition(
+                "QuotaReserved", "True", "QuotaReserved", "", state.now
+            )
+        if not wl.admitted_at:
+            wl.admitted_at = state.now
+    state.add_workload(wl)
+
+
+def delete(state: State, kind: str, namespace: str, name: str) -> None:
+    """Delete one object; deleting what does not exist is not an error."""
+    key = f"{namespace or 'default'}/{name}"
+    if kind == "Workload":
+        state.delete_workload(key)
+    elif kind == "ResourceFlavor":
+        state.delete_flavor(name)
+    elif kind == "ClusterQueue":
+        state.delete_cluster_queue(name)
+    elif kind == "Cohort":
+        state.delete_cohort(name)
+    elif kind == "LocalQueue":
+        state.delete_local_queue(key)
+    elif kind == "AdmissionCheck":
+        state.delete_admission_check(name)
+    elif kind == "Namespace":
+        state.namespaces.pop(name, None)
+    elif kind in ("WorkloadPriorityClass", "PriorityClass"):
+        state.priority_values.pop((kind, name), None)
+    elif kind == "LimitRange":
+        state.limit_ranges.get(namespace or "default", {}).pop(name, None)

@@ -1,0 +1,430 @@
+"""One scheduling cycle, read top to bottom as Kueue's docs describe it.
+
+    heads      take the head workload of every active ClusterQueue
+    nominate   check each head can be admitted at all, then assign flavors
+               (and find preemption targets) against the current usage
+    order      non-borrowing entries first, then priority, then queue time
+               (or by dominant resource share under fair sharing)
+    process    admit in order, re-checking that each still fits after the
+               entries before it; issue preemptions; never over-admit a cohort
+    requeue    put back every head that was not admitted: active or parked
+    evict      targets of the issued preemptions release their quota
+
+Quota used by an entry that only *waits* for its preemptions (or that
+reserves capacity it cannot reclaim later) counts against the cohort for the
+rest of the cycle only; it is given back when the cycle ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pykueue.engine import cohort_tree, fair_sharing, specs
+from pykueue.engine.flavor_assigner import Assignment, FlavorAssigner, Mode, Possibility
+from pykueue.engine.preemption import HUMAN_REASONS, Preemptor, Target, can_always_reclaim
+from pykueue.engine.resources import FlavorResource, Quantities
+from pykueue.engine.state import ADMITTED, PENDING, PREEMPTED, Event, State
+from pykueue.engine.workloads import Admission, Condition, PodSetAssignment, Workload
+
+# Why a head goes back to its queue (upstream's RequeueReason).
+GENERIC = ""
+NO_FIT = "NoFit"
+NAMESPACE_MISMATCH = "NamespaceMismatch"
+FAILED_AFTER_NOMINATION = "FailedAfterNomination"
+PENDING_PREEMPTION = "PendingPreemption"
+PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
+
+NOT_NOMINATED = ""
+NOMINATED = "nominated"
+SKIPPED = "skipped"
+ASSUMED = "assumed"
+
+
+@dataclass(eq=False, slots=True)
+class Entry:
+    """A head workload being considered in this cycle."""
+
+    workload: Workload
+    cluster_queue: str
+    assignment: Assignment = field(default_factory=Assignment)
+    targets: list[Target] = field(default_factory=list)
+    status: str = NOT_NOMINATED
+    requeue_reason: str = GENERIC
+    message: str = ""
+    reason: str = ""  # QuotaReserved=False reason
+
+    @property
+    def borrows(self) -> int:
+        return self.assignment.borrowing
+
+
+@dataclass(slots=True)
+class CycleResult:
+    admitted: list[str] = field(default_factory=list)
+    preempted: list[str] = field(default_factory=list)
+    heads: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.admitted or self.preempted)
+
+
+def run_cycle(state: State) -> CycleResult:
+    """Run one scheduling cycle over ``state`` at ``state.now``."""
+    state.ensure_tree()
+    state.cycle += 1
+    result = CycleResult()
+    heads = _pop_heads(state)
+    result.heads = len(heads)
+    if not heads:
+        return result
+    preemptor = Preemptor(state)
+    entries, inadmissible = _nominate(state, heads, preemptor)
+    ordered = _order(state, entries)
+    cycle = _Cycle(state, preemptor)
+    for entry in ordered:
+        cycle.process(entry)
+    cycle.undo_reservations()
+    for entry in [*entries, *inadmissible]:
+        if entry.status == ASSUMED:
+            result.admitted.append(entry.workload.key)
+        else:
+            _requeue(state, entry)
+    for target, preemptor_entry in cycle.issued:
+        _evict_target(state, target, preemptor_entry)
+        result.preempted.append(target.workload.key)
+    return result
+
+
+# ------------------------------------------------------------------- heads
+
+
+def _pop_heads(state: State) -> list[tuple[Workload, str]]:
+    heads = []
+    for name in sorted(state.queues):
+        if not state.is_active(name):
+            continue
+        wl = state.queues[name].pop()
+        if wl is not None:
+            heads.append((wl, name))
+    return heads
+
+
+# ---------------------------------------------------------------- nominate
+
+
+def _nominate(
+    state: State, heads: list[tuple[Workload, str]], preemptor: Preemptor
+) -> tuple[list[Entry], list[Entry]]:
+    entries: list[Entry] = []
+    inadmissible: list[Entry] = []
+    for wl, cq_name in heads:
+        entry = Entry(wl, cq_name)
+        cq = state.cluster_queues[cq_name]
+        problem = _admissibility_problem(state, wl, cq)
+        if problem:
+            entry.message, entry.reason = problem
+            if entry.reason == NAMESPACE_MISMATCH:
+                entry.requeue_reason = NAMESPACE_MISMATCH
+                entry.reason = "Misconfigured"
+            inadmissible.append(entry)
+            continue
+        entry.assignment, entry.targets = _assign(state, wl, cq, preemptor)
+        entry.message = entry.assignment.message()
+        wl.last_tried_flavor = dict(entry.assignment.last_tried)
+        wl.last_generation = state.generation.get(cq_name, 0)
+        wl.last_cycle = state.cycle
+        entries.append(entry)
+    return entries, inadmissible
+
+
+def _admissibility_problem(state: State, wl: Workload, cq: specs.ClusterQueue) -> tuple[str, str] | None:
+    if wl.invalid_reason:
+        return wl.invalid_reason, "Misconfigured"
+    selector = cq.namespace_selector
+    if selector is None or not selector.matches(state.namespace_labels(wl.namespace)):
+        return (
+            f"Workload namespace doesn't match ClusterQueue selector ({wl.namespace} is not selected by {cq.name})",
+            NAMESPACE_MISMATCH,
+        )
+    return None
+
+
+def _assign(
+    state: State, wl: Workload, cq: specs.ClusterQueue, preemptor: Preemptor
+) -> tuple[Assignment, list[Target]]:
+    resume = wl.last_tried_flavor if _scan_progress_valid(state, wl, cq.name) else None
+    assigner = FlavorAssigner(
+        workload=wl,
+        cq=cq,
+        node=state.nodes[cq.name],
+        flavors=state.flavors,
+        oracle=lambda w, fr, value: preemptor.simulate(cq.name, w, fr, value),
+        can_preempt_while_borrowing=_can_preempt_while_borrowing(state, cq),
+        resume_from=resume,
+    )
+    full = assigner.assign()
+    mode = full.mode()
+    if mode == Mode.FIT:
+        return full, []
+    if mode == Mode.PREEMPT:
+        targets = preemptor.targets(cq.name, wl, full)
+        if targets:
+            return full, targets
+    if state.config.gate("PartialAdmission") and wl.can_be_partially_admitted():
+        found = _reduce_pod_sets(wl, assigner, preemptor, cq.name)
+        if found is not None:
+            return found
+    return full, []
+
+
+def _scan_progress_valid(state: State, wl: Workload, cq_name: str) -> bool:
+    if wl.last_tried_flavor is None:
+        return False
+    if state.config.gate("FlavorFungibilityPreserveScanProgress") and state.cycle - wl.last_cycle <= 1:
+        return True
+    return state.generation.get(cq_name, 0) <= wl.last_generation
+
+
+def _can_preempt_while_borrowing(state: State, cq: specs.ClusterQueue) -> bool:
+    if cq.preemption.borrow_within_cohort != specs.NEVER:
+        return True
+    return state.config.fair_sharing.enable and cq.preemption.reclaim_within_cohort != specs.NEVER
+
+
+def _reduce_pod_sets(
+    wl: Workload, assigner: FlavorAssigner, preemptor: Preemptor, cq_name: str
+) -> tuple[Assignment, list[Target]] | None:
+    """Upstream's pod-set reducer: binary search on how far to shrink toward minCount."""
+    full_counts = [ps.count for ps in wl.pod_sets]
+    deltas = [ps.count - (ps.min_count if ps.min_count is not None else ps.count) for ps in wl.pod_sets]
+    total_delta = sum(deltas)
+    if total_delta == 0:
+        return None
+    best: tuple[Assignment, list[Target]] | None = None
+    best_index = -1
+
+    def attempt(index: int) -> bool:
+        nonlocal best, best_index
+        counts = [
+            full - (delta * index) // total_delta for full, delta in zip(full_counts, deltas, strict=True)
+        ]
+        candidate = assigner.assign(counts)
+        mode = candidate.mode()
+        if mode == Mode.FIT:
+            best, best_index = (candidate, []), index
+            return True
+        if mode == Mode.PREEMPT:
+            targets = preemptor.targets(cq_name, wl, candidate)
+            if targets:
+                best, best_index = (candidate, targets), index
+                return True
+        return False
+
+    low, high = 0, total_delta + 1
+    while low < high:
+        middle = (low + high) // 2
+        if attempt(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return best if best_index == low else None
+
+
+# ------------------------------------------------------------------- order
+
+
+def _order(state: State, entries: list[Entry]) -> list[Entry]:
+    if state.config.fair_sharing.enable:
+        return fair_sharing.order_entries(state, entries)
+    return sorted(entries, key=classical_order_key)
+
+
+def classical_order_key(entry: Entry) -> tuple[int, int, int, str, int]:
+    wl = entry.workload
+    return (entry.borrows, -wl.priority, wl.queue_order_time(), wl.uid, wl.seq)
+
+
+# ----------------------------------------------------------------- process
+
+
+@dataclass(slots=True)
+class _Cycle:
+    """The admission loop of one cycle, with the usage it reserves only for this cycle."""
+
+    state: State
+    preemptor: Preemptor
+    issued: list[tuple[Target, Entry]] = field(default_factory=list)
+    preempted_keys: dict[str, Target] = field(default_factory=dict)
+    reserved: list[tuple[str, Quantities]] = field(default_factory=list)
+
+    def process(self, entry: Entry) -> None:
+        mode = entry.assignment.mode()
+        if mode == Mode.NO_FIT:
+            entry.requeue_reason = NO_FIT
+            entry.reason = entry.assignment.no_fit_reason or "Pending"
+            return
+        if mode == Mode.PREEMPT and not entry.targets:
+            entry.requeue_reason = PREEMPTION_NO_CANDIDATES
+            entry.reason = "WaitingForQuota"
+            self._reserve_unreclaimable(entry)
+            return
+        if any(t.workload.key in self.preempted_keys for t in entry.targets):
+            self._skip(entry, "Workload has overlapping preemption targets with another workload")
+            return
+        usage = entry.assignment.usage
+        if not self._fits(entry.cluster_queue, usage, entry.targets):
+            self._skip(entry, "Workload no longer fits after processing another workload")
+            return
+        for target in entry.targets:
+            self.preempted_keys[target.workload.key] = target
+        if mode == Mode.PREEMPT:
+            self._reserve(entry.cluster_queue, usage)
+            entry.status = NOMINATED
+            entry.requeue_reason = PENDING_PREEMPTION
+            entry.reason = "WaitingForPreemptedWorkloads"
+            entry.message = f"{entry.message}. Pending the preemption of {len(entry.targets)} workload(s)"
+            for target in entry.targets:
+                self.issued.append((target, entry))
+            return
+        _admit(self.state, entry)
+
+    def _skip(self, entry: Entry, message: str) -> None:
+        entry.status = SKIPPED
+        entry.message = message
+        entry.reason = "WaitingForQuota"
+
+    def _fits(self, cq_name: str, usage: Quantities, targets: list[Target]) -> bool:
+        removed: dict[str, Target] = dict(self.preempted_keys)
+        for target in targets:
+            removed[target.workload.key] = target
+        for target in removed.values():
+            self._shift(target.cluster_queue, target.workload.usage(), -1)
+        node = self.state.nodes[cq_name]
+        fits = all(max(0, cohort_tree.available(node, fr)) >= value for fr, value in usage.items())
+        for target in removed.values():
+            self._shift(target.cluster_queue, target.workload.usage(), +1)
+        return fits
+
+    def _shift(self, cq_name: str, usage: Quantities, sign: int) -> None:
+        node = self.state.nodes.get(cq_name)
+        if node is not None:
+            cohort_tree.add_usages(node, usage, sign)
+
+    def _reserve(self, cq_name: str, usage: Quantities) -> None:
+        self._shift(cq_name, usage, +1)
+        self.reserved.append((cq_name, usage))
+
+    def _reserve_unreclaimable(self, entry: Entry) -> None:
+        """A queue that cannot always reclaim holds what it may use, so that others wait too."""
+        cq = self.state.cluster_queues[entry.cluster_queue]
+        if can_always_reclaim(cq):
+            return
+        node = self.state.nodes[entry.cluster_queue]
+        reserved: Quantities = {}
+        for fr, value in entry.assignment.usage.items():
+            quota = cq.quotas.get(fr)
+            nominal = quota.nominal if quota is not None else 0
+            used = node.usage.get(fr, 0)
+            if entry.assignment.borrowing > 0:
+                limit = quota.borrowing_limit if quota is not None else None
+                reserved[fr] = value if limit is None else min(value, nominal + limit - used)
+            else:
+                reserved[fr] = max(0, min(value, nominal - used))
+        self._reserve(entry.cluster_queue, reserved)
+
+    def undo_reservations(self) -> None:
+        for cq_name, usage in reversed(self.reserved):
+            self._shift(cq_name, usage, -1)
+        self.reserved.clear()
+
+
+def _admit(state: State, entry: Entry) -> None:
+    wl = entry.workload
+    cq = state.cluster_queues[entry.cluster_queue]
+    pod_sets = []
+    for ps in entry.assignment.pod_sets:
+        flavors = {res: choice.flavor for res, choice in ps.flavors.items()}
+        usage = {res: ps.requests[res] for res in flavors}
+        pod_sets.append(PodSetAssignment(ps.name, flavors, usage, ps.count))
+    wl.admission = Admission(cq.name, pod_sets)
+    wl.admitted_at = state.now
+    wl.evicted_at = None
+    wl.last_tried_flavor = None
+    state.register_admission(wl)
+    queue = state.queues.get(cq.name)
+    if queue is not None and queue.sticky == wl.key:
+        queue.set_sticky(None)
+    entry.status = ASSUMED
+    message = f"Quota reserved in ClusterQueue {cq.name}"
+    wl.conditions["QuotaReserved"] = Condition("QuotaReserved", "True", "QuotaReserved", message, state.now)
+    if cq.admission_checks:
+        wl.conditions["Admitted"] = Condition(
+            "Admitted", "False", "AdmissionChecksPending", "Waiting for admission checks", state.now
+        )
+    else:
+        wl.conditions["Admitted"] = Condition(
+            "Admitted", "True", "Admitted", "The workload is admitted", state.now
+        )
+    for kind in ("Evicted", "Preempted", "Requeued"):
+        wl.conditions.pop(kind, None)
+    flavors = ", ".join(
+        f"{ps.name}: " + ", ".join(f"{res}={flv}" for res, flv in sorted(ps.flavors.items()))
+        for ps in pod_sets
+    )
+    borrowing = " (borrowing from the cohort)" if entry.borrows else ""
+    state.events.append(
+        Event(state.cycle, wl.key, ADMITTED, f"Admitted by ClusterQueue {cq.name}{borrowing}; {flavors}")
+    )
+
+
+# ----------------------------------------------------------------- requeue
+
+
+def _requeue(state: State, entry: Entry) -> None:
+    wl = entry.workload
+    queue = state.queues.get(entry.cluster_queue)
+    if queue is None or state.workloads.get(wl.key) is not wl:
+        return
+    if entry.status != NOT_NOMINATED and entry.requeue_reason == GENERIC:
+        entry.requeue_reason = FAILED_AFTER_NOMINATION
+    strategy = queue.strategy
+    if strategy == specs.STRICT_FIFO:
+        immediate = entry.requeue_reason != NAMESPACE_MISMATCH
+    else:
+        immediate = entry.requeue_reason in (FAILED_AFTER_NOMINATION, PENDING_PREEMPTION)
+    if wl.last_tried_flavor and any(idx != -1 for idx in wl.last_tried_flavor.values()):
+        immediate = immediate or entry.requeue_reason != NAMESPACE_MISMATCH
+    if entry.requeue_reason == PENDING_PREEMPTION:
+        queue.set_sticky(wl.key)
+    park_twins = state.config.gate("SchedulingEquivalenceHashing") and entry.requeue_reason in (
+        NO_FIT,
+        PREEMPTION_NO_CANDIDATES,
+    )
+    queue.requeue(wl, immediate, park_twins)
+    reason = entry.reason or "Pending"
+    message = entry.message or "The workload is waiting for quota"
+    previous = wl.conditions.get("QuotaReserved")
+    if previous is None or previous.message != message or previous.reason != reason:
+        wl.conditions["QuotaReserved"] = Condition("QuotaReserved", "False", reason, message, state.now)
+        state.events.append(Event(state.cycle, wl.key, PENDING, message, reason))
+
+
+def _evict_target(state: State, target: Target, entry: Entry) -> None:
+    preemptor = entry.workload
+    why = HUMAN_REASONS.get(target.reason, target.reason)
+    message = (
+        f"Preempted to accommodate workload {preemptor.key} (ClusterQueue {entry.cluster_queue}, "
+        f"priority {preemptor.priority}) due to {why}"
+    )
+    state.evict(target.workload.key, "Preempted", message, preempted_reason=target.reason)
+    state.events.append(Event(state.cycle, target.workload.key, PREEMPTED, message, target.reason))
+
+
+def usage_fits(state: State, cq_name: str, usage: dict[FlavorResource, int]) -> bool:
+    """Does ``usage`` fit in ``cq_name`` now (used by property tests and explanations)?"""
+    node = state.nodes[cq_name]
+    return all(max(0, cohort_tree.available(node, fr)) >= v for fr, v in usage.items())
+
+
+__all__ = ["CycleResult", "Entry", "Possibility", "classical_order_key", "run_cycle"]

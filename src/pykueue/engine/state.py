@@ -1,0 +1,411 @@
+"""The engine's whole world: queueing objects, workloads, quota usage and queues.
+
+`State` is the single mutable value the engine works on. Callers change it
+through its methods (apply/delete an object, add/finish/evict a workload);
+`pykueue.engine.scheduler.run_cycle` makes admission decisions on it. Every
+method is deterministic: dictionaries keep insertion order and every sort has
+a total key.
+
+Where a pending workload lives:
+
+* in its ClusterQueue's queue (`queues`), when its LocalQueue and ClusterQueue
+  exist and the LocalQueue is not stopped; the ClusterQueue may still be
+  inactive (a missing flavor, a stop policy), and then it just waits there;
+* otherwise in `unrouted`, keyed by its LocalQueue, until a change routes it.
+
+Whenever quota is released (a workload finishes, is deleted or evicted) the
+parked workloads of every ClusterQueue in the same cohort tree become active
+again, as upstream's `QueueInadmissibleWorkloads` does; object changes do the
+same for the queues they may affect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pykueue.engine import cohort_tree, specs
+from pykueue.engine.cohort_tree import Node
+from pykueue.engine.config import EngineConfig
+from pykueue.engine.queueing import ClusterQueueQueue
+from pykueue.engine.resources import Quantities, add_into
+from pykueue.engine.workloads import Condition, Workload
+
+ADMITTED = "Admitted"
+PREEMPTED = "Preempted"
+PENDING = "Pending"
+FINISHED = "Finished"
+EVICTED = "Evicted"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One decision, in words, for the audit trail and the scenario output."""
+
+    cycle: int
+    workload: str
+    type: str
+    message: str
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class State:
+    """Everything the engine knows. Mutate it only through its methods."""
+
+    config: EngineConfig = field(default_factory=EngineConfig)
+    flavors: dict[str, specs.ResourceFlavor] = field(default_factory=dict)
+    cluster_queues: dict[str, specs.ClusterQueue] = field(default_factory=dict)
+    cohorts: dict[str, specs.Cohort] = field(default_factory=dict)
+    local_queues: dict[str, specs.LocalQueue] = field(default_factory=dict)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    admission_checks: dict[str, specs.AdmissionCheck] = field(default_factory=dict)
+    workloads: dict[str, Workload] = field(default_factory=dict)
+    queues: dict[str, ClusterQueueQueue] = field(default_factory=dict)
+    unrouted: dict[str, dict[str, Workload]] = field(default_factory=dict)
+    admitted: dict[str, dict[str, Workload]] = field(default_factory=dict)
+    cq_usage: dict[str, Quantities] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    cohort_nodes: dict[str, Node] = field(default_factory=dict)
+    generation: dict[str, int] = field(default_factory=dict)
+    inactive_reason: dict[str, str] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    priority_values: dict[tuple[str, str], int] = field(default_factory=dict)
+    limit_ranges: dict[str, dict[str, list[specs.LimitRangeItem]]] = field(default_factory=dict)
+    finished: dict[str, Workload] = field(default_factory=dict)
+    cycle: int = 0
+    now: int = 0
+    _next_seq: int = 0
+    _tree_dirty: bool = True
+
+    # ----------------------------------------------------------------- objects
+
+    def apply_flavor(self, flavor: specs.ResourceFlavor) -> None:
+        self.flavors[flavor.name] = flavor
+        self._tree_dirty = True
+        self._requeue_all()
+
+    def delete_flavor(self, name: str) -> None:
+        self.flavors.pop(name, None)
+        self._tree_dirty = True
+
+    def apply_admission_check(self, check: specs.AdmissionCheck) -> None:
+        self.admission_checks[check.name] = check
+        self._tree_dirty = True
+        self._requeue_all()
+
+    def delete_admission_check(self, name: str) -> None:
+        self.admission_checks.pop(name, None)
+        self._tree_dirty = True
+
+    def apply_cluster_queue(self, cq: specs.ClusterQueue) -> None:
+        old = self.cluster_queues.get(cq.name)
+        self.cluster_queues[cq.name] = cq
+        queue = self.queues.get(cq.name)
+        if queue is None:
+            self.queues[cq.name] = ClusterQueueQueue(cq.name, cq.queueing_strategy)
+            self.admitted.setdefault(cq.name, {})
+            self.cq_usage.setdefault(cq.name, {})
+        elif queue.strategy != cq.queueing_strategy:
+            queue.strategy = cq.queueing_strategy
+        self._tree_dirty = True
+        self._route_unrouted()
+        if old is not None and old.cohort and old.cohort != cq.cohort:
+            self._requeue_cohort_of_name(old.cohort)
+        self._requeue_tree(cq.name)
+        if cq.stop_policy == "HoldAndDrain":
+            for wl in list(self.admitted.get(cq.name, {}).values()):
+                self.evict(wl.key, "ClusterQueueStopped", "The ClusterQueue is stopped")
+
+    def delete_cluster_queue(self, name: str) -> None:
+        cq = self.cluster_queues.pop(name, None)
+        if cq is None:
+            return
+        queue = self.queues.pop(name, None)
+        if queue is not None:
+            for wl in [*queue.active(), *queue.inadmissible.values()]:
+                self.unrouted.setdefault(wl.queue_key, {})[wl.key] = wl
+        self._tree_dirty = True
+        if cq.cohort:
+            self._requeue_cohort_of_name(cq.cohort)
+
+    def apply_cohort(self, cohort: specs.Cohort) -> None:
+        self.cohorts[cohort.name] = cohort
+        self._tree_dirty = True
+        self._requeue_all()
+
+    def delete_cohort(self, name: str) -> None:
+        self.cohorts.pop(name, None)
+        self._tree_dirty = True
+        self._requeue_all()
+
+    def apply_local_queue(self, lq: specs.LocalQueue) -> None:
+        old = self.local_queues.get(lq.key)
+        self.local_queues[lq.key] = lq
+        if old is not None and (old.cluster_queue != lq.cluster_queue or old.stop_policy != lq.stop_policy):
+            self._unroute_local_queue(lq.key)
+        self._route_unrouted()
+        if lq.stop_policy == "HoldAndDrain":
+            for wl in [
+                w for w in self.workloads.values() if w.admission is not None and w.queue_key == lq.key
+            ]:
+                self.evict(wl.key, "LocalQueueStopped", "The LocalQueue is stopped")
+        if lq.cluster_queue in self.queues:
+            self._requeue_tree(lq.cluster_queue)
+
+    def delete_local_queue(self, key: str) -> None:
+        if self.local_queues.pop(key, None) is not None:
+            self._unroute_local_queue(key)
+
+    def apply_namespace(self, name: str, labels: dict[str, str]) -> None:
+        self.namespaces[name] = dict(labels)
+        self._requeue_all()
+
+    def namespace_labels(self, name: str) -> dict[str, str]:
+        return self.namespaces.get(name, {})
+
+    # --------------------------------------------------------------- workloads
+
+    def add_workload(self, wl: Workload) -> None:
+        """Add a new workload, pending or already holding a quota reservation."""
+        if wl.key in self.workloads:
+            self.delete_workload(wl.key)
+        wl.seq = self._next_seq
+        self._next_seq += 1
+        self.workloads[wl.key] = wl
+        if wl.admission is not None:
+            self._account(wl, +1)
+            return
+        self._enqueue(wl)
+
+    def delete_workload(self, key: str) -> None:
+        wl = self.workloads.pop(key, None)
+        if wl is None:
+            self.finished.pop(key, None)
+            return
+        if wl.admission is not None:
+            cq = wl.admission.cluster_queue
+            self._account(wl, -1)
+            self._on_release(cq)
+            return
+        self._dequeue(wl)
+
+    def finish(self, key: str, message: str = "") -> None:
+        """An admitted workload completed: release its quota and keep it as finished."""
+        wl = self.workloads.get(key)
+        if wl is None or wl.admission is None:
+            return
+        cq = wl.admission.cluster_queue
+        self._account(wl, -1)
+        del self.workloads[key]
+        wl.finished = True
+        wl.conditions["Finished"] = Condition(
+            "Finished", "True", "Succeeded", message or "Job finished", self.now
+        )
+        self.finished[key] = wl
+        self.events.append(Event(self.cycle, key, FINISHED, message or "the workload finished"))
+        self._on_release(cq)
+
+    def evict(self, key: str, reason: str, message: str, preempted_reason: str = "") -> None:
+        """Take back an admitted workload's quota and send it back to its queue."""
+        wl = self.workloads.get(key)
+        if wl is None or wl.admission is None:
+            return
+        cq = wl.admission.cluster_queue
+        self._account(wl, -1)
+        wl.admission = None
+        wl.evicted_at = self.now
+        wl.last_tried_flavor = None
+        wl.conditions["Evicted"] = Condition(EVICTED, "True", reason, message, self.now)
+        wl.conditions["QuotaReserved"] = Condition("QuotaReserved", "False", "Pending", message, self.now)
+        wl.conditions.pop("Admitted", None)
+        if preempted_reason:
+            wl.conditions["Preempted"] = Condition(PREEMPTED, "True", preempted_reason, message, self.now)
+            wl.preemption_count += 1
+        wl.conditions["Requeued"] = Condition("Requeued", "True", reason, message, self.now)
+        self._enqueue(wl)
+        self._on_release(cq)
+
+    def register_admission(self, wl: Workload) -> None:
+        """Account a workload the scheduler just admitted (its admission is already set)."""
+        self._account(wl, +1)
+
+    # ------------------------------------------------------------------ quota
+
+    def ensure_tree(self) -> None:
+        """Rebuild the cohort tree and activeness after object changes."""
+        if not self._tree_dirty:
+            return
+        self._tree_dirty = False
+        self.nodes = {}
+        self.cohort_nodes = {}
+        for cohort in self.cohorts.values():
+            self._cohort_node(cohort.name)
+        for cohort in self.cohorts.values():
+            node = self.cohort_nodes[cohort.name]
+            node.quotas = dict(cohort.quotas)
+            if cohort.parent:
+                parent = self._cohort_node(cohort.parent)
+                node.parent = parent
+                parent.children.append(node)
+        in_cycle = self._cohorts_in_cycles()
+        for name in in_cycle:
+            node = self.cohort_nodes[name]
+            if node.parent is not None and node in node.parent.children:
+                node.parent.children.remove(node)
+            node.parent = None
+        for cq in self.cluster_queues.values():
+            node = Node(cq.name, is_cohort=False, quotas=dict(cq.quotas))
+            self.nodes[cq.name] = node
+            if cq.cohort:
+                parent = self._cohort_node(cq.cohort)
+                node.parent = parent
+                parent.children.append(node)
+            self.generation[cq.name] = self.generation.get(cq.name, 0) + 1
+        for node in [*self.nodes.values(), *self.cohort_nodes.values()]:
+            if node.parent is None:
+                cohort_tree.rebuild(node, self.cq_usage)
+        self.inactive_reason = {}
+        for cq in self.cluster_queues.values():
+            reason = self._inactive_reason(cq, in_cycle)
+            if reason:
+                self.inactive_reason[cq.name] = reason
+
+    def _cohort_node(self, name: str) -> Node:
+        node = self.cohort_nodes.get(name)
+        if node is None:
+            node = Node(name, is_cohort=True)
+            self.cohort_nodes[name] = node
+        return node
+
+    def _cohorts_in_cycles(self) -> set[str]:
+        result: set[str] = set()
+        for start in self.cohorts:
+            seen: list[str] = []
+            name = start
+            while name and name not in seen:
+                seen.append(name)
+                cohort = self.cohorts.get(name)
+                name = cohort.parent if cohort is not None else ""
+            if name:
+                result.update(seen[seen.index(name) :])
+        return result
+
+    def _inactive_reason(self, cq: specs.ClusterQueue, in_cycle: set[str]) -> str:
+        if cq.stop_policy != "None":
+            return f"ClusterQueue {cq.name} is stopped ({cq.stop_policy})"
+        missing = [f for f in cq.flavors() if f not in self.flavors]
+        if missing:
+            return f"ClusterQueue {cq.name} references missing ResourceFlavor(s): {', '.join(missing)}"
+        checks = [c for c in cq.admission_checks if c not in self.admission_checks]
+        if checks:
+            return f"ClusterQueue {cq.name} references missing AdmissionCheck(s): {', '.join(checks)}"
+        inactive = [c for c in cq.admission_checks if not self.admission_checks[c].active]
+        if inactive:
+            return f"ClusterQueue {cq.name} references inactive AdmissionCheck(s): {', '.join(inactive)}"
+        if cq.cohort in in_cycle:
+            return f"ClusterQueue {cq.name} is in a cohort tree with a cycle"
+        return ""
+
+    def is_active(self, cq_name: str) -> bool:
+        self.ensure_tree()
+        return cq_name in self.cluster_queues and cq_name not in self.inactive_reason
+
+    def _account(self, wl: Workload, sign: int) -> None:
+        """Add (sign=1) or remove (sign=-1) an admitted workload's usage everywhere."""
+        assert wl.admission is not None
+        cq = wl.admission.cluster_queue
+        usage = wl.usage()
+        add_into(self.cq_usage.setdefault(cq, {}), usage, sign)
+        if sign > 0:
+            self.admitted.setdefault(cq, {})[wl.key] = wl
+        else:
+            self.admitted.get(cq, {}).pop(wl.key, None)
+            self.generation[cq] = self.generation.get(cq, 0) + 1
+        if not self._tree_dirty and cq in self.nodes:
+            cohort_tree.add_usages(self.nodes[cq], usage, sign)
+
+    # ----------------------------------------------------------------- queues
+
+    def route_of(self, wl: Workload) -> str | None:
+        """The ClusterQueue a pending workload waits in, or None when it cannot be routed."""
+        lq = self.local_queues.get(wl.queue_key)
+        if lq is None or lq.stop_policy != "None" or lq.cluster_queue not in self.queues:
+            return None
+        return lq.cluster_queue
+
+    def _enqueue(self, wl: Workload) -> None:
+        cq = self.route_of(wl)
+        if cq is None:
+            self.unrouted.setdefault(wl.queue_key, {})[wl.key] = wl
+            return
+        self.queues[cq].push(wl)
+
+    def _dequeue(self, wl: Workload) -> None:
+        for queue in self.queues.values():
+            if queue.remove(wl.key) is not None:
+                return
+        bucket = self.unrouted.get(wl.queue_key)
+        if bucket is not None:
+            bucket.pop(wl.key, None)
+
+    def _route_unrouted(self) -> None:
+        for lq_key in list(self.unrouted):
+            bucket = self.unrouted[lq_key]
+            for wl in list(bucket.values()):
+                cq = self.route_of(wl)
+                if cq is not None:
+                    del bucket[wl.key]
+                    self.queues[cq].push(wl)
+            if not bucket:
+                del self.unrouted[lq_key]
+
+    def _unroute_local_queue(self, lq_key: str) -> None:
+        for queue in self.queues.values():
+            moving = [wl for wl in [*queue.active(), *queue.inadmissible.values()] if wl.queue_key == lq_key]
+            for wl in moving:
+                queue.remove(wl.key)
+                self.unrouted.setdefault(lq_key, {})[wl.key] = wl
+
+    def _on_release(self, cq_name: str) -> None:
+        self._requeue_tree(cq_name)
+
+    def _requeue_tree(self, cq_name: str) -> None:
+        """Unpark the inadmissible workloads of every ClusterQueue sharing ``cq_name``'s cohort tree."""
+        cq = self.cluster_queues.get(cq_name)
+        if cq is None or not cq.cohort:
+            queue = self.queues.get(cq_name)
+            if queue is not None:
+                queue.unpark_all()
+            return
+        self._requeue_cohort_of_name(cq.cohort)
+
+    def _requeue_cohort_of_name(self, cohort: str) -> None:
+        root = self._root_cohort_name(cohort)
+        for name, cq in self.cluster_queues.items():
+            if cq.cohort and self._root_cohort_name(cq.cohort) == root:
+                self.queues[name].unpark_all()
+
+    def _root_cohort_name(self, name: str) -> str:
+        seen: set[str] = set()
+        while name in self.cohorts and self.cohorts[name].parent and name not in seen:
+            seen.add(name)
+            name = self.cohorts[name].parent
+        return name
+
+    def _requeue_all(self) -> None:
+        for queue in self.queues.values():
+            queue.unpark_all()
+
+    # ----------------------------------------------------------------- reading
+
+    def pending(self) -> dict[str, list[str]]:
+        """Active-queue workload keys per ClusterQueue (only queues that have some)."""
+        return {
+            name: sorted(wl.key for wl in q.active()) for name, q in self.queues.items() if any(q.active())
+        }
+
+    def inadmissible(self) -> dict[str, list[str]]:
+        return {name: sorted(q.inadmissible) for name, q in self.queues.items() if q.inadmissible}
+
+    def cluster_queue_usage(self) -> dict[str, Quantities]:
+        return {name: dict(self.cq_usage.get(name, {})) for name in self.cluster_queues}

@@ -1,0 +1,142 @@
+"""Workloads as the engine sees them: pod sets with per-pod requests, priority, times.
+
+A `Workload` is built once from its manifest (by `pykueue.engine.intake`) and
+then only its queueing fields change: admission, eviction time, conditions.
+Requests are per pod in milli-units after LimitRange defaults, so scaling a
+pod set to another count is one multiplication.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pykueue.engine.resources import FlavorResource, Quantities
+from pykueue.engine.selectors import NodeSelectorTerm, Toleration
+
+
+@dataclass(slots=True)
+class PodSet:
+    """One group of identical pods of a workload."""
+
+    name: str
+    count: int
+    requests: dict[str, int]  # per pod, milli-units, after LimitRange defaults
+    min_count: int | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+    affinity_terms: list[NodeSelectorTerm] | None = None  # required node affinity, ORed terms
+    tolerations: list[Toleration] = field(default_factory=list)
+
+    def total(self, count: int | None = None) -> dict[str, int]:
+        """The requests of ``count`` pods (default: all of them)."""
+        n = self.count if count is None else count
+        return {resource: value * n for resource, value in self.requests.items()}
+
+
+@dataclass(slots=True)
+class PodSetAssignment:
+    """What an admission gives one pod set: a flavor per resource and the pod count."""
+
+    name: str
+    flavors: dict[str, str]
+    resource_usage: dict[str, int]
+    count: int
+
+
+@dataclass(slots=True)
+class Admission:
+    """A quota reservation in a ClusterQueue."""
+
+    cluster_queue: str
+    pod_sets: list[PodSetAssignment]
+
+    def usage(
+        self, reclaimable: dict[str, int] | None = None, pod_sets: list[PodSet] | None = None
+    ) -> Quantities:
+        """Quota this admission holds, less the pods that finished and gave theirs back."""
+        result: Quantities = {}
+        per_pod = {ps.name: ps for ps in pod_sets or []}
+        for assignment in self.pod_sets:
+            freed = (reclaimable or {}).get(assignment.name, 0)
+            spec = per_pod.get(assignment.name)
+            for resource, value in assignment.resource_usage.items():
+                flavor = assignment.flavors.get(resource)
+                if flavor is None:
+                    continue
+                if freed and spec is not None and resource in spec.requests:
+                    value = spec.requests[resource] * max(0, assignment.count - freed)
+                key: FlavorResource = (flavor, resource)
+                result[key] = result.get(key, 0) + value
+        return result
+
+
+@dataclass(slots=True)
+class Condition:
+    """A status condition as upstream writes it."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition: int = 0  # microseconds since the epoch
+
+
+@dataclass(eq=False, slots=True)
+class Workload:
+    """A unit of admission: all its pod sets are admitted together or not at all."""
+
+    namespace: str
+    name: str
+    queue_name: str
+    pod_sets: list[PodSet]
+    priority: int = 0
+    priority_class: str = ""
+    created: int = 0  # microseconds since the epoch
+    uid: str = ""
+    seq: int = 0  # order of arrival, the last tie-breaker
+    active: bool = True
+    admission: Admission | None = None
+    admitted_at: int = 0  # when it got its quota reservation
+    evicted_at: int | None = None  # set while requeued after an eviction
+    conditions: dict[str, Condition] = field(default_factory=dict)
+    reclaimable: dict[str, int] = field(default_factory=dict)
+    requeue_at: int | None = None
+    requeue_count: int = 0
+    runtime: int | None = None  # microseconds; the scenario annotation
+    finished: bool = False
+    invalid_reason: str = ""  # set when the workload can never be admitted as written
+    # The flavor scan position kept between cycles (upstream's LastAssignment).
+    last_tried_flavor: dict[tuple[int, str], int] | None = None
+    last_generation: int = -1
+    last_cycle: int = -10
+    preemption_count: int = 0
+    # Upstream's scheduling-equivalence hash: priority and pod sets. Twins share it.
+    shape: object = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def queue_key(self) -> str:
+        return f"{self.namespace}/{self.queue_name}"
+
+    def queue_order_time(self) -> int:
+        """The time that places it in its queue: its eviction if it was evicted, else creation."""
+        return self.evicted_at if self.evicted_at is not None else self.created
+
+    def usage(self) -> Quantities:
+        """The quota it holds (empty when not admitted)."""
+        if self.admission is None:
+            return {}
+        return self.admission.usage(self.reclaimable, self.pod_sets)
+
+    def total_requests(self) -> dict[str, int]:
+        """All pods' requests summed per resource, ignoring flavors."""
+        result: dict[str, int] = {}
+        for ps in self.pod_sets:
+            for resource, value in ps.total().items():
+                result[resource] = result.get(resource, 0) + value
+        return result
+
+    def can_be_partially_admitted(self) -> bool:
+        return any(ps.min_count is not None and ps.min_count < ps.count for ps in self.pod_sets)

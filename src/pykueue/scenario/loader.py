@@ -1,0 +1,217 @@
+"""Reading a scenario file into checked, typed steps, or a clear error naming the place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pykueue.api import manifests
+from pykueue.engine import intake
+from pykueue.engine.config import AdmissionFairSharing, EngineConfig, FairSharing
+from pykueue.errors import PykueueError, ScenarioError
+
+TOP_KEYS = {"format", "name", "description", "now", "config", "objects", "steps", "expect"}
+STEP_KEYS = {"cycle", "settle", "advance", "apply", "delete", "finish", "evict", "expect"}
+EXPECT_KEYS = {
+    "admitted",
+    "preempted",
+    "pending",
+    "inadmissible",
+    "finished",
+    "conditions",
+    "clusterQueueUsage",
+    "contains",
+}
+CONTAINS_KEYS = {"admitted", "notAdmitted", "preempted", "pending", "finished"}
+DEFAULT_NOW = "2026-01-01T00:00:00Z"
+
+
+@dataclass(slots=True)
+class Step:
+    kind: str
+    value: Any
+    path: str
+
+
+@dataclass(slots=True)
+class Scenario:
+    path: str
+    name: str
+    now: int
+    config: EngineConfig
+    objects: list[Any]
+    steps: list[Step]
+    expect: dict[str, Any] | None
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+
+
+def load(path: str | Path) -> Scenario:
+    """Read and check a whole scenario file; raise ScenarioError naming file and path."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"{source}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{source}: not valid YAML: {exc}") from exc
+    return parse(doc, source)
+
+
+def parse(doc: Any, source: str) -> Scenario:
+    if not isinstance(doc, dict):
+        raise ScenarioError(f"{source}: a scenario must be a mapping")
+    unknown = sorted(set(doc) - TOP_KEYS)
+    if unknown:
+        raise ScenarioError(f"{source}: unknown top-level key(s): {', '.join(map(str, unknown))}")
+    if doc.get("format") != 1:
+        raise ScenarioError(f"{source} format: must be 1, got {doc.get('format')!r}")
+    name = doc.get("name")
+    if not isinstance(name, str) or not name:
+        raise ScenarioError(f"{source} name: required, a short sentence")
+    now = _time(doc.get("now", DEFAULT_NOW), f"{source} now")
+    config = _config(doc.get("config") or {}, source)
+    objects = _objects(doc.get("objects") or [], source, "objects")
+    raw_steps = doc.get("steps")
+    steps = _steps([{"cycle": 1}] if raw_steps is None else raw_steps, source)
+    expect = doc.get("expect")
+    if expect is not None:
+        _check_expect(expect, f"{source} expect")
+    return Scenario(source, name, now, config, objects, steps, expect)
+
+
+def _time(value: Any, where: str) -> int:
+    if isinstance(value, datetime):
+        return intake.micros(value)
+    if not isinstance(value, str):
+        raise ScenarioError(f"{where}: expected an RFC 3339 time like {DEFAULT_NOW}")
+    try:
+        return intake.micros(datetime.fromisoformat(value.replace("Z", "+00:00")))
+    except ValueError as exc:
+        raise ScenarioError(f"{where}: {value!r} is not an RFC 3339 time") from exc
+
+
+def _config(raw: Any, source: str) -> EngineConfig:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{source} config: must be a mapping")
+    unknown = sorted(set(raw) - {"fairSharing", "admissionFairSharing", "featureGates"})
+    if unknown:
+        raise ScenarioError(f"{source} config: unknown key(s): {', '.join(map(str, unknown))}")
+    fs_raw = raw.get("fairSharing") or {}
+    if not isinstance(fs_raw, dict):
+        raise ScenarioError(f"{source} config.fairSharing: must be a mapping")
+    strategies = fs_raw.get("preemptionStrategies")
+    fair = FairSharing(
+        enable=bool(fs_raw.get("enable", False)),
+        preemption_strategies=tuple(strategies) if strategies else FairSharing().preemption_strategies,
+    )
+    for i, strategy in enumerate(fair.preemption_strategies):
+        if strategy not in ("LessThanOrEqualToFinalShare", "LessThanInitialShare"):
+            raise ScenarioError(
+                f"{source} config.fairSharing.preemptionStrategies[{i}]: unknown {strategy!r}"
+            )
+    afs: AdmissionFairSharing | None = None
+    afs_raw = raw.get("admissionFairSharing")
+    if afs_raw is not None:
+        if not isinstance(afs_raw, dict):
+            raise ScenarioError(f"{source} config.admissionFairSharing: must be a mapping")
+        try:
+            afs = AdmissionFairSharing(
+                enable=True,
+                usage_half_life=intake.parse_duration(str(afs_raw.get("usageHalfLifeTime", "168h"))),
+                sampling_interval=intake.parse_duration(str(afs_raw.get("usageSamplingInterval", "5m"))),
+                resource_weights={
+                    str(k): float(v) for k, v in (afs_raw.get("resourceWeights") or {}).items()
+                },
+            )
+        except ValueError as exc:
+            raise ScenarioError(f"{source} config.admissionFairSharing: {exc}") from exc
+    gates = raw.get("featureGates") or {}
+    if not isinstance(gates, dict) or not all(isinstance(v, bool) for v in gates.values()):
+        raise ScenarioError(f"{source} config.featureGates: must map gate names to true/false")
+    return EngineConfig(fair_sharing=fair, admission_fair_sharing=afs, feature_gates=dict(gates))
+
+
+def _objects(raw: Any, source: str, where: str) -> list[Any]:
+    if not isinstance(raw, list):
+        raise ScenarioError(f"{source} {where}: must be a list of manifests")
+    result = []
+    problems: list[str] = []
+    for i, doc in enumerate(raw):
+        place = f"{source} {where}[{i}]"
+        if not isinstance(doc, dict):
+            problems.append(f"{place}: a manifest must be a mapping")
+            continue
+        try:
+            result.append(manifests.parse_object(doc, source=place))
+        except PykueueError as exc:
+            problems.append(str(exc) if place in str(exc) else f"{place}: {exc}")
+    if problems:
+        raise ScenarioError("\n".join(problems))
+    return result
+
+
+def _steps(raw: Any, source: str) -> list[Step]:
+    if not isinstance(raw, list):
+        raise ScenarioError(f"{source} steps: must be a list")
+    steps = []
+    for i, item in enumerate(raw):
+        where = f"{source} steps[{i}]"
+        if not isinstance(item, dict) or len(item) != 1:
+            raise ScenarioError(f"{where}: a step is a mapping with exactly one key")
+        ((kind, value),) = item.items()
+        if kind not in STEP_KEYS:
+            raise ScenarioError(
+                f"{where}: unknown step {kind!r} (expected one of {', '.join(sorted(STEP_KEYS))})"
+            )
+        steps.append(Step(kind, _step_value(kind, value, where, source, i), where))
+    return steps
+
+
+def _step_value(kind: str, value: Any, where: str, source: str, index: int) -> Any:
+    if kind == "cycle":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ScenarioError(f"{where}.cycle: must be a non-negative integer")
+        return value
+    if kind == "settle":
+        return None
+    if kind == "advance":
+        try:
+            return intake.parse_duration(str(value))
+        except ValueError as exc:
+            raise ScenarioError(f"{where}.advance: {exc}") from exc
+    if kind == "apply":
+        return _objects(value, source, f"steps[{index}].apply")
+    if kind == "delete":
+        if not isinstance(value, list):
+            raise ScenarioError(f"{where}.delete: must be a list of {{kind, namespace, name}}")
+        for j, ref in enumerate(value):
+            if not isinstance(ref, dict) or "kind" not in ref or "name" not in ref:
+                raise ScenarioError(f"{where}.delete[{j}]: needs kind and name (and namespace)")
+        return value
+    if kind in ("finish", "evict"):
+        if not isinstance(value, list) or not all(isinstance(v, str) and "/" in v for v in value):
+            raise ScenarioError(f"{where}.{kind}: must be a list of namespace/name")
+        return value
+    _check_expect(value, f"{where}.expect")
+    return value
+
+
+def _check_expect(expect: Any, where: str) -> None:
+    if not isinstance(expect, dict):
+        raise ScenarioError(f"{where}: must be a mapping")
+    unknown = sorted(set(expect) - EXPECT_KEYS)
+    if unknown:
+        raise ScenarioError(f"{where}: unknown key(s): {', '.join(map(str, unknown))}")
+    contains = expect.get("contains")
+    if contains is not None:
+        if not isinstance(contains, dict):
+            raise ScenarioError(f"{where}.contains: must be a mapping")
+        unknown = sorted(set(contains) - CONTAINS_KEYS)
+        if unknown:
+            raise ScenarioError(f"{where}.contains: unknown key(s): {', '.join(map(str, unknown))}")
