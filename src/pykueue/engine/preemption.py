@@ -1,21 +1,45 @@
 """Preemption: which admitted workloads must go so that a pending one fits.
 
-This module answers two questions for the scheduler and the flavor assigner:
+Two questions are answered here, both against the live cohort tree with every
+simulated change undone before returning:
 
-* `Preemptor.simulate` — the *oracle*: could preempting make ``value`` of one
-  flavor-resource fit, and would it be reclaiming quota lent to others or
-  preempting by priority?
+* `Preemptor.simulate` — the flavor assigner's *oracle*: could preemption
+  make ``value`` of one flavor-resource fit, by reclaiming quota lent to other
+  queues or by preempting in the preemptor's own queue?
 * `Preemptor.targets` — the minimal set of workloads to evict so that the
   whole assignment fits.
+
+Classical preemption follows upstream Kueue's rules:
+
+1. Candidates are the admitted workloads that use a flavor-resource needing
+   preemption and that the ClusterQueue's policies allow: ``withinClusterQueue``
+   for its own workloads, ``reclaimWithinCohort`` for workloads of queues in the
+   cohort tree that use more than their nominal quota, and
+   ``borrowWithinCohort`` (with ``maxPriorityThreshold``) for preempting while
+   the preemptor itself borrows.
+2. Candidates are grouped — reclaimable in the hierarchy, from other queues,
+   from the own queue — and within a group ordered: workloads already being
+   evicted first, other queues' before the own, lower priority first, the most
+   recently admitted first, then by uid.
+3. Candidates are removed one by one until the preemptor fits (first allowing
+   borrowing, then not, or the other way round as the policies demand); then
+   every target that is not needed is put back, newest decision first, so the
+   set is minimal.
+
+Fair sharing replaces step 2 and 3 with share-based strategies
+(`pykueue.engine.fair_sharing`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
 
-from pykueue.engine import specs
-from pykueue.engine.flavor_assigner import Assignment, Possibility
-from pykueue.engine.resources import FlavorResource
+from pykueue.engine import cohort_tree, fair_sharing, specs
+from pykueue.engine.cohort_tree import Node
+from pykueue.engine.flavor_assigner import Assignment, Mode, Possibility
+from pykueue.engine.resources import FlavorResource, Quantities
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
 
@@ -32,6 +56,23 @@ HUMAN_REASONS = {
 }
 
 
+class Variant(Enum):
+    """How a candidate may be preempted (upstream's preemptionVariant)."""
+
+    NEVER = 0
+    WITHIN_CQ = 1
+    HIERARCHICAL_RECLAIM = 2
+    RECLAIM_WITHOUT_BORROWING = 3
+    RECLAIM_WHILE_BORROWING = 4
+
+    def reason(self) -> str:
+        if self == Variant.WITHIN_CQ:
+            return IN_CLUSTER_QUEUE
+        if self == Variant.RECLAIM_WHILE_BORROWING:
+            return IN_COHORT_RECLAIM_WHILE_BORROWING
+        return IN_COHORT_RECLAMATION
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """One workload to evict, the queue it is admitted in, and why."""
@@ -41,9 +82,73 @@ class Target:
     reason: str
 
 
+@dataclass(slots=True)
+class _Candidate:
+    workload: Workload
+    cluster_queue: str
+    lca: Node | None
+    variant: Variant
+
+
 def can_always_reclaim(cq: specs.ClusterQueue) -> bool:
     """A queue that may reclaim from anyone never needs to hold capacity while it waits."""
     return cq.preemption.reclaim_within_cohort == specs.ANY
+
+
+def is_evicting(wl: Workload) -> bool:
+    """Admitted but already being evicted (an input state; our own evictions complete at once)."""
+    cond = wl.conditions.get("Evicted")
+    return cond is not None and cond.status == "True"
+
+
+def satisfies_policy(preemptor: Workload, candidate: Workload, policy: str) -> bool:
+    lower = preemptor.priority > candidate.priority
+    if policy == specs.LOWER_PRIORITY:
+        return lower
+    if policy == specs.LOWER_OR_NEWER_EQUAL:
+        newer_equal = (
+            preemptor.priority == candidate.priority
+            and preemptor.queue_order_time() < candidate.queue_order_time()
+        )
+        return lower or newer_equal
+    return policy == specs.ANY
+
+
+def candidate_order_key(wl: Workload, cq_name: str, preemptor_cq: str, now: int) -> tuple[object, ...]:
+    """Upstream's candidate ordering; smaller sorts first."""
+    reserved = wl.admitted_at if wl.admission is not None else now
+    return (
+        0 if is_evicting(wl) else 1,
+        1 if cq_name == preemptor_cq else 0,
+        wl.priority,
+        -reserved,
+        wl.uid,
+        wl.seq,
+    )
+
+
+def uses_resources(wl: Workload, frs: Iterable[FlavorResource]) -> bool:
+    wanted = set(frs)
+    if wl.admission is None:
+        return False
+    for ps in wl.admission.pod_sets:
+        for resource, flavor in ps.flavors.items():
+            if (flavor, resource) in wanted:
+                return True
+    return False
+
+
+def within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
+    return all(node.subtree_quota.get(fr, 0) >= node.usage.get(fr, 0) for fr in frs)
+
+
+def frs_needing_preemption(assignment: Assignment) -> set[FlavorResource]:
+    return {
+        (choice.flavor, resource)
+        for ps in assignment.pod_sets
+        for resource, choice in ps.flavors.items()
+        if choice.mode == Mode.PREEMPT
+    }
 
 
 @dataclass(slots=True)
@@ -51,9 +156,230 @@ class Preemptor:
     """Preemption decisions over one state, for one scheduling cycle."""
 
     state: State
+    _removed: list[tuple[str, Quantities]] = field(default_factory=list)
+
+    # -------------------------------------------------------------- entry points
 
     def simulate(self, cq_name: str, wl: Workload, fr: FlavorResource, value: int) -> tuple[Possibility, int]:
-        return Possibility.NO_CANDIDATES, 0
+        node = self.state.nodes[cq_name]
+        targets = self._targets(cq_name, wl, {fr}, {fr: value})
+        if not targets:
+            borrow, _ = cohort_tree.lowest_fitting_height(node, fr, value)
+            return Possibility.NO_CANDIDATES, borrow
+        for target in targets:
+            self.remove(target.workload, target.cluster_queue)
+        borrow, _ = cohort_tree.lowest_fitting_height(node, fr, value)
+        for target in targets:
+            self.restore(target.workload, target.cluster_queue)
+        if any(t.cluster_queue == cq_name for t in targets):
+            return Possibility.PREEMPT, borrow
+        return Possibility.RECLAIM, borrow
 
     def targets(self, cq_name: str, wl: Workload, assignment: Assignment) -> list[Target]:
+        frs = frs_needing_preemption(assignment)
+        return self._targets(cq_name, wl, frs, dict(assignment.usage))
+
+    def _targets(
+        self, cq_name: str, wl: Workload, frs: set[FlavorResource], requests: Quantities
+    ) -> list[Target]:
+        if self.state.config.fair_sharing.enable:
+            return fair_sharing.fair_preemptions(self, cq_name, wl, frs, requests)
+        return self._classical(cq_name, wl, frs, requests)
+
+    # ---------------------------------------------------------------- simulation
+
+    def remove(self, wl: Workload, cq_name: str) -> None:
+        node = self.state.nodes.get(cq_name)
+        if node is not None:
+            cohort_tree.add_usages(node, wl.usage(), -1)
+
+    def restore(self, wl: Workload, cq_name: str) -> None:
+        node = self.state.nodes.get(cq_name)
+        if node is not None:
+            cohort_tree.add_usages(node, wl.usage(), +1)
+
+    def fits(self, cq_name: str, requests: Quantities, allow_borrowing: bool) -> bool:
+        node = self.state.nodes[cq_name]
+        for fr, value in requests.items():
+            if not allow_borrowing and node.borrowing_with(fr, value):
+                return False
+            if value > max(0, cohort_tree.available(node, fr)):
+                return False
+        return True
+
+    def fill_back(
+        self, targets: list[Target], cq_name: str, requests: Quantities, allow_borrowing: bool
+    ) -> list[Target]:
+        """Put back every target the preemptor does not need, last-but-one first."""
+        for i in range(len(targets) - 2, -1, -1):
+            self.restore(targets[i].workload, targets[i].cluster_queue)
+            if self.fits(cq_name, requests, allow_borrowing):
+                targets[i] = targets[-1]
+                targets.pop()
+            else:
+                self.remove(targets[i].workload, targets[i].cluster_queue)
+        return targets
+
+    # ----------------------------------------------------------------- classical
+
+    def _classical(
+        self, cq_name: str, wl: Workload, frs: set[FlavorResource], requests: Quantities
+    ) -> list[Target]:
+        cq = self.state.cluster_queues[cq_name]
+        node = self.state.nodes[cq_name]
+        same = self._same_queue_candidates(cq, wl, frs)
+        hierarchy, priority = self._hierarchy_candidates(cq, node, wl, frs, requests)
+        now = self.state.now
+
+        def ordered(items: list[_Candidate]) -> list[_Candidate]:
+            return sorted(items, key=lambda c: candidate_order_key(c.workload, c.cluster_queue, cq_name, now))
+
+        groups = [ordered(hierarchy), ordered(priority), ordered(same)]
+        candidates = [c for g in groups for c in g if is_evicting(c.workload)]
+        candidates += [c for g in groups for c in g if not is_evicting(c.workload)]
+        forbidden = cq.preemption.borrow_within_cohort == specs.NEVER
+        if (not hierarchy and not priority) or (forbidden and not self._under_nominal(cq, node, frs)):
+            attempts = [True]
+        elif forbidden and not hierarchy:
+            attempts = [False, True]
+        else:
+            attempts = [True, False]
+        for allow_borrowing in attempts:
+            targets: list[Target] = []
+            for candidate in candidates:
+                if not self._valid(candidate, cq_name, frs, allow_borrowing):
+                    continue
+                self.remove(candidate.workload, candidate.cluster_queue)
+                targets.append(
+                    Target(candidate.workload, candidate.cluster_queue, candidate.variant.reason())
+                )
+                if self.fits(cq_name, requests, allow_borrowing):
+                    targets = self.fill_back(targets, cq_name, requests, allow_borrowing)
+                    for target in targets:
+                        self.restore(target.workload, target.cluster_queue)
+                    return targets
+            for target in targets:
+                self.restore(target.workload, target.cluster_queue)
         return []
+
+    @staticmethod
+    def _under_nominal(cq: specs.ClusterQueue, node: Node, frs: set[FlavorResource]) -> bool:
+        for fr in frs:
+            quota = cq.quotas.get(fr)
+            if (quota.nominal if quota else 0) <= node.usage.get(fr, 0):
+                return False
+        return True
+
+    def _valid(
+        self, candidate: _Candidate, cq_name: str, frs: set[FlavorResource], allow_borrowing: bool
+    ) -> bool:
+        if candidate.cluster_queue == cq_name:
+            return True
+        if allow_borrowing and candidate.variant == Variant.RECLAIM_WITHOUT_BORROWING:
+            return False
+        node = self.state.nodes[candidate.cluster_queue]
+        if within_nominal(node, frs):
+            return False
+        for ancestor in node.path_to_root():
+            if ancestor is candidate.lca:
+                break
+            if within_nominal(ancestor, frs):
+                return False
+        return True
+
+    def _classify(
+        self,
+        cq: specs.ClusterQueue,
+        preemptor: Workload,
+        wl: Workload,
+        wl_cq: str,
+        frs: set[FlavorResource],
+        advantage: bool,
+    ) -> Variant:
+        if not uses_resources(wl, frs):
+            return Variant.NEVER
+        same = wl_cq == cq.name
+        policy = cq.preemption.within_cluster_queue if same else cq.preemption.reclaim_within_cohort
+        if not satisfies_policy(preemptor, wl, policy):
+            return Variant.NEVER
+        if same:
+            return Variant.WITHIN_CQ
+        if advantage:
+            return Variant.HIERARCHICAL_RECLAIM
+        if cq.preemption.borrow_within_cohort == specs.NEVER:
+            return Variant.RECLAIM_WITHOUT_BORROWING
+        threshold = cq.preemption.max_priority_threshold
+        if wl.priority >= preemptor.priority or (threshold is not None and wl.priority > threshold):
+            return Variant.RECLAIM_WITHOUT_BORROWING
+        return Variant.RECLAIM_WHILE_BORROWING
+
+    def _from_queue(
+        self,
+        cq: specs.ClusterQueue,
+        preemptor: Workload,
+        source: str,
+        lca: Node | None,
+        frs: set[FlavorResource],
+        advantage: bool,
+    ) -> list[_Candidate]:
+        result = []
+        for wl in self.state.admitted.get(source, {}).values():
+            variant = self._classify(cq, preemptor, wl, source, frs, advantage)
+            if variant != Variant.NEVER:
+                result.append(_Candidate(wl, source, lca, variant))
+        return result
+
+    def _same_queue_candidates(
+        self, cq: specs.ClusterQueue, wl: Workload, frs: set[FlavorResource]
+    ) -> list[_Candidate]:
+        if cq.preemption.within_cluster_queue == specs.NEVER:
+            return []
+        return self._from_queue(cq, wl, cq.name, None, frs, False)
+
+    def _hierarchy_candidates(
+        self, cq: specs.ClusterQueue, node: Node, wl: Workload, frs: set[FlavorResource], requests: Quantities
+    ) -> tuple[list[_Candidate], list[_Candidate]]:
+        hierarchy: list[_Candidate] = []
+        priority: list[_Candidate] = []
+        if node.parent is None or cq.preemption.reclaim_within_cohort == specs.NEVER:
+            return hierarchy, priority
+        advantage, remaining = _fit_in_quota(node, requests)
+        previous: Node | None = None
+        for root in node.path_to_root():
+            bucket = hierarchy if advantage else priority
+            self._collect_subtree(cq, node, wl, root, root, previous, frs, advantage, bucket)
+            fits, remaining = _fit_in_quota(root, remaining)
+            advantage = advantage or fits
+            previous = root
+        return hierarchy, priority
+
+    def _collect_subtree(
+        self,
+        cq: specs.ClusterQueue,
+        cq_node: Node,
+        wl: Workload,
+        current: Node,
+        subtree_root: Node,
+        skip: Node | None,
+        frs: set[FlavorResource],
+        advantage: bool,
+        result: list[_Candidate],
+    ) -> None:
+        for child in current.children:
+            if child is skip or child is cq_node:
+                continue
+            if child.is_cohort:
+                if not within_nominal(child, frs):
+                    self._collect_subtree(cq, cq_node, wl, child, subtree_root, skip, frs, advantage, result)
+            elif not within_nominal(child, frs):
+                result.extend(self._from_queue(cq, wl, child.name, subtree_root, frs, advantage))
+
+
+def _fit_in_quota(node: Node, requests: Quantities) -> tuple[bool, Quantities]:
+    fits = True
+    remaining: Quantities = {}
+    for fr, value in requests.items():
+        if node.subtree_quota.get(fr, 0) < node.usage.get(fr, 0) + value:
+            fits = False
+        remaining[fr] = max(0, value - node.local_available(fr))
+    return fits, remaining
