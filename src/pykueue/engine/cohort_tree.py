@@ -46,6 +46,7 @@ class Node:
     children: list[Node] = field(default_factory=list)
     subtree_quota: Quantities = field(default_factory=dict)
     usage: Quantities = field(default_factory=dict)
+    weight: float = 1.0  # fair-sharing weight
 
     def local_quota(self, fr: FlavorResource) -> int:
         """Capacity only this subtree sees: what the lending limit keeps from the parent."""

@@ -29,6 +29,7 @@ DEFAULT_GATES: dict[str, bool] = {
     "FlavorFungibilityPreserveScanProgress": True,
     "SchedulingEquivalenceHashing": True,
     "FairSharingPreemptWithinNominal": True,
+    "FairSharingPrioritizeNonBorrowing": True,
     "PrioritizePreemptorWorkloads": False,
 }
 

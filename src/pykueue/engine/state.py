@@ -243,6 +243,7 @@ class State:
         for cohort in self.cohorts.values():
             node = self.cohort_nodes[cohort.name]
             node.quotas = dict(cohort.quotas)
+            node.weight = cohort.fair_weight
             if cohort.parent:
                 parent = self._cohort_node(cohort.parent)
                 node.parent = parent
@@ -254,7 +255,7 @@ class State:
                 node.parent.children.remove(node)
             node.parent = None
         for cq in self.cluster_queues.values():
-            node = Node(cq.name, is_cohort=False, quotas=dict(cq.quotas))
+            node = Node(cq.name, is_cohort=False, quotas=dict(cq.quotas), weight=cq.fair_weight)
             self.nodes[cq.name] = node
             if cq.cohort:
                 parent = self._cohort_node(cq.cohort)
