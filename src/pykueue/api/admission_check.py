@@ -8,7 +8,7 @@ built-in ProvisioningRequest check, whose parameters are a ProvisioningRequestCo
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -35,8 +35,6 @@ class AdmissionCheckStatus(KubeModel):
 
 
 class AdmissionCheck(KubeModel):
-    _omit_when_empty: ClassVar[frozenset[str]] = frozenset({"status"})
-
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["AdmissionCheck"] = "AdmissionCheck"
     metadata: ObjectMeta

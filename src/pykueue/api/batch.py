@@ -8,7 +8,7 @@ Only the fields that integration reads are modelled; the others pass through.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -34,8 +34,6 @@ class JobSpec(PassthroughModel):
 
 
 class Job(KubeModel):
-    _omit_when_empty: ClassVar[frozenset[str]] = frozenset({"status"})
-
     api_version: Literal["batch/v1"] = "batch/v1"
     kind: Literal["Job"] = "Job"
     metadata: ObjectMeta

@@ -22,6 +22,7 @@ from pykueue.api.meta import (
     dns_subdomain_errors,
     label_value_errors,
     qualified_name_errors,
+    shorten,
 )
 from pykueue.errors import FieldProblem
 
@@ -51,13 +52,13 @@ def key_path(base: str, key: str) -> str:
 def check_labels(labels: dict[str, str], path: str, out: Problems) -> None:
     """metav1 ValidateLabels: keys are qualified names, values valid label values."""
     for key, value in labels.items():
-        out.extend(path, (f"key {key!r}: {m}" for m in qualified_name_errors(key)))
-        out.extend(key_path(path, key), (f"value {value!r}: {m}" for m in label_value_errors(value)))
+        out.extend(path, (f"key {shorten(key)}: {m}" for m in qualified_name_errors(key)))
+        out.extend(key_path(path, key), (f"value {shorten(value)}: {m}" for m in label_value_errors(value)))
 
 
 def check_annotations(annotations: dict[str, str], path: str, out: Problems) -> None:
     for key in annotations:
-        out.extend(path, (f"key {key!r}: {m}" for m in qualified_name_errors(key.lower())))
+        out.extend(path, (f"key {shorten(key)}: {m}" for m in qualified_name_errors(key.lower())))
     if sum(len(k) + len(v) for k, v in annotations.items()) > 256 * 1024:
         out.add(path, "annotations may not be larger than 256 KiB in total")
 
@@ -116,7 +117,9 @@ def check_conditions(conditions: list[Condition], path: str, out: Problems) -> N
         here = f"{path}[{i}]"
         out.extend(f"{here}.type", qualified_name_errors(cond.type))
         if cond.type in seen:
-            out.add(f"{here}.type", f"duplicate value {cond.type!r}: a condition type may appear only once")
+            out.add(
+                f"{here}.type", f"duplicate value {shorten(cond.type)}: a condition type may appear only once"
+            )
         seen.add(cond.type)
         if cond.reason and not _is_reason(cond.reason):
             out.add(
@@ -137,7 +140,7 @@ def unique_names(items: Iterable[Any], path: str, out: Problems, what: str = "na
     for i, item in enumerate(items):
         name = getattr(item, what)
         if name in seen:
-            out.add(f"{path}[{i}].{what}", f"duplicate value {name!r}")
+            out.add(f"{path}[{i}].{what}", f"duplicate value {shorten(name)}")
         seen.add(name)
 
 
@@ -146,9 +149,9 @@ def check_fair_sharing(fair_sharing: FairSharing | None, path: str, out: Problem
         return
     weight = quantity.parse_exact(fair_sharing.weight)
     if weight < 0:
-        out.add(path, f"invalid value {fair_sharing.weight!r}: {NEGATIVE}")
+        out.add(path, f"invalid value {shorten(fair_sharing.weight)}: {NEGATIVE}")
     elif 0 < weight <= quantity.parse_exact("1n"):
-        out.add(path, f"invalid value {fair_sharing.weight!r}: when not 0, weight must be > 10e-9")
+        out.add(path, f"invalid value {shorten(fair_sharing.weight)}: when not 0, weight must be > 10e-9")
 
 
 def check_metadata(meta: ObjectMeta, kind: str, namespaced: bool, out: Problems) -> None:
@@ -156,11 +159,11 @@ def check_metadata(meta: ObjectMeta, kind: str, namespaced: bool, out: Problems)
         out.add("metadata.name", "name is required")
     else:
         rule = dns_label_errors if kind == "Namespace" else dns_subdomain_errors
-        out.extend("metadata.name", (f"invalid value {meta.name!r}: {m}" for m in rule(meta.name)))
+        out.extend("metadata.name", (f"invalid value {shorten(meta.name)}: {m}" for m in rule(meta.name)))
     if namespaced and meta.namespace:
         out.extend(
             "metadata.namespace",
-            (f"invalid value {meta.namespace!r}: {m}" for m in dns_label_errors(meta.namespace)),
+            (f"invalid value {shorten(meta.namespace)}: {m}" for m in dns_label_errors(meta.namespace)),
         )
     check_labels(meta.labels, "metadata.labels", out)
     check_annotations(meta.annotations, "metadata.annotations", out)

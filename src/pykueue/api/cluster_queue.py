@@ -16,7 +16,7 @@ defaults so that a model built in code and one read from a manifest agree:
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -163,8 +163,6 @@ class ClusterQueueStatus(KubeModel):
 
 
 class ClusterQueue(KubeModel):
-    _omit_when_empty: ClassVar[frozenset[str]] = frozenset({"status"})
-
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["ClusterQueue"] = "ClusterQueue"
     metadata: ObjectMeta

@@ -10,7 +10,7 @@ the engine checks.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -30,8 +30,6 @@ class CohortStatus(KubeModel):
 
 
 class Cohort(KubeModel):
-    _omit_when_empty: ClassVar[frozenset[str]] = frozenset({"status"})
-
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["Cohort"] = "Cohort"
     metadata: ObjectMeta

@@ -13,7 +13,7 @@ The small types (Taint, Toleration, selectors) refuse unknown fields like the Ku
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -157,8 +157,6 @@ class NamespaceStatus(PassthroughModel):
 class Namespace(KubeModel):
     """A namespace; its labels are what a ClusterQueue's namespaceSelector matches."""
 
-    _omit_when_empty: ClassVar[frozenset[str]] = frozenset({"spec", "status"})
-
     api_version: Literal["v1"] = "v1"
     kind: Literal["Namespace"] = "Namespace"
     metadata: ObjectMeta
@@ -228,8 +226,6 @@ class NodeStatus(PassthroughModel):
 
 class Node(KubeModel):
     """A node: its labels place it in a topology, its allocatable is what it can hold."""
-
-    _omit_when_empty: ClassVar[frozenset[str]] = frozenset({"spec", "status"})
 
     api_version: Literal["v1"] = "v1"
     kind: Literal["Node"] = "Node"

@@ -7,7 +7,7 @@ when it was last updated), which admission fair sharing orders queues by.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -63,8 +63,6 @@ class LocalQueueStatus(KubeModel):
 
 
 class LocalQueue(KubeModel):
-    _omit_when_empty: ClassVar[frozenset[str]] = frozenset({"status"})
-
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["LocalQueue"] = "LocalQueue"
     metadata: ObjectMeta

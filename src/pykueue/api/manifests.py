@@ -208,7 +208,14 @@ def _prune(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _type_name(value: object) -> str:
-    names = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+    names = {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        bool: "a boolean",
+    }
     return names.get(type(value), type(value).__name__)
 
 

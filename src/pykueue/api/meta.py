@@ -8,10 +8,11 @@ Every model derives from `KubeModel`, which fixes how the API is read and writte
   schema does (``extra='forbid'``), and types are strict: ``count: "3"`` is an error,
   not a silent conversion, because Kubernetes would refuse it too;
 * writing a model back (`KubeModel.to_wire`) leaves out what Go's ``omitempty``
-  leaves out (None, empty strings, empty lists and maps), so a manifest survives a
-  round trip without gaining noise. A nested object is kept even when empty,
-  because ``namespaceSelector: {}`` (all namespaces) and an absent selector (none)
-  mean different things.
+  leaves out (None, empty strings, empty lists and maps, and always-present structs
+  such as ``status`` when they are empty), so a manifest survives a round trip
+  without gaining noise. An optional object is kept even when empty, because
+  ``namespaceSelector: {}`` (all namespaces) and an absent selector (none) mean
+  different things.
 
 Value types are `typing.Annotated` aliases so that the models read like the Go
 structs they mirror: `Quantity` keeps the user's text (``"40000m"`` stays
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any, ClassVar, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     AfterValidator,
@@ -54,9 +55,10 @@ _QUALIFIED_NAME_RE: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-
 
 def dns_label_errors(value: str) -> list[str]:
     """Why `value` is not an RFC 1123 label (empty list when it is one)."""
-    errors = []
     if len(value) > DNS_LABEL_MAX:
-        errors.append(f"must be no more than {DNS_LABEL_MAX} characters")
+        # The pattern is not even tried on an over-long value (it may be megabytes).
+        return [f"must be no more than {DNS_LABEL_MAX} characters"]
+    errors = []
     if not _DNS_LABEL_RE.match(value):
         errors.append(
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
@@ -67,9 +69,9 @@ def dns_label_errors(value: str) -> list[str]:
 
 def dns_subdomain_errors(value: str) -> list[str]:
     """Why `value` is not an RFC 1123 subdomain (empty list when it is one)."""
-    errors = []
     if len(value) > DNS_SUBDOMAIN_MAX:
-        errors.append(f"must be no more than {DNS_SUBDOMAIN_MAX} characters")
+        return [f"must be no more than {DNS_SUBDOMAIN_MAX} characters"]
+    errors = []
     if not _DNS_SUBDOMAIN_RE.match(value):
         errors.append(
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
@@ -91,7 +93,7 @@ def qualified_name_errors(value: str) -> list[str]:
             errors.extend(f"prefix part {msg}" for msg in dns_subdomain_errors(prefix))
     if len(name) > DNS_LABEL_MAX:
         errors.append(f"name part must be no more than {DNS_LABEL_MAX} characters")
-    if not _QUALIFIED_NAME_RE.match(name):
+    elif not _QUALIFIED_NAME_RE.match(name):
         errors.append(
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
             "end with an alphanumeric character (e.g. 'MyName', 'my.name' or '123-abc')"
@@ -103,9 +105,9 @@ def label_value_errors(value: str) -> list[str]:
     """Why `value` is not a valid label value (which may be empty)."""
     if value == "":
         return []
-    errors = []
     if len(value) > DNS_LABEL_MAX:
-        errors.append(f"must be no more than {DNS_LABEL_MAX} characters")
+        return [f"must be no more than {DNS_LABEL_MAX} characters"]
+    errors = []
     if not _QUALIFIED_NAME_RE.match(value):
         errors.append(
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
@@ -114,11 +116,17 @@ def label_value_errors(value: str) -> list[str]:
     return errors
 
 
+def shorten(value: object, limit: int = 60) -> str:
+    """`repr` of a value for an error message, cut short so a 10 MB string stays readable."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-1]}"
+
+
 def _checked(rule: Any) -> Any:
     def check(value: str) -> str:
         errors = rule(value)
         if errors:
-            raise ValueError(f"{value!r}: " + "; ".join(errors))
+            raise ValueError(f"{shorten(value)}: " + "; ".join(errors))
         return value
 
     return AfterValidator(check)
@@ -145,8 +153,8 @@ def _quantity_text(value: object) -> object:
 def _check_quantity(value: str) -> str:
     try:
         quantity.parse_exact(value)
-    except quantity.QuantityError as err:
-        raise ValueError(str(err)) from None
+    except quantity.QuantityError:
+        raise ValueError(f"{shorten(value)} is not a quantity (expected e.g. 500m, 2, 1.5Gi)") from None
     return value
 
 
@@ -221,9 +229,6 @@ class KubeModel(BaseModel):
         ser_json_timedelta="iso8601",
     )
 
-    # Fields that are dropped on output when their object is empty (e.g. an unset status).
-    _omit_when_empty: ClassVar[frozenset[str]] = frozenset()
-
     @model_serializer(mode="wrap")
     def _omitempty(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
         data = handler(self)
@@ -239,7 +244,9 @@ class KubeModel(BaseModel):
                 value is None
                 or (isinstance(value, str) and value == "")
                 or (isinstance(value, list | dict) and not value)
-                or (name in self._omit_when_empty and out == {})
+                # A struct that is always present (default_factory) is left out when empty;
+                # an optional one the user set to {} is kept, since {} may mean "all".
+                or (field.default_factory is not None and out == {})
             ):
                 del data[key]
         return data

@@ -6,7 +6,7 @@ validate; dispatching to remote clusters is outside what the engine does.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -41,8 +41,6 @@ class MultiKueueClusterStatus(KubeModel):
 
 
 class MultiKueueCluster(KubeModel):
-    _omit_when_empty: ClassVar[frozenset[str]] = frozenset({"status"})
-
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["MultiKueueCluster"] = "MultiKueueCluster"
     metadata: ObjectMeta

@@ -47,7 +47,7 @@ from pykueue.api.cluster_queue import (
 from pykueue.api.cohort import Cohort
 from pykueue.api.core import Namespace, Node
 from pykueue.api.local_queue import LocalQueue
-from pykueue.api.meta import Condition, ObjectMeta, milli
+from pykueue.api.meta import Condition, ObjectMeta, milli, shorten
 from pykueue.api.multikueue import MultiKueueCluster, MultiKueueConfig
 from pykueue.api.resource_flavor import ResourceFlavor
 from pykueue.api.topology import HOSTNAME_LABEL, Topology
@@ -70,13 +70,13 @@ def check_resource_groups(
             if resource in seen_resources:
                 out.add(
                     f"{gpath}.coveredResources[{j}]",
-                    f"duplicate value {resource!r}: a resource may be covered by only one resource group",
+                    f"duplicate value {shorten(resource)}: a resource may be covered by only one resource group",
                 )
             seen_resources.add(resource)
         for j, flavor in enumerate(group.flavors):
             fpath = f"{gpath}.flavors[{j}]"
             if flavor.name in seen_flavors:
-                out.add(f"{fpath}.name", f"duplicate value {flavor.name!r}: flavor listed twice")
+                out.add(f"{fpath}.name", f"duplicate value {shorten(flavor.name)}: flavor listed twice")
             seen_flavors.add(flavor.name)
             if len(flavor.resources) != len(group.covered_resources):
                 out.add(fpath, "flavors must have the same number of resources as the coveredResources")
@@ -85,11 +85,13 @@ def check_resource_groups(
                 if quota.name != group.covered_resources[k]:
                     out.add(
                         f"{qpath}.name",
-                        f"invalid value {quota.name!r}: must match the name in coveredResources "
-                        f"({group.covered_resources[k]!r})",
+                        f"invalid value {shorten(quota.name)}: must match the name in coveredResources "
+                        f"({shorten(group.covered_resources[k])})",
                     )
                 if milli(quota.nominal_quota) < 0:
-                    out.add(f"{qpath}.nominalQuota", f"invalid value {quota.nominal_quota!r}: {NEGATIVE}")
+                    out.add(
+                        f"{qpath}.nominalQuota", f"invalid value {shorten(quota.nominal_quota)}: {NEGATIVE}"
+                    )
                 for field, limit in (
                     ("borrowingLimit", quota.borrowing_limit),
                     ("lendingLimit", quota.lending_limit),
@@ -97,10 +99,11 @@ def check_resource_groups(
                     if limit is None:
                         continue
                     if milli(limit) < 0:
-                        out.add(f"{qpath}.{field}", f"invalid value {limit!r}: {NEGATIVE}")
+                        out.add(f"{qpath}.{field}", f"invalid value {shorten(limit)}: {NEGATIVE}")
                     if not has_parent:
                         out.add(
-                            f"{qpath}.{field}", f"invalid value {limit!r}: must be nil when {parent} is empty"
+                            f"{qpath}.{field}",
+                            f"invalid value {shorten(limit)}: must be nil when {parent} is empty",
                         )
                 # Only a ClusterQueue must lend at most what it owns; a Cohort's lending
                 # limit may exceed its own quota because it also lends what it borrowed.
@@ -108,7 +111,7 @@ def check_resource_groups(
                 if not is_cohort and lend is not None and milli(lend) > milli(quota.nominal_quota):
                     out.add(
                         f"{qpath}.lendingLimit",
-                        f"invalid value {lend!r}: must be less than or equal to the nominalQuota",
+                        f"invalid value {shorten(lend)}: must be less than or equal to the nominalQuota",
                     )
     total_flavors = sum(len(g.flavors) for g in groups)
     if total_flavors > MAX_TOTAL_FLAVORS:
@@ -154,7 +157,7 @@ def _cluster_queue(cq: ClusterQueue, out: Problems) -> None:
     ):
         out.add(
             "spec.flavorFungibility.preference",
-            f"preference {fungibility.preference!r} requires both whenCanBorrow and whenCanPreempt "
+            f"preference {shorten(fungibility.preference)} requires both whenCanBorrow and whenCanPreempt "
             "to be TryNextFlavor",
         )
     check_fair_sharing(spec.fair_sharing, "spec.fairSharing", out)
@@ -168,7 +171,7 @@ def _cluster_queue(cq: ClusterQueue, out: Problems) -> None:
                 if flavor not in flavors:
                     out.add(
                         f"{base}[{i}].onFlavors[{j}]",
-                        f"unsupported value {flavor!r}: not a flavor of this ClusterQueue's resourceGroups "
+                        f"unsupported value {shorten(flavor)}: not a flavor of this ClusterQueue's resourceGroups "
                         f"(supported: {', '.join(sorted(flavors)) or 'none'})",
                     )
             if len(set(rule.on_flavors)) != len(rule.on_flavors):

@@ -13,6 +13,9 @@ class to give the priority, so we resolve it from the class instead of refusing.
 
 from __future__ import annotations
 
+import math
+
+from pykueue.api import quantity
 from pykueue.api.checks import (
     IMMUTABLE,
     NEGATIVE,
@@ -24,7 +27,7 @@ from pykueue.api.checks import (
     unique_names,
 )
 from pykueue.api.core import Container, PodSpec
-from pykueue.api.meta import milli
+from pykueue.api.meta import milli, shorten
 from pykueue.api.workload import (
     ADMITTED,
     Admission,
@@ -99,7 +102,14 @@ def _resource_list(resources: dict[str, str], path: str, out: Problems) -> None:
         if name == RESERVED_RESOURCE:
             out.add(key_path(path, name), "the key is reserved for internal kueue use")
         if milli(value) < 0:
-            out.add(key_path(path, name), f"invalid value {value!r}: {NEGATIVE}")
+            out.add(key_path(path, name), f"invalid value {shorten(value)}: {NEGATIVE}")
+
+
+def _resource_value(resource: str, value: str) -> int:
+    # Upstream compares CPU in milli-cores and every other resource in whole units.
+    if resource == "cpu":
+        return milli(value)
+    return math.ceil(quantity.parse_exact(value))
 
 
 def _topology_request(request: PodSetTopologyRequest, path: str, out: Problems) -> None:
@@ -150,15 +160,15 @@ def _status(wl: Workload, out: Problems) -> None:
         for i, psa in enumerate(admission.pod_set_assignments):
             here = f"{base}[{i}]"
             if psa.name not in names:
-                out.add(f"{here}.name", f"not found: {psa.name!r} is not a podSet of this workload")
+                out.add(f"{here}.name", f"not found: {shorten(psa.name)} is not a podSet of this workload")
             count = psa.count or 0
             if count > 0:
                 for resource, value in psa.resource_usage.items():
                     # Usage is the per-pod request times the count, so it must divide evenly.
-                    if milli(value) % count:
+                    if _resource_value(resource, value) % count:
                         out.add(
                             key_path(f"{here}.resourceUsage", resource),
-                            f"invalid value {value!r}: is not a multiple of {count}",
+                            f"invalid value {shorten(value)}: is not a multiple of {count}",
                         )
             if psa.topology_assignment is not None:
                 _topology_assignment(psa.topology_assignment, f"{here}.topologyAssignment", out)
@@ -167,7 +177,9 @@ def _status(wl: Workload, out: Problems) -> None:
     for rp in status.reclaimable_pods:
         here = key_path("status.reclaimablePods", rp.name)
         if rp.name not in counts:
-            out.add(f"{here}.name", f"unsupported value {rp.name!r}: supported values: {', '.join(names)}")
+            out.add(
+                f"{here}.name", f"unsupported value {shorten(rp.name)}: supported values: {', '.join(names)}"
+            )
         elif rp.count > counts[rp.name]:
             out.add(
                 f"{here}.count", f"invalid value {rp.count}: should be less or equal to {counts[rp.name]}"
@@ -178,7 +190,8 @@ def _status(wl: Workload, out: Problems) -> None:
             here = f"status.admissionChecks[{i}].podSetUpdates[{j}]"
             if update.name not in counts:
                 out.add(
-                    f"{here}.name", f"unsupported value {update.name!r}: supported values: {', '.join(names)}"
+                    f"{here}.name",
+                    f"unsupported value {shorten(update.name)}: supported values: {', '.join(names)}",
                 )
             check_tolerations(update.tolerations, f"{here}.tolerations", out)
             check_annotations(update.annotations, f"{here}.annotations", out)
@@ -222,9 +235,12 @@ def validate_workload_update(old: Workload, new: Workload) -> list[FieldProblem]
         if before_max != (new.spec.maximum_execution_time_seconds or 0):
             out.add("spec", "maximumExecutionTimeSeconds is immutable while workload quota reserved")
     old_adm, new_adm = old.status.admission, new.status.admission
-    if old_adm is not None and new_adm is not None:
-        if _without_topology(old_adm) != _without_topology(new_adm):
-            out.add("status.admission", IMMUTABLE)
+    if (
+        old_adm is not None
+        and new_adm is not None
+        and _without_topology(old_adm) != _without_topology(new_adm)
+    ):
+        out.add("status.admission", IMMUTABLE)
     new_checks = {c.name: c for c in new.status.admission_checks}
     for i, before_check in enumerate(old.status.admission_checks):
         after_check = new_checks.get(before_check.name)
@@ -234,11 +250,13 @@ def validate_workload_update(old: Workload, new: Workload) -> list[FieldProblem]
             out.add(f"status.admissionChecks[{i}].podSetUpdates", IMMUTABLE)
     if old.status.cluster_name is not None and new.status.cluster_name != old.status.cluster_name:
         out.add("status", "clusterName is immutable once set")
-    if old.status.cluster_name is None and new.status.cluster_name is not None:
-        if new.status.cluster_name not in old.status.nominated_cluster_names:
-            out.add(
-                "status.clusterName", "when setting clusterName it must be one of the nominatedClusterNames"
-            )
+    setting = new.status.cluster_name
+    if (
+        old.status.cluster_name is None
+        and setting is not None
+        and setting not in old.status.nominated_cluster_names
+    ):
+        out.add("status.clusterName", "when setting clusterName it must be one of the nominatedClusterNames")
     return out.items
 
 

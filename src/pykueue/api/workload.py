@@ -13,7 +13,7 @@ is it finished) in one place, so the condition logic is not repeated.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -239,8 +239,6 @@ class WorkloadStatus(KubeModel):
 
 
 class Workload(KubeModel):
-    _omit_when_empty: ClassVar[frozenset[str]] = frozenset({"status"})
-
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["Workload"] = "Workload"
     metadata: ObjectMeta

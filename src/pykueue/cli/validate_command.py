@@ -45,7 +45,9 @@ def validate(
     kinds = Counter(obj.kind for obj in objects)
     detail = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
     plural = "s" if len(files) != 1 else ""
-    typer.echo(f"OK: {len(objects)} objects in {len(files)} file{plural}" + (f" ({detail})" if detail else ""))
+    typer.echo(
+        f"OK: {len(objects)} objects in {len(files)} file{plural}" + (f" ({detail})" if detail else "")
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,115 @@
+"""`pykueue validate`: one line per problem, exit 1; a summary and exit 0 when all is well."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from pykueue.cli.main import app
+
+QUEUES = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: all}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: research}
+spec:
+  cohortName: all
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources: [{name: cpu, nominalQuota: 10}]
+    - name: default
+      resources: [{name: cpu, nominalQuota: 10}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: main, namespace: team-a}
+spec: {clusterQueue: research}
+"""
+
+runner = CliRunner()
+
+
+def test_problems_are_listed_one_per_line_and_exit_1(tmp_path: Path) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text(QUEUES)
+    result = runner.invoke(app, ["validate", "-f", str(path)])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        f"{path}#3 ClusterQueue/research spec.resourceGroups[0].flavors[1].name: "
+        "duplicate value 'default': flavor listed twice"
+    ]
+
+
+def test_ok_summary_and_exit_0(tmp_path: Path) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text(
+        QUEUES.replace("    - name: default\n      resources: [{name: cpu, nominalQuota: 10}]\n", "", 1)
+    )
+    result = runner.invoke(app, ["validate", "-f", str(path)])
+    assert result.exit_code == 0, result.stdout
+    assert result.stdout.strip() == (
+        "OK: 4 objects in 1 file (1 ClusterQueue, 1 Cohort, 1 LocalQueue, 1 ResourceFlavor)"
+    )
+
+
+def test_directories_and_several_files(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "rf.yaml").write_text(
+        yaml.safe_dump(
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "x"}}
+        )
+    )
+    (tmp_path / "ns.json").write_text(
+        '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}'
+    )
+    result = runner.invoke(
+        app, ["validate", "-f", str(tmp_path / "a"), "--filename", str(tmp_path / "ns.json")]
+    )
+    assert result.exit_code == 0, result.stdout
+    assert "OK: 2 objects in 2 files" in result.stdout
+
+
+def test_malformed_yaml_and_missing_files_without_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: [unclosed\n")
+    result = runner.invoke(app, ["validate", "-f", str(bad), "-f", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"{bad}: line 2, column 1: not valid YAML")
+    assert lines[1] == f"{tmp_path / 'nope.yaml'}: no such file or directory"
+
+
+def test_empty_directory_is_an_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["validate", "-f", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "no manifest files" in result.stdout
+
+
+def test_installed_command_runs_as_a_process(tmp_path: Path) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Bogus\nmetadata: {name: x}\n")
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "pykueue"), "validate", "-f", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "unknown kind 'Bogus'" in proc.stdout
+    assert "Traceback" not in proc.stderr
