@@ -47,6 +47,7 @@ class Node:
     subtree_quota: Quantities = field(default_factory=dict)
     usage: Quantities = field(default_factory=dict)
     weight: float = 1.0  # fair-sharing weight
+    cached_height: int = -1  # set by `rebuild`; the tree's shape only changes there
 
     def local_quota(self, fr: FlavorResource) -> int:
         """Capacity only this subtree sees: what the lending limit keeps from the parent."""
@@ -89,6 +90,11 @@ class Node:
 
     def height(self) -> int:
         """Kueue's node height: 0 for a ClusterQueue, 1 for a Cohort of queues, more above."""
+        if self.cached_height >= 0:
+            return self.cached_height
+        return self._compute_height()
+
+    def _compute_height(self) -> int:
         if not self.is_cohort:
             return 0
         best = min(len(self.children), 1)
@@ -162,6 +168,8 @@ def rebuild(root: Node, leaf_usage: dict[str, Quantities]) -> None:
 
 
 def _rebuild(node: Node, leaf_usage: dict[str, Quantities]) -> None:
+    node.cached_height = -1
+    node.cached_height = node._compute_height()
     node.subtree_quota = {fr: quota.nominal for fr, quota in node.quotas.items()}
     if not node.is_cohort:
         node.usage = dict(leaf_usage.get(node.name, {}))

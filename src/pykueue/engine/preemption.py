@@ -97,6 +97,8 @@ def can_always_reclaim(cq: specs.ClusterQueue) -> bool:
 
 def is_evicting(wl: Workload) -> bool:
     """Admitted but already being evicted (an input state; our own evictions complete at once)."""
+    if not wl.conditions:
+        return False
     cond = wl.conditions.get("Evicted")
     return cond is not None and cond.status == "True"
 
@@ -127,15 +129,10 @@ def candidate_order_key(wl: Workload, cq_name: str, preemptor_cq: str, now: int)
     )
 
 
-def uses_resources(wl: Workload, frs: Iterable[FlavorResource]) -> bool:
-    wanted = set(frs)
+def uses_resources(wl: Workload, frs: set[FlavorResource]) -> bool:
     if wl.admission is None:
         return False
-    for ps in wl.admission.pod_sets:
-        for resource, flavor in ps.flavors.items():
-            if (flavor, resource) in wanted:
-                return True
-    return False
+    return not frs.isdisjoint(wl.admission.flavor_resources())
 
 
 def within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
@@ -156,7 +153,9 @@ class Preemptor:
     """Preemption decisions over one state, for one scheduling cycle."""
 
     state: State
-    _removed: list[tuple[str, Quantities]] = field(default_factory=list)
+    # Nomination asks the same question twice (the oracle for one flavor-resource, then
+    # the targets for the whole assignment) against an unchanged state; answer it once.
+    _memo: dict[tuple[object, ...], list[Target]] = field(default_factory=dict)
 
     # -------------------------------------------------------------- entry points
 
@@ -235,8 +234,8 @@ class Preemptor:
             return sorted(items, key=lambda c: candidate_order_key(c.workload, c.cluster_queue, cq_name, now))
 
         groups = [ordered(hierarchy), ordered(priority), ordered(same)]
-        candidates = [c for g in groups for c in g if is_evicting(c.workload)]
-        candidates += [c for g in groups for c in g if not is_evicting(c.workload)]
+        evicting = [c for g in groups for c in g if c.workload.conditions and is_evicting(c.workload)]
+        candidates = evicting + [c for g in groups for c in g if not evicting or c not in evicting]
         forbidden = cq.preemption.borrow_within_cohort == specs.NEVER
         if (not hierarchy and not priority) or (forbidden and not self._under_nominal(cq, node, frs)):
             attempts = [True]
@@ -322,8 +321,12 @@ class Preemptor:
         frs: set[FlavorResource],
         advantage: bool,
     ) -> list[_Candidate]:
+        """The admitted workloads of ``source`` that ``preemptor`` may preempt, with how."""
         result = []
         for wl in self.state.admitted.get(source, {}).values():
+            admission = wl.admission
+            if admission is None or frs.isdisjoint(admission.flavor_resources()):
+                continue
             variant = self._classify(cq, preemptor, wl, source, frs, advantage)
             if variant != Variant.NEVER:
                 result.append(_Candidate(wl, source, lca, variant))

@@ -48,6 +48,15 @@ class Admission:
 
     cluster_queue: str
     pod_sets: list[PodSetAssignment]
+    _frs: frozenset[FlavorResource] | None = None
+
+    def flavor_resources(self) -> frozenset[FlavorResource]:
+        """Every (flavor, resource) this admission uses; computed once."""
+        if self._frs is None:
+            self._frs = frozenset(
+                (flavor, resource) for ps in self.pod_sets for resource, flavor in ps.flavors.items()
+            )
+        return self._frs
 
     def usage(
         self, reclaimable: dict[str, int] | None = None, pod_sets: list[PodSet] | None = None
