@@ -15,7 +15,7 @@ setup: $(STAMP)
 
 ## run: pykueue's main job on its embedded default
 run: $(STAMP)
-	$(BIN)/pykueue demo examples/queues.yaml
+	$(BIN)/pykueue demo
 
 ## test: every check (ruff, mypy, import-linter, pytest)
 test: lint typecheck layers unit
@@ -30,7 +30,11 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP)
+## kube-binaries: build the Kubernetes control plane for the kube tests from Go modules (cached)
+kube-binaries:
+	bash hack/kube-binaries
+
+unit: $(STAMP) kube-binaries
 	$(BIN)/pytest
 
 bench: $(STAMP)

@@ -349,6 +349,7 @@ def _admit(state: State, entry: Entry) -> None:
         pod_sets.append(PodSetAssignment(ps.name, flavors, usage, ps.count))
     wl.admission = Admission(cq.name, pod_sets)
     wl.admitted_at = state.now
+    wl.borrowing = entry.borrows > 0
     wl.evicted_at = None
     wl.last_tried_flavor = None
     state.register_admission(wl)

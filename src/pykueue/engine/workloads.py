@@ -105,6 +105,7 @@ class Workload:
     active: bool = True
     admission: Admission | None = None
     admitted_at: int = 0  # when it got its quota reservation
+    borrowing: bool = False  # its admission needed quota borrowed from the cohort
     evicted_at: int | None = None  # set while requeued after an eviction
     conditions: dict[str, Condition] = field(default_factory=dict)
     reclaimable: dict[str, int] = field(default_factory=dict)
