@@ -154,13 +154,15 @@ def check_fair_sharing(fair_sharing: FairSharing | None, path: str, out: Problem
         out.add(path, f"invalid value {shorten(fair_sharing.weight)}: when not 0, weight must be > 10e-9")
 
 
-def check_metadata(meta: ObjectMeta, kind: str, namespaced: bool, out: Problems) -> None:
+def check_metadata(
+    meta: ObjectMeta, kind: str, namespaced: bool, out: Problems, check_names: bool = True
+) -> None:
     if not meta.name:
         out.add("metadata.name", "name is required")
-    else:
+    elif check_names:
         rule = dns_label_errors if kind == "Namespace" else dns_subdomain_errors
         out.extend("metadata.name", (f"invalid value {shorten(meta.name)}: {m}" for m in rule(meta.name)))
-    if namespaced and meta.namespace:
+    if namespaced and meta.namespace and check_names:
         out.extend(
             "metadata.namespace",
             (f"invalid value {shorten(meta.namespace)}: {m}" for m in dns_label_errors(meta.namespace)),

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,7 +41,7 @@ from pykueue.api.cluster_queue import ClusterQueue
 from pykueue.api.cohort import Cohort
 from pykueue.api.core import LimitRange, Namespace, Node, PriorityClass
 from pykueue.api.local_queue import LocalQueue
-from pykueue.api.meta import KubeModel
+from pykueue.api.meta import CHECK_NAMES, KubeModel
 from pykueue.api.multikueue import MultiKueueCluster, MultiKueueConfig
 from pykueue.api.priority import WorkloadPriorityClass
 from pykueue.api.resource_flavor import ResourceFlavor
@@ -101,6 +102,32 @@ MAX_DEPTH: Final = 200
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+@dataclass(frozen=True, slots=True)
+class LoadOptions:
+    """How strictly to read, for callers whose input is not meant for an API server.
+
+    The default is the API server's strictness. Upstream's own unit tests build objects
+    the API would refuse but the engine handles well, and scenario files derived from
+    them do the same; `RELAXED` accepts those, and only those:
+
+    * ``check_names=False``: object names and references need not be RFC 1123
+      (``ClusterQueueA``, cohort ``ROOT``);
+    * ``single_variable_pod_set=False``: several pod sets may have a ``minCount`` (the
+      workload webhook allows one; the partial-admission reducer handles many).
+
+    ``feature_gates`` are upstream's gate names; those the API layer consults
+    (PartialAdmission) default to upstream's defaults.
+    """
+
+    check_names: bool = True
+    single_variable_pod_set: bool = True
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+
+
+STRICT: Final = LoadOptions()
+RELAXED: Final = LoadOptions(check_names=False, single_variable_pod_set=False)
+
+
 # --- one document -------------------------------------------------------------------------
 
 
@@ -120,7 +147,7 @@ def object_ref(doc: Mapping[str, Any]) -> str:
     return f"{kind_text}/{name}"
 
 
-def parse_object(doc: Mapping[str, Any], source: str = "") -> KubeObject:
+def parse_object(doc: Mapping[str, Any], source: str = "", options: LoadOptions = STRICT) -> KubeObject:
     """Decode, convert, default and validate one manifest; raise ValidationError on any problem."""
     if not isinstance(doc, Mapping):
         raise ValidationError(
@@ -135,12 +162,16 @@ def parse_object(doc: Mapping[str, Any], source: str = "") -> KubeObject:
     if model is None:
         raise ValidationError([FieldProblem(p.path, p.message, ref, source) for p in problems])
     try:
-        obj = model.model_validate(cleaned)
+        obj = model.model_validate(cleaned, context={CHECK_NAMES: options.check_names})
     except pydantic.ValidationError as err:
         problems.extend(_pydantic_problems(err))
         raise ValidationError([FieldProblem(p.path, p.message, ref, source) for p in problems]) from None
-    defaults.apply_defaults(obj)
-    problems.extend(validation.validate(obj))
+    defaults.apply_defaults(obj, options.feature_gates)
+    problems.extend(
+        validation.validate(
+            obj, check_names=options.check_names, single_variable_pod_set=options.single_variable_pod_set
+        )
+    )
     if problems:
         raise ValidationError([FieldProblem(p.path, p.message, ref, source) for p in problems])
     return obj  # type: ignore[return-value]  # every registered model is a KubeObject
@@ -281,13 +312,13 @@ def _decode_documents(text: str, source: str) -> list[tuple[int, Any]]:
         raise ParseError(f"{source}: nested too deeply to read") from None
 
 
-def load_text(text: str, source: str) -> list[KubeObject]:
+def load_text(text: str, source: str, options: LoadOptions = STRICT) -> list[KubeObject]:
     """Every object of a multi-document text; one ValidationError with all problems, or all objects."""
     objects: list[KubeObject] = []
     problems: list[FieldProblem] = []
     for n, doc in _decode_documents(text, source):
         try:
-            objects.append(parse_object(doc, f"{source}#{n}"))
+            objects.append(parse_object(doc, f"{source}#{n}", options))
         except ValidationError as err:
             problems.extend(err.problems)
     if problems:
@@ -308,7 +339,7 @@ def manifest_files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def load_paths(paths: Iterable[str | Path]) -> list[KubeObject]:
+def load_paths(paths: Iterable[str | Path], options: LoadOptions = STRICT) -> list[KubeObject]:
     """Every object in the files and directories; all problems of all files in one ValidationError.
 
     A file that cannot be read or is not YAML/JSON becomes a problem of its own (with an
@@ -318,7 +349,7 @@ def load_paths(paths: Iterable[str | Path]) -> list[KubeObject]:
     problems: list[FieldProblem] = []
     for path in manifest_files(paths):
         try:
-            objects.extend(load_text(read_text(path), str(path)))
+            objects.extend(load_text(read_text(path), str(path), options))
         except ValidationError as err:
             problems.extend(err.problems)
         except ParseError as err:

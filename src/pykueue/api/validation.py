@@ -221,15 +221,20 @@ def _node(node: Node, out: Problems) -> None:
     check_taints(node.spec.taints, "spec.taints", out)
 
 
-def validate(obj: BaseModel) -> list[FieldProblem]:
-    """Every rule broken by one object on its own (its path and message; no source/name)."""
+def validate(
+    obj: BaseModel, *, check_names: bool = True, single_variable_pod_set: bool = True
+) -> list[FieldProblem]:
+    """Every rule broken by one object on its own (its path and message; no source/name).
+
+    The keywords relax two API-server-only rules (see `manifests.LoadOptions`).
+    """
     from pykueue.api.defaults import is_namespaced
 
     out = Problems()
     kind = str(getattr(obj, "kind", ""))
     meta = getattr(obj, "metadata", None)
     if isinstance(meta, ObjectMeta):
-        check_metadata(meta, kind, is_namespaced(kind), out)
+        check_metadata(meta, kind, is_namespaced(kind), out, check_names)
     status = getattr(obj, "status", None)
     if isinstance(status, BaseModel) and isinstance(getattr(status, "conditions", None), list):
         conditions = status.conditions  # type: ignore[attr-defined]
@@ -250,7 +255,7 @@ def validate(obj: BaseModel) -> list[FieldProblem]:
     elif isinstance(obj, Node):
         _node(obj, out)
     elif isinstance(obj, Workload):
-        out.items.extend(wl_rules.validate_workload(obj))
+        out.items.extend(wl_rules.validate_workload(obj, single_variable_pod_set))
     elif isinstance(obj, Namespace | LocalQueue | AdmissionCheck):
         pass  # their rules are all structural, checked by the model
     return out.items

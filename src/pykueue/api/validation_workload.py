@@ -41,7 +41,7 @@ from pykueue.errors import FieldProblem
 RESERVED_RESOURCE = "pods"
 
 
-def validate_workload(wl: Workload) -> list[FieldProblem]:
+def validate_workload(wl: Workload, single_variable_pod_set: bool = True) -> list[FieldProblem]:
     out = Problems()
     spec = wl.spec
     if not spec.pod_sets:
@@ -52,7 +52,7 @@ def validate_workload(wl: Workload) -> list[FieldProblem]:
         _pod_set(pod_set, f"spec.podSets[{i}]", out)
         if pod_set.min_count is not None:
             with_min_count += 1
-    if with_min_count > 1:
+    if with_min_count > 1 and single_variable_pod_set:
         out.add("spec.podSets", f"invalid value {with_min_count}: at most one podSet can use minCount")
     ref = spec.priority_class_ref
     if ref is not None:
