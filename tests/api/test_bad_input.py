@@ -89,7 +89,7 @@ def test_invalid_quantity() -> None:
         samples.local_queue(), "status.fairSharing.admissionFairSharingStatus.consumedResources.cpu", "1,5"
     )
     (problem,) = load_problems(yaml.safe_dump(doc))
-    assert "consumedResources.cpu: '1,5' is not a quantity" in problem
+    assert "consumedResources[cpu]: '1,5' is not a quantity" in problem
 
 
 def test_all_problems_of_all_documents_are_reported_and_nothing_is_returned() -> None:

@@ -250,18 +250,47 @@ def _type_name(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
+# Fields that are maps: a string after one of them is a key, written ``requests[cpu]`` as
+# upstream writes it. (A list field is followed by an index, so names shared with list
+# fields, like a ResourceGroup's ``flavors``, are safe here.)
+_MAP_FIELDS: Final = frozenset(
+    {
+        "labels",
+        "annotations",
+        "nodeLabels",
+        "nodeSelector",
+        "matchLabels",
+        "requests",
+        "limits",
+        "overhead",
+        "capacity",
+        "allocatable",
+        "resourceUsage",
+        "consumedResources",
+        "flavors",
+        "max",
+        "min",
+        "default",
+        "defaultRequest",
+        "maxLimitRequestRatio",
+    }
+)
+
+
 def format_loc(loc: Iterable[int | str]) -> str:
     """A pydantic error location as a Kubernetes field path: ``spec.resourceGroups[0].flavors[1]``."""
     path = ""
+    previous: int | str = ""
     for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
         elif part == "[key]":
             continue  # pydantic marks errors in a map's key this way; the key itself follows
-        elif part.replace("_", "").isalnum() and part[:1].isalpha():
-            path += f".{part}" if path else part
-        else:
+        elif previous in _MAP_FIELDS or not (part.replace("_", "").isalnum() and part[:1].isalpha()):
             path += f"[{part}]"
+        else:
+            path += f".{part}" if path else part
+        previous = part
     return path
 
 

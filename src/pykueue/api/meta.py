@@ -250,8 +250,6 @@ class KubeModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         strict=True,
-        validate_assignment=False,
-        ser_json_timedelta="iso8601",
     )
 
     @model_serializer(mode="wrap")
