@@ -23,7 +23,7 @@ def _expand(files: list[Path]) -> list[Path]:
     result: list[Path] = []
     for path in files:
         if path.is_dir():
-            result.extend(sorted([*path.glob("*.yaml"), *path.glob("*.yml")]))
+            result.extend(sorted([*path.rglob("*.yaml"), *path.rglob("*.yml")]))
         else:
             result.append(path)
     return result

@@ -176,7 +176,12 @@ class FlavorAssigner:
     def assign(self, counts: list[int] | None = None) -> Assignment:
         result = Assignment()
         for index, pod_set in enumerate(self.workload.pod_sets):
-            count = pod_set.count if counts is None else counts[index]
+            # Pods that already finished (reclaimable) need no quota again.
+            count = (
+                pod_set.count - self.workload.reclaimable.get(pod_set.name, 0)
+                if counts is None
+                else counts[index]
+            )
             ps_result = self._assign_pod_set(index, pod_set, count, result)
             result.pod_sets.append(ps_result)
             for resource, choice in ps_result.flavors.items():

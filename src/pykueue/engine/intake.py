@@ -136,6 +136,7 @@ def cluster_queue(obj: ApiClusterQueue) -> specs.ClusterQueue:
             reclaim_within_cohort=spec.preemption.reclaim_within_cohort,
             borrow_within_cohort=borrow.policy,
             max_priority_threshold=borrow.max_priority_threshold,
+            reclaim_unset="reclaim_within_cohort" not in spec.preemption.model_fields_set,
         ),
         fungibility=specs.FlavorFungibility(
             when_can_borrow=spec.flavor_fungibility.when_can_borrow,

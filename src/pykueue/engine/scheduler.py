@@ -189,7 +189,9 @@ def _scan_progress_valid(state: State, wl: Workload, cq_name: str) -> bool:
 def _can_preempt_while_borrowing(state: State, cq: specs.ClusterQueue) -> bool:
     if cq.preemption.borrow_within_cohort != specs.NEVER:
         return True
-    return state.config.fair_sharing.enable and cq.preemption.reclaim_within_cohort != specs.NEVER
+    if not state.config.fair_sharing.enable:
+        return False
+    return cq.preemption.reclaim_within_cohort != specs.NEVER or cq.preemption.reclaim_unset
 
 
 def _reduce_pod_sets(
@@ -284,6 +286,7 @@ class _Cycle:
             entry.requeue_reason = PENDING_PREEMPTION
             entry.reason = "WaitingForPreemptedWorkloads"
             entry.message = f"{entry.message}. Pending the preemption of {len(entry.targets)} workload(s)"
+            entry.workload.last_tried_flavor = None  # after its preemptions it reconsiders every flavor
             for target in entry.targets:
                 self.issued.append((target, entry))
             return

@@ -46,6 +46,10 @@ class Preemption:
     reclaim_within_cohort: str = NEVER
     borrow_within_cohort: str = NEVER
     max_priority_threshold: int | None = None
+    # reclaimWithinCohort left out of the manifest. It means Never, except that under fair
+    # sharing upstream's scheduler lets such a queue consider preemption while borrowing
+    # (its check is "not Never" on the raw field); see docs/semantics.md.
+    reclaim_unset: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,7 +148,7 @@ def _objects(raw: Any, source: str, where: str) -> list[Any]:
             problems.append(f"{place}: a manifest must be a mapping")
             continue
         try:
-            result.append(manifests.parse_object(doc, source=place))
+            result.append(manifests.parse_object(doc, source=place, options=manifests.RELAXED))
         except PykueueError as exc:
             problems.append(str(exc) if place in str(exc) else f"{place}: {exc}")
     if problems:
