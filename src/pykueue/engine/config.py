@@ -24,6 +24,7 @@ class AdmissionFairSharing:
 
 DEFAULT_GATES: dict[str, bool] = {
     "PartialAdmission": True,
+    "AdmissionFairSharing": True,
     "PrioritySortingWithinCohort": True,
     "FlavorFungibility": True,
     "FlavorFungibilityPreserveScanProgress": True,

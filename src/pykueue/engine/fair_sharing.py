@@ -332,7 +332,11 @@ def _find_candidates(
                     other, frs
                 ):
                     found.append((other, other_node.name))
-    found.sort(key=lambda item: candidate_order_key(item[0], item[1], cq_name, state.now))
+    found.sort(
+        key=lambda item: candidate_order_key(
+            item[0], item[1], cq_name, state.now, preemptor.lq_usage(item[0], item[1])
+        )
+    )
     return found
 
 

@@ -116,12 +116,19 @@ def satisfies_policy(preemptor: Workload, candidate: Workload, policy: str) -> b
     return policy == specs.ANY
 
 
-def candidate_order_key(wl: Workload, cq_name: str, preemptor_cq: str, now: int) -> tuple[object, ...]:
-    """Upstream's candidate ordering; smaller sorts first."""
+def candidate_order_key(
+    wl: Workload, cq_name: str, preemptor_cq: str, now: int, lq_usage: float = 0.0
+) -> tuple[object, ...]:
+    """Upstream's candidate ordering; smaller sorts first.
+
+    ``lq_usage`` is the admission-fair-sharing usage of the candidate's LocalQueue
+    (0 when not used): the LocalQueue that used the most loses first.
+    """
     reserved = wl.admitted_at if wl.admission is not None else now
     return (
         0 if is_evicting(wl) else 1,
         1 if cq_name == preemptor_cq else 0,
+        -lq_usage,
         wl.priority,
         -reserved,
         wl.uid,
@@ -185,6 +192,9 @@ class Preemptor:
             return fair_sharing.fair_preemptions(self, cq_name, wl, frs, requests)
         return self._classical(cq_name, wl, frs, requests)
 
+    def lq_usage(self, wl: Workload, cq_name: str) -> float:
+        return self.state.afs_usage(wl) if self.state.uses_afs(cq_name) else 0.0
+
     # ---------------------------------------------------------------- simulation
 
     def remove(self, wl: Workload, cq_name: str) -> None:
@@ -231,7 +241,12 @@ class Preemptor:
         now = self.state.now
 
         def ordered(items: list[_Candidate]) -> list[_Candidate]:
-            return sorted(items, key=lambda c: candidate_order_key(c.workload, c.cluster_queue, cq_name, now))
+            return sorted(
+                items,
+                key=lambda c: candidate_order_key(
+                    c.workload, c.cluster_queue, cq_name, now, self.lq_usage(c.workload, c.cluster_queue)
+                ),
+            )
 
         groups = [ordered(hierarchy), ordered(priority), ordered(same)]
         evicting = [c for g in groups for c in g if c.workload.conditions and is_evicting(c.workload)]

@@ -44,7 +44,7 @@ class ClusterQueueQueue:
     def sort_key(self, wl: Workload) -> SortKey:
         afs = self.usage_of(wl) if self.usage_of is not None else 0.0
         sticky = 0 if wl.key == self.sticky and self.strategy == specs.BEST_EFFORT_FIFO else 1
-        return (sticky, afs, -wl.priority, wl.queue_order_time(), wl.uid, wl.seq)
+        return (afs, sticky, -wl.priority, wl.queue_order_time(), wl.uid, wl.seq)
 
     def __len__(self) -> int:
         return len(self._active) + len(self.inadmissible)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pykueue.engine import cohort_tree, specs
+from pykueue.engine import admission_fair_sharing, cohort_tree, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.queueing import ClusterQueueQueue
@@ -72,10 +72,16 @@ class State:
     priority_values: dict[tuple[str, str], int] = field(default_factory=dict)
     limit_ranges: dict[str, dict[str, list[specs.LimitRangeItem]]] = field(default_factory=dict)
     finished: dict[str, Workload] = field(default_factory=dict)
+    afs: admission_fair_sharing.Ledger | None = None
     cycle: int = 0
     now: int = 0
     _next_seq: int = 0
     _tree_dirty: bool = True
+
+    def __post_init__(self) -> None:
+        afs = self.config.admission_fair_sharing
+        if afs is not None and self.config.gate("AdmissionFairSharing"):
+            self.afs = admission_fair_sharing.Ledger(afs)
 
     # ----------------------------------------------------------------- objects
 
@@ -107,6 +113,7 @@ class State:
             self.cq_usage.setdefault(cq.name, {})
         elif queue.strategy != cq.queueing_strategy:
             queue.strategy = cq.queueing_strategy
+        self.queues[cq.name].usage_of = self.afs_usage if self.uses_afs(cq.name) else None
         self._tree_dirty = True
         self._route_unrouted()
         if old is not None and old.cohort and old.cohort != cq.cohort:
@@ -141,6 +148,10 @@ class State:
     def apply_local_queue(self, lq: specs.LocalQueue) -> None:
         old = self.local_queues.get(lq.key)
         self.local_queues[lq.key] = lq
+        if self.afs is not None and (
+            old is None or old.consumed != lq.consumed or old.consumed_at != lq.consumed_at
+        ):
+            self.afs.load(lq, self.now)
         if old is not None and (old.cluster_queue != lq.cluster_queue or old.stop_policy != lq.stop_policy):
             self._unroute_local_queue(lq.key)
         self._route_unrouted()
@@ -228,6 +239,34 @@ class State:
     def register_admission(self, wl: Workload) -> None:
         """Account a workload the scheduler just admitted (its admission is already set)."""
         self._account(wl, +1)
+        if self.afs is not None and wl.admission is not None and self.uses_afs(wl.admission.cluster_queue):
+            self.afs.charge_admission(wl)
+
+    # ------------------------------------------------------- admission fair sharing
+
+    def uses_afs(self, cq_name: str) -> bool:
+        cq = self.cluster_queues.get(cq_name)
+        return self.afs is not None and cq is not None and cq.admission_fair_sharing
+
+    def afs_usage(self, wl: Workload) -> float:
+        """The fair-sharing usage of a workload's LocalQueue (0 without admission fair sharing)."""
+        if self.afs is None:
+            return 0.0
+        lq = self.local_queues.get(wl.queue_key)
+        return self.afs.usage(wl.queue_key, lq.fair_weight if lq is not None else 1.0)
+
+    def advance_clock(self, now: int) -> None:
+        """Move the clock; LocalQueue consumption decays toward current usage."""
+        if self.afs is not None and now > self.now:
+            current: dict[str, dict[str, int]] = {}
+            for wl in self.workloads.values():
+                if wl.admission is not None and self.uses_afs(wl.admission.cluster_queue):
+                    bucket = current.setdefault(wl.queue_key, {})
+                    for res, value in wl.total_requests().items():
+                        bucket[res] = bucket.get(res, 0) + value
+            for key in self.local_queues:
+                self.afs.decay(key, current.get(key, {}), now)
+        self.now = max(self.now, now)
 
     # ------------------------------------------------------------------ quota
 

@@ -101,9 +101,9 @@ def advance(state: State, until: int) -> None:
         if not due:
             break
         end, _, key = min(due)
-        state.now = max(state.now, end)
+        state.advance_clock(end)
         state.finish(key)
-    state.now = until
+    state.advance_clock(until)
 
 
 def preempted_keys(state: State) -> list[str]:
