@@ -231,8 +231,8 @@ def pod_requests(spec: PodSpec, limit_items: list[specs.LimitRangeItem]) -> tupl
         problem = problem or _request_problem(container.name, requests, limits, limit_items)
         for res, value in requests.items():
             total[res] = max(total.get(res, 0), value)
-    for res, value in spec.overhead.items():
-        total[res] = total.get(res, 0) + quantity.parse(value)
+    for res, text in spec.overhead.items():
+        total[res] = total.get(res, 0) + quantity.parse(text)
     for item in limit_items:
         if item.kind != "Pod" or problem:
             continue

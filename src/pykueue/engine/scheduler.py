@@ -372,13 +372,13 @@ def _admit(state: State, entry: Entry) -> None:
         )
     for kind in ("Evicted", "Preempted", "Requeued"):
         wl.conditions.pop(kind, None)
-    flavors = ", ".join(
+    chosen = ", ".join(
         f"{ps.name}: " + ", ".join(f"{res}={flv}" for res, flv in sorted(ps.flavors.items()))
         for ps in pod_sets
     )
     borrowing = " (borrowing from the cohort)" if entry.borrows else ""
     state.events.append(
-        Event(state.cycle, wl.key, ADMITTED, f"Admitted by ClusterQueue {cq.name}{borrowing}; {flavors}")
+        Event(state.cycle, wl.key, ADMITTED, f"Admitted by ClusterQueue {cq.name}{borrowing}; {chosen}")
     )
 
 
