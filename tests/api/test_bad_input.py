@@ -171,3 +171,12 @@ def test_missing_and_binary_files_are_problems_of_their_own(tmp_path: Path) -> N
         manifests.load_paths([tmp_path / "missing.yaml", tmp_path / "bin.yaml", tmp_path / "ok.yaml"])
     messages = [p.message for p in err.value.problems]
     assert messages == ["no such file or directory", "not UTF-8 text (byte 0)"]
+
+
+def test_kubectl_lists_are_read_item_by_item() -> None:
+    items = [samples.resource_flavor(), samples.with_(samples.cohort(), "spec.parentName", "Bad")]
+    text = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items[:1]})
+    assert [o.kind for o in manifests.load_text(text, "l.yaml")] == ["ResourceFlavor"]
+    text = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items})
+    (problem,) = load_problems(text, "l.yaml")
+    assert problem.startswith("l.yaml#1 Cohort/research items[1].spec.parentName: 'Bad'")

@@ -341,15 +341,28 @@ def _decode_documents(text: str, source: str) -> list[tuple[int, Any]]:
         raise ParseError(f"{source}: nested too deeply to read") from None
 
 
+def _list_items(doc: Any) -> list[tuple[str, Any]]:
+    """A ``kind: List`` document (as ``kubectl get -o yaml`` writes) as its items; else the document."""
+    if isinstance(doc, Mapping) and doc.get("kind") == "List" and doc.get("apiVersion") == "v1":
+        items = doc.get("items")
+        if isinstance(items, list):
+            return [(f"items[{i}].", item) for i, item in enumerate(items)]
+    return [("", doc)]
+
+
 def load_text(text: str, source: str, options: LoadOptions = STRICT) -> list[KubeObject]:
     """Every object of a multi-document text; one ValidationError with all problems, or all objects."""
     objects: list[KubeObject] = []
     problems: list[FieldProblem] = []
     for n, doc in _decode_documents(text, source):
-        try:
-            objects.append(parse_object(doc, f"{source}#{n}", options))
-        except ValidationError as err:
-            problems.extend(err.problems)
+        for prefix, item in _list_items(doc):
+            try:
+                objects.append(parse_object(item, f"{source}#{n}", options))
+            except ValidationError as err:
+                problems.extend(
+                    FieldProblem(f"{prefix}{p.path}" if prefix else p.path, p.message, p.obj, p.source)
+                    for p in err.problems
+                )
     if problems:
         raise ValidationError(problems)
     return objects
