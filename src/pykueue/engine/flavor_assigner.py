@@ -299,7 +299,7 @@ class FlavorAssigner:
             return f"untolerated taint {taint} in flavor {flavor_name}"
         why = flavor_affinity_mismatch(flavor.node_labels, pod_set.node_selector, pod_set.affinity_terms)
         if why:
-            return f"flavor {flavor_name} doesn't match node affinity"
+            return f"flavor {flavor_name} doesn't match node affinity ({why})"
         return ""
 
     def _fits_quota(

@@ -114,16 +114,19 @@ class ClusterQueueQueue:
             self.remove(wl.key)
             self.inadmissible[wl.key] = wl
 
-    def unpark_all(self) -> bool:
-        """Move every parked workload back to the active heap; True when any moved."""
+    def unpark_all(self, still_waiting: Callable[[Workload], bool] | None = None) -> bool:
+        """Move parked workloads back to the active heap, but those ``still_waiting`` (backoff)."""
         self.parked_shapes.clear()
-        if not self.inadmissible:
-            return False
-        parked = list(self.inadmissible.values())
-        self.inadmissible.clear()
-        for wl in parked:
+        moving = [wl for wl in self.inadmissible.values() if still_waiting is None or not still_waiting(wl)]
+        for wl in moving:
+            del self.inadmissible[wl.key]
             self._push_active(wl)
-        return True
+        return bool(moving)
+
+    def park(self, wl: Workload) -> None:
+        """Hold a workload out of the heap (a requeue backoff that has not expired)."""
+        self.remove(wl.key)
+        self.inadmissible[wl.key] = wl
 
     def set_sticky(self, key: str | None) -> None:
         if self.sticky != key:

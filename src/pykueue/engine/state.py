@@ -68,6 +68,7 @@ class State:
     cohort_nodes: dict[str, Node] = field(default_factory=dict)
     generation: dict[str, int] = field(default_factory=dict)
     inactive_reason: dict[str, str] = field(default_factory=dict)
+    inactive_kind: dict[str, str] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     priority_values: dict[tuple[str, str], int] = field(default_factory=dict)
     limit_ranges: dict[str, dict[str, list[specs.LimitRangeItem]]] = field(default_factory=dict)
@@ -267,6 +268,16 @@ class State:
             for key in self.local_queues:
                 self.afs.decay(key, current.get(key, {}), now)
         self.now = max(self.now, now)
+        for queue in self.queues.values():
+            expired = [
+                wl
+                for wl in queue.inadmissible.values()
+                if wl.requeue_at is not None and not self.backing_off(wl)
+            ]
+            for wl in expired:
+                wl.requeue_at = None  # the backoff is over: back to the active queue
+                queue.remove(wl.key)
+                queue.push(wl)
 
     # ------------------------------------------------------------------ quota
 
@@ -305,6 +316,7 @@ class State:
             if node.parent is None:
                 cohort_tree.rebuild(node, self.cq_usage)
         self.inactive_reason = {}
+        self.inactive_kind = {}
         for cq in self.cluster_queues.values():
             reason = self._inactive_reason(cq, in_cycle)
             if reason:
@@ -331,20 +343,33 @@ class State:
         return result
 
     def _inactive_reason(self, cq: specs.ClusterQueue, in_cycle: set[str]) -> str:
+        """Why a ClusterQueue cannot admit ("" when it can), in upstream's words and reasons."""
+        reasons: list[tuple[str, str]] = []
         if cq.stop_policy != "None":
-            return f"ClusterQueue {cq.name} is stopped ({cq.stop_policy})"
+            reasons.append(("Stopped", "is stopped"))
         missing = [f for f in cq.flavors() if f not in self.flavors]
         if missing:
-            return f"ClusterQueue {cq.name} references missing ResourceFlavor(s): {', '.join(missing)}"
+            reasons.append(("FlavorNotFound", f"references missing ResourceFlavor(s): {','.join(missing)}"))
         checks = [c for c in cq.admission_checks if c not in self.admission_checks]
         if checks:
-            return f"ClusterQueue {cq.name} references missing AdmissionCheck(s): {', '.join(checks)}"
-        inactive = [c for c in cq.admission_checks if not self.admission_checks[c].active]
+            reasons.append(
+                ("AdmissionCheckNotFound", f"references missing AdmissionCheck(s): {','.join(checks)}")
+            )
+        inactive = [
+            c
+            for c in cq.admission_checks
+            if c in self.admission_checks and not self.admission_checks[c].active
+        ]
         if inactive:
-            return f"ClusterQueue {cq.name} references inactive AdmissionCheck(s): {', '.join(inactive)}"
+            reasons.append(
+                ("AdmissionCheckInactive", f"references inactive AdmissionCheck(s): {','.join(inactive)}")
+            )
         if cq.cohort in in_cycle:
-            return f"ClusterQueue {cq.name} is in a cohort tree with a cycle"
-        return ""
+            reasons.append(("CohortCycle", f"is in cohort {cq.cohort}, whose parents form a cycle"))
+        if not reasons:
+            return ""
+        self.inactive_kind[cq.name] = reasons[0][0]
+        return f"Can't admit new workloads: {', '.join(message for _, message in reasons)}."
 
     def is_active(self, cq_name: str) -> bool:
         self.ensure_tree()
@@ -368,6 +393,8 @@ class State:
 
     def route_of(self, wl: Workload) -> str | None:
         """The ClusterQueue a pending workload waits in, or None when it cannot be routed."""
+        if not wl.active:
+            return None  # deactivated (spec.active: false): kept, never queued
         lq = self.local_queues.get(wl.queue_key)
         if lq is None or lq.stop_policy != "None" or lq.cluster_queue not in self.queues:
             return None
@@ -378,7 +405,17 @@ class State:
         if cq is None:
             self.unrouted.setdefault(wl.queue_key, {})[wl.key] = wl
             return
+        if self.backing_off(wl):
+            self.queues[cq].park(wl)
+            return
         self.queues[cq].push(wl)
+
+    def backing_off(self, wl: Workload) -> bool:
+        """Is the workload in a requeue backoff (upstream's requeueState / Requeued=False)?"""
+        requeued = wl.conditions.get("Requeued")
+        if requeued is not None and requeued.status == "False":
+            return True
+        return wl.requeue_at is not None and self.now < wl.requeue_at
 
     def _dequeue(self, wl: Workload) -> None:
         for queue in self.queues.values():
@@ -415,7 +452,7 @@ class State:
         if cq is None or not cq.cohort:
             queue = self.queues.get(cq_name)
             if queue is not None:
-                queue.unpark_all()
+                queue.unpark_all(self.backing_off)
             return
         self._requeue_cohort_of_name(cq.cohort)
 
@@ -423,7 +460,7 @@ class State:
         root = self._root_cohort_name(cohort)
         for name, cq in self.cluster_queues.items():
             if cq.cohort and self._root_cohort_name(cq.cohort) == root:
-                self.queues[name].unpark_all()
+                self.queues[name].unpark_all(self.backing_off)
 
     def _root_cohort_name(self, name: str) -> str:
         seen: set[str] = set()
@@ -434,7 +471,7 @@ class State:
 
     def _requeue_all(self) -> None:
         for queue in self.queues.values():
-            queue.unpark_all()
+            queue.unpark_all(self.backing_off)
 
     # ----------------------------------------------------------------- reading
 

@@ -1,0 +1,136 @@
+"""Status of ClusterQueues, Cohorts and LocalQueues, in upstream's shape.
+
+Controllers write these documents into the objects' ``status``; the CLI and the
+dashboard show them. Counts follow upstream: *pending* waits in a queue,
+*reserving* holds a quota reservation, *admitted* holds it and passed every
+admission check. ``flavorsReservation`` is the quota reserved,
+``flavorsUsage`` the part of it held by admitted workloads; ``borrowed`` is
+what exceeds the nominal quota.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pykueue.api import quantity
+from pykueue.engine import fair_sharing
+from pykueue.engine.resources import Quantities, add_into
+from pykueue.engine.state import State
+from pykueue.engine.workloads import Workload
+
+
+def _is_admitted(wl: Workload) -> bool:
+    cond = wl.conditions.get("Admitted")
+    return cond is not None and cond.status == "True"
+
+
+def _flavor_list(
+    usage: Quantities, nominal: dict[tuple[str, str], int], keys: list[tuple[str, str]]
+) -> list[Any]:
+    by_flavor: dict[str, list[dict[str, str]]] = {}
+    for flavor, resource in keys:
+        used = usage.get((flavor, resource), 0)
+        borrowed = max(0, used - nominal.get((flavor, resource), 0))
+        by_flavor.setdefault(flavor, []).append(
+            {
+                "name": resource,
+                "total": quantity.format_milli(used),
+                "borrowed": quantity.format_milli(borrowed),
+            }
+        )
+    return [{"name": flavor, "resources": resources} for flavor, resources in by_flavor.items()]
+
+
+def cluster_queue_status(state: State, name: str) -> dict[str, Any]:
+    """`status` of one ClusterQueue."""
+    state.ensure_tree()
+    cq = state.cluster_queues[name]
+    queue = state.queues[name]
+    reserving = list(state.admitted.get(name, {}).values())
+    admitted_usage: Quantities = {}
+    for wl in reserving:
+        if _is_admitted(wl):
+            add_into(admitted_usage, wl.usage())
+    nominal = {fr: quota.nominal for fr, quota in cq.quotas.items()}
+    keys = list(cq.quotas)
+    reason = state.inactive_reason.get(name, "")
+    condition = {
+        "type": "Active",
+        "status": "False" if reason else "True",
+        "reason": state.inactive_kind.get(name, "Ready") if reason else "Ready",
+        "message": reason or "Can admit new workloads",
+    }
+    status: dict[str, Any] = {
+        "conditions": [condition],
+        "flavorsReservation": _flavor_list(state.cq_usage.get(name, {}), nominal, keys),
+        "flavorsUsage": _flavor_list(admitted_usage, nominal, keys),
+        "pendingWorkloads": len(queue),
+        "reservingWorkloads": len(reserving),
+        "admittedWorkloads": sum(1 for wl in reserving if _is_admitted(wl)),
+    }
+    if state.config.fair_sharing.enable:
+        status["fairSharing"] = {"weightedShare": weighted_share(state, name)}
+    return status
+
+
+def weighted_share(state: State, name: str) -> int:
+    """The rounded dominant resource share of a ClusterQueue or Cohort (0 when not borrowing)."""
+    state.ensure_tree()
+    node = state.nodes.get(name) or state.cohort_nodes.get(name)
+    if node is None:
+        return 0
+    return fair_sharing.share_of(node).rounded()
+
+
+def cohort_status(state: State, name: str) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if state.config.fair_sharing.enable:
+        status["fairSharing"] = {"weightedShare": weighted_share(state, name)}
+    return status
+
+
+def local_queue_status(state: State, key: str) -> dict[str, Any]:
+    """`status` of one LocalQueue (``key`` is namespace/name)."""
+    lq = state.local_queues[key]
+    pending = len(state.unrouted.get(key, {}))
+    queue = state.queues.get(lq.cluster_queue)
+    if queue is not None:
+        pending += sum(1 for wl in [*queue.active(), *queue.inadmissible.values()] if wl.queue_key == key)
+    reserving = [wl for wl in state.workloads.values() if wl.admission is not None and wl.queue_key == key]
+    reserved: Quantities = {}
+    used: Quantities = {}
+    for wl in reserving:
+        add_into(reserved, wl.usage())
+        if _is_admitted(wl):
+            add_into(used, wl.usage())
+    active = lq.stop_policy == "None" and state.is_active(lq.cluster_queue)
+    if lq.cluster_queue not in state.cluster_queues:
+        reason, message = "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue"
+    elif lq.stop_policy != "None":
+        reason, message = "Stopped", "LocalQueue is stopped"
+    elif not active:
+        reason, message = "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue"
+    else:
+        reason, message = "Ready", "Can submit new workloads to localQueue"
+
+    def flavors(usage: Quantities) -> list[Any]:
+        grouped: dict[str, list[dict[str, str]]] = {}
+        for (flavor, resource), value in sorted(usage.items()):
+            grouped.setdefault(flavor, []).append({"name": resource, "total": quantity.format_milli(value)})
+        return [{"name": flavor, "resources": resources} for flavor, resources in grouped.items()]
+
+    return {
+        "conditions": [
+            {
+                "type": "Active",
+                "status": "True" if reason == "Ready" else "False",
+                "reason": reason,
+                "message": message,
+            }
+        ],
+        "pendingWorkloads": pending,
+        "reservingWorkloads": len(reserving),
+        "admittedWorkloads": sum(1 for wl in reserving if _is_admitted(wl)),
+        "flavorsReservation": flavors(reserved),
+        "flavorsUsage": flavors(used),
+    }
