@@ -301,32 +301,6 @@ class Preemptor:
                 return False
         return True
 
-    def _classify(
-        self,
-        cq: specs.ClusterQueue,
-        preemptor: Workload,
-        wl: Workload,
-        wl_cq: str,
-        frs: set[FlavorResource],
-        advantage: bool,
-    ) -> Variant:
-        if not uses_resources(wl, frs):
-            return Variant.NEVER
-        same = wl_cq == cq.name
-        policy = cq.preemption.within_cluster_queue if same else cq.preemption.reclaim_within_cohort
-        if not satisfies_policy(preemptor, wl, policy):
-            return Variant.NEVER
-        if same:
-            return Variant.WITHIN_CQ
-        if advantage:
-            return Variant.HIERARCHICAL_RECLAIM
-        if cq.preemption.borrow_within_cohort == specs.NEVER:
-            return Variant.RECLAIM_WITHOUT_BORROWING
-        threshold = cq.preemption.max_priority_threshold
-        if wl.priority >= preemptor.priority or (threshold is not None and wl.priority > threshold):
-            return Variant.RECLAIM_WITHOUT_BORROWING
-        return Variant.RECLAIM_WHILE_BORROWING
-
     def _from_queue(
         self,
         cq: specs.ClusterQueue,
@@ -336,15 +310,39 @@ class Preemptor:
         frs: set[FlavorResource],
         advantage: bool,
     ) -> list[_Candidate]:
-        """The admitted workloads of ``source`` that ``preemptor`` may preempt, with how."""
+        """The admitted workloads of ``source`` that ``preemptor`` may preempt, and how.
+
+        Upstream's classification, hoisted out of the loop: the policy and the variant
+        depend on the source queue, only the priority checks on each workload.
+        """
+        same = source == cq.name
+        policy = cq.preemption.within_cluster_queue if same else cq.preemption.reclaim_within_cohort
+        if policy == specs.NEVER or (
+            policy not in (specs.ANY, specs.LOWER_PRIORITY, specs.LOWER_OR_NEWER_EQUAL)
+        ):
+            return []
+        if same:
+            fixed: Variant | None = Variant.WITHIN_CQ
+        elif advantage:
+            fixed = Variant.HIERARCHICAL_RECLAIM
+        elif cq.preemption.borrow_within_cohort == specs.NEVER:
+            fixed = Variant.RECLAIM_WITHOUT_BORROWING
+        else:
+            fixed = None  # depends on the candidate's priority and the threshold
+        threshold = cq.preemption.max_priority_threshold
+        mine = preemptor.priority
         result = []
         for wl in self.state.admitted.get(source, {}).values():
             admission = wl.admission
             if admission is None or frs.isdisjoint(admission.flavor_resources()):
                 continue
-            variant = self._classify(cq, preemptor, wl, source, frs, advantage)
-            if variant != Variant.NEVER:
-                result.append(_Candidate(wl, source, lca, variant))
+            if policy != specs.ANY and not satisfies_policy(preemptor, wl, policy):
+                continue
+            variant = fixed
+            if variant is None:
+                above = wl.priority >= mine or (threshold is not None and wl.priority > threshold)
+                variant = Variant.RECLAIM_WITHOUT_BORROWING if above else Variant.RECLAIM_WHILE_BORROWING
+            result.append(_Candidate(wl, source, lca, variant))
         return result
 
     def _same_queue_candidates(
