@@ -240,13 +240,14 @@ class Preemptor:
         hierarchy, priority = self._hierarchy_candidates(cq, node, wl, frs, requests)
         now = self.state.now
 
+        afs_queues = {name for name in self.state.cluster_queues if self.state.uses_afs(name)}
+
+        def key(c: _Candidate) -> tuple[object, ...]:
+            usage = self.state.afs_usage(c.workload) if c.cluster_queue in afs_queues else 0.0
+            return candidate_order_key(c.workload, c.cluster_queue, cq_name, now, usage)
+
         def ordered(items: list[_Candidate]) -> list[_Candidate]:
-            return sorted(
-                items,
-                key=lambda c: candidate_order_key(
-                    c.workload, c.cluster_queue, cq_name, now, self.lq_usage(c.workload, c.cluster_queue)
-                ),
-            )
+            return sorted(items, key=key)
 
         groups = [ordered(hierarchy), ordered(priority), ordered(same)]
         evicting = [c for g in groups for c in g if c.workload.conditions and is_evicting(c.workload)]
