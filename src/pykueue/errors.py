@@ -5,7 +5,12 @@
     │   ├── ParseError                not YAML/JSON, or not the shape of any manifest
     │   ├── ValidationError           a manifest breaks an API rule (carries every FieldProblem)
     │   └── ScenarioError             a scenario file is not valid (unknown step, missing object)
-    └── EngineError                   the engine was asked something impossible (a bug upstream of it)
+    ├── EngineError                   the engine was asked something impossible (a bug upstream of it)
+    └── StoreError                    an object store refused or failed a request
+        ├── NotFound                  no such object; permanent for that request
+        ├── AlreadyExists             create of a name that is taken; permanent
+        ├── Conflict                  stale resourceVersion; retryable after a fresh read
+        └── Unavailable               the store cannot answer now (API server down, 429/5xx); retryable
 
 An `InputError` always names where the problem is: the file, the document,
 the object (kind/name) and the field path, so that the CLI can print it as
@@ -59,3 +64,29 @@ class ScenarioError(InputError):
 
 class EngineError(PykueueError):
     """The engine was given an impossible request; this is a bug in the caller."""
+
+
+class StoreError(PykueueError):
+    """An object store refused or failed a request."""
+
+    retryable = False
+
+
+class NotFound(StoreError):
+    """The object does not exist."""
+
+
+class AlreadyExists(StoreError):
+    """An object with that name exists already."""
+
+
+class Conflict(StoreError):
+    """The write was based on a stale resourceVersion; read again and retry."""
+
+    retryable = True
+
+
+class Unavailable(StoreError):
+    """The store cannot answer now; retry with backoff."""
+
+    retryable = True

@@ -1,0 +1,88 @@
+"""The `Store` protocol every backend implements, and the values it speaks.
+
+Objects are manifests (``dict``) with ``apiVersion``, ``kind``, ``metadata``,
+``spec`` and ``status``. A store owns ``metadata.resourceVersion``,
+``metadata.uid``, ``metadata.creationTimestamp`` and ``metadata.generation``:
+it sets them on create and bumps them on every write. A write that carries a
+``resourceVersion`` must match the stored one, or it fails with
+`pykueue.errors.Conflict` (optimistic concurrency, as the API server).
+
+``update_status`` changes only ``status`` (the status subresource) and
+``update`` only the rest, so a controller writing decisions can never undo a
+user's edit of the spec, and the other way round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+Manifest = dict[str, Any]
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """Where an object lives: its kind, namespace ("" when cluster-scoped) and name."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    @staticmethod
+    def of(obj: Manifest) -> Key:
+        meta = obj.get("metadata") or {}
+        return Key(str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name", "")))
+
+    def __str__(self) -> str:
+        if self.namespace:
+            return f"{self.kind}/{self.namespace}/{self.name}"
+        return f"{self.kind}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: EventType
+    object: Manifest
+    resource_version: str
+
+
+class Store(Protocol):
+    """What the controllers need from a place that keeps objects."""
+
+    async def get(self, kind: str, namespace: str, name: str) -> Manifest:
+        """The object, or `NotFound`."""
+        ...
+
+    async def list(self, kind: str, namespace: str | None = None) -> tuple[list[Manifest], str]:
+        """All objects of a kind (in a namespace, or all when None) and the store's version."""
+        ...
+
+    async def create(self, obj: Manifest) -> Manifest:
+        """Store a new object; `AlreadyExists` if the name is taken. Returns it as stored."""
+        ...
+
+    async def update(self, obj: Manifest) -> Manifest:
+        """Replace everything but status; `Conflict` on a stale resourceVersion."""
+        ...
+
+    async def update_status(self, obj: Manifest) -> Manifest:
+        """Replace only the status; `Conflict` on a stale resourceVersion."""
+        ...
+
+    async def delete(self, kind: str, namespace: str, name: str) -> None:
+        """Remove the object; `NotFound` if it is not there."""
+        ...
+
+    def watch(self, kind: str, since: str) -> AsyncIterator[WatchEvent]:
+        """Changes of a kind after version ``since``, in order, until the watcher stops."""
+        ...
+
+
+def key_of(obj: Manifest) -> Key:
+    return Key.of(obj)
+
+
+def resource_version(obj: Manifest) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
