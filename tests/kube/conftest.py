@@ -42,6 +42,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     stop_all_processes()
 
 
+# Start-up times of the components this session started, shown in pytest's summary.
+_TIMINGS: dict[str, float] = {}
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _TIMINGS:
+        parts = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in _TIMINGS.items())
+        terminalreporter.write_line(f"kube control plane start-up: {parts}")
+
+
 @pytest.fixture(scope="session")
 def kube_bin_dir() -> Path:
     """The folder with etcd, kube-apiserver, ... kwok; fails (never skips) when they are missing."""
@@ -57,6 +67,7 @@ def kube_apiserver(kube_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory)
     cluster = KubeCluster(kube_bin_dir, tmp_path_factory.mktemp("kube"))
     try:
         cluster.start_apiserver()
+        _TIMINGS["etcd+kube-apiserver"] = cluster.timings["kube-apiserver"]
         yield cluster
     finally:
         cluster.stop()
@@ -66,6 +77,7 @@ def kube_apiserver(kube_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory)
 def kube_control_plane(kube_apiserver: KubeCluster) -> Iterator[KubeCluster]:
     try:
         kube_apiserver.start_controllers()
+        _TIMINGS["controller-manager+scheduler"] = kube_apiserver.timings["controllers"]
         yield kube_apiserver
     finally:
         kube_apiserver.stop_components("kube-scheduler", "kube-controller-manager")
@@ -75,6 +87,7 @@ def kube_control_plane(kube_apiserver: KubeCluster) -> Iterator[KubeCluster]:
 def kwok_cluster(kube_control_plane: KubeCluster) -> Iterator[KubeCluster]:
     try:
         kube_control_plane.start_kwok()
+        _TIMINGS["kwok"] = kube_control_plane.timings["kwok"]
         yield kube_control_plane
     finally:
         kube_control_plane.stop_components("kwok")

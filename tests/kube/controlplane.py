@@ -36,6 +36,8 @@ SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 KUBERNETES_SERVICE_IP = "10.96.0.1"
 # Annotation with which kwok recognises the nodes it manages (see kwok-stages.yaml).
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+# Taints that the node lifecycle controller keeps on nodes that are not (yet) Ready.
+NODE_CONDITION_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
 T = TypeVar("T")
 
@@ -93,11 +95,20 @@ def find_bin_dir() -> Path:
 # Small utilities
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports on 127.0.0.1 that nobody listens on right now."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
 
 
 def wait_for(
@@ -446,7 +457,7 @@ class KubeCluster:
         self.creds = creds = make_credentials(self.workdir / "pki")
         self.timings["credentials"] = time.monotonic() - begin
 
-        client_port, peer_port = free_port(), free_port()
+        client_port, peer_port = free_ports(2)
         etcd_url = f"http://127.0.0.1:{client_port}"
         peer_url = f"http://127.0.0.1:{peer_port}"
         etcd = self._spawn(
@@ -742,12 +753,12 @@ class KubeCluster:
             node = self.get_or_none(f"/api/v1/nodes/{name}")
             if node is None:
                 return None
-            conditions = {c["type"]: c["status"] for c in node.get("status", {}).get("conditions", [])}
+            conditions = {c["type"]: c["status"] for c in conditions_of(node)}
             if conditions.get("Ready") != "True":
                 return None
             taints = node.get("spec", {}).get("taints") or []
             if self.running("kube-controller-manager") and any(
-                t["key"].startswith("node.kubernetes.io/") for t in taints
+                t["key"] in NODE_CONDITION_TAINTS for t in taints
             ):
                 return None
             return dict(node)
@@ -763,6 +774,11 @@ class KubeCluster:
             timeout=timeout,
             what=f"nodes {names} to be deleted",
         )
+
+
+def conditions_of(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``status.conditions`` of an object, [] when the status or its conditions are absent or null."""
+    return list((obj.get("status") or {}).get("conditions") or [])
 
 
 def _http_text(url: str, *, context: ssl.SSLContext | None = None, timeout: float = 5.0) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from .conftest import NodeFactory
-from .controlplane import ApiError, KubeCluster, Process, wait_for
+from .controlplane import ApiError, KubeCluster, Process, conditions_of, wait_for
 
 pytestmark = pytest.mark.kube
 
@@ -47,9 +47,7 @@ def _job(name: str, *, completions: int, node_selector: dict[str, str], **pod_ex
 
 
 def _job_condition(job: dict[str, Any], kind: str) -> bool:
-    return any(
-        c["type"] == kind and c["status"] == "True" for c in job.get("status", {}).get("conditions", [])
-    )
+    return any(c["type"] == kind and c["status"] == "True" for c in conditions_of(job))
 
 
 def _pods_of(cluster: KubeCluster, namespace: str, job: str) -> list[dict[str, Any]]:
@@ -125,7 +123,7 @@ def test_crd_is_installed_and_served(kube_apiserver: KubeCluster, kube_namespace
     wait_for(
         lambda: any(
             c["type"] == "Established" and c["status"] == "True"
-            for c in kube_apiserver.get(crd_path).get("status", {}).get("conditions", [])
+            for c in conditions_of(kube_apiserver.get(crd_path))
         ),
         timeout=60,
         what="the Widget CRD to be Established",
