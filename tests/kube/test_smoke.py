@@ -72,6 +72,43 @@ def test_apiserver_authenticates_and_authorizes(kube_apiserver: KubeCluster) -> 
     with pytest.raises(urllib.error.HTTPError) as denied:
         urllib.request.urlopen(anonymous, context=ssl.create_default_context(cafile=str(ca_cert)), timeout=10)
     assert denied.value.code in (401, 403)
+    bogus = urllib.request.Request(
+        f"{kube_apiserver.server}/api/v1/namespaces", headers={"Authorization": "Bearer not-a-token"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as unauthenticated:
+        urllib.request.urlopen(bogus, context=ssl.create_default_context(cafile=str(ca_cert)), timeout=10)
+    assert unauthenticated.value.code == 401
+
+
+def test_service_account_tokens_are_issued_and_rbac_applies(
+    kube_apiserver: KubeCluster, kube_namespace: str
+) -> None:
+    kube_apiserver.kubectl("create", "serviceaccount", "reader", "-n", kube_namespace)
+    token = kube_apiserver.kubectl("create", "token", "reader", "-n", kube_namespace).strip()
+    assert kube_apiserver.creds is not None
+    context = ssl.create_default_context(cafile=str(kube_apiserver.creds.ca_cert))
+
+    def status_of(path: str) -> int:
+        req = urllib.request.Request(
+            kube_apiserver.server + path, headers={"Authorization": f"Bearer {token}"}
+        )
+        try:
+            with urllib.request.urlopen(req, context=context, timeout=10) as resp:
+                return int(resp.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    pods = f"/api/v1/namespaces/{kube_namespace}/pods"
+    assert status_of(pods) == 403  # authenticated as the ServiceAccount, but no role yet
+    kube_apiserver.kubectl(
+        "create", "role", "pod-reader", "--verb=get,list", "--resource=pods", "-n", kube_namespace
+    )
+    kube_apiserver.kubectl(
+        "create", "rolebinding", "reader", "--role=pod-reader",
+        f"--serviceaccount={kube_namespace}:reader", "-n", kube_namespace,
+    )  # fmt: skip
+    wait_for(lambda: status_of(pods) == 200, timeout=30, what="the RoleBinding to take effect")
+    assert status_of("/api/v1/namespaces") == 403  # still nothing cluster-wide
 
 
 def test_namespace_create_read_delete(kube_apiserver: KubeCluster) -> None:
