@@ -1,0 +1,344 @@
+"""A `Store` in one SQLite file: standalone mode's durable state.
+
+    counter(version)                        one row: the global resourceVersion, as etcd's revision
+    objects(kind, namespace, name, ...)     the current manifest of every object, as JSON
+    changes(version, kind, type, body)      every write, in version order: the watch log
+
+Every write is one SQLite transaction (``BEGIN IMMEDIATE``): read the stored
+row, check the caller's resourceVersion, bump the counter, write the row and
+append to the changes log. Either all of it reaches the file or none of it, so
+a process killed at any instant leaves the store as it was before or after the
+write, never between. `transaction` widens that to several writes (an ``apply
+-f`` of many documents): they commit together or not at all.
+
+The file is opened in WAL mode: readers never block the writer and see only
+committed data, and writers of several processes queue up on SQLite's lock
+(``busy_timeout``) instead of failing. ``synchronous=NORMAL`` keeps every
+commit safe across a crash of the process (what standalone mode must survive);
+only a power cut may lose the last commits, never corrupt the file.
+
+Watches poll the changes log, so a watcher sees writes made by any process on
+the same file; writes made through this very instance wake its watchers at
+once instead of at the next poll. Two connections are kept: one for writes
+(and reads inside a transaction, which must see their own writes), one for
+reads, so a reader never sees another coroutine's uncommitted transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import json
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pykueue.errors import AlreadyExists, Conflict, NotFound, Unavailable
+from pykueue.store.base import EventType, Key, Manifest, WatchEvent, resource_version
+from pykueue.store.memory import NAMESPACED
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+INSERT OR IGNORE INTO counter (id, version) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS objects (
+    kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    version INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (kind, namespace, name)
+);
+CREATE TABLE IF NOT EXISTS changes (
+    version INTEGER PRIMARY KEY, kind TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS changes_by_kind ON changes (kind, version);
+"""
+BUSY_TIMEOUT_MS = 10_000
+POLL_SECONDS = 0.05
+WATCH_BATCH = 2000
+# The log is trimmed to this many changes when a store opens; a watcher that
+# asks for an older version than the log holds gets `Unavailable` and relists.
+KEEP_CHANGES = 200_000
+
+# Set while the current task holds this store's transaction (per store: the store's id).
+_in_transaction: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "pykueue_sqlite_transaction", default=None
+)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # Autocommit mode: transactions are opened explicitly, so their extent is exactly ours.
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+class SQLiteStore:
+    """Objects in one SQLite file, with versions, watches and transactions."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        now: Callable[[], datetime] = _utc_now,
+        poll_seconds: float = POLL_SECONDS,
+    ) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._now = now
+        self._poll = poll_seconds
+        try:
+            self._writer = _connect(self.path)
+            self._writer.executescript(SCHEMA)
+            self._reader = _connect(self.path)
+        except sqlite3.Error as exc:
+            raise Unavailable(f"cannot open the store {self.path}: {exc}") from exc
+        self._trim_log()
+        self._lock = asyncio.Lock()
+        self._changed: asyncio.Event | None = None
+
+    def close(self) -> None:
+        self._writer.close()
+        self._reader.close()
+
+    def _trim_log(self) -> None:
+        with contextlib.suppress(sqlite3.OperationalError):  # busy: another process trims
+            self._writer.execute(
+                "DELETE FROM changes WHERE version <= (SELECT version FROM counter) - ?", (KEEP_CHANGES,)
+            )
+
+    # ----------------------------------------------------------------- reading
+
+    def _read_conn(self) -> sqlite3.Connection:
+        return self._writer if _in_transaction.get() == id(self) else self._reader
+
+    async def get(self, kind: str, namespace: str, name: str) -> Manifest:
+        row = (
+            self._read_conn()
+            .execute(
+                "SELECT body FROM objects WHERE kind = ? AND namespace = ? AND name = ?",
+                (kind, namespace, name),
+            )
+            .fetchone()
+        )
+        if row is None:
+            raise NotFound(f"{Key(kind, namespace, name)} not found")
+        return json.loads(row[0])  # type: ignore[no-any-return]
+
+    async def list(self, kind: str, namespace: str | None = None) -> tuple[list[Manifest], str]:
+        conn = self._read_conn()
+        own = conn is self._writer
+        if not own:
+            conn.execute("BEGIN")  # one snapshot for the rows and the version
+        try:
+            if namespace is None:
+                rows = conn.execute(
+                    "SELECT body FROM objects WHERE kind = ? ORDER BY namespace, name", (kind,)
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT body FROM objects WHERE kind = ? AND namespace = ? ORDER BY name",
+                    (kind, namespace),
+                ).fetchall()
+            version = conn.execute("SELECT version FROM counter").fetchone()[0]
+        finally:
+            if not own:
+                conn.execute("COMMIT")
+        return [json.loads(body) for (body,) in rows], str(version)
+
+    # ----------------------------------------------------------------- writing
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[SQLiteStore]:
+        """Writes made inside commit together at the end, or not at all if it raises."""
+        if _in_transaction.get() == id(self):
+            yield self  # nested: part of the outer transaction
+            return
+        async with self._lock:
+            self._begin()
+            token = _in_transaction.set(id(self))
+            try:
+                yield self
+            except BaseException:
+                self._writer.execute("ROLLBACK")
+                raise
+            else:
+                self._writer.execute("COMMIT")
+                self._notify()
+            finally:
+                _in_transaction.reset(token)
+
+    def _begin(self) -> None:
+        try:
+            self._writer.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise Unavailable(f"the store {self.path} is busy: {exc}") from exc
+
+    async def _write(self, op: Callable[[], Manifest | None]) -> Manifest | None:
+        if _in_transaction.get() == id(self):
+            return op()
+        async with self._lock:
+            self._begin()
+            try:
+                result = op()
+            except BaseException:
+                self._writer.execute("ROLLBACK")
+                raise
+            self._writer.execute("COMMIT")
+        self._notify()
+        return result
+
+    async def create(self, obj: Manifest) -> Manifest:
+        stored: Manifest = json.loads(json.dumps(obj))
+        key = Key.of(stored)
+        if not key.name:
+            raise NotFound("an object needs metadata.name")
+        meta = stored.setdefault("metadata", {})
+        if key.kind in NAMESPACED and not meta.get("namespace"):
+            meta["namespace"] = "default"
+            key = Key.of(stored)
+
+        def op() -> Manifest:
+            if self._row(key) is not None:
+                raise AlreadyExists(f"{key} already exists")
+            meta["uid"] = meta.get("uid") or str(uuid.uuid4())
+            meta.setdefault("creationTimestamp", self._now().strftime("%Y-%m-%dT%H:%M:%SZ"))
+            meta["generation"] = 1
+            meta.pop("resourceVersion", None)
+            return self._put(key, stored, "ADDED")
+
+        result = await self._write(op)
+        assert result is not None
+        return result
+
+    async def update(self, obj: Manifest) -> Manifest:
+        def op() -> Manifest:
+            key, current = self._current(obj)
+            stored: Manifest = json.loads(json.dumps(obj))
+            stored["status"] = current.get("status", {})
+            meta = stored.setdefault("metadata", {})
+            for field in ("uid", "creationTimestamp", "generation"):
+                if field in current["metadata"]:
+                    meta[field] = current["metadata"][field]
+            if _spec_of(stored) != _spec_of(current):
+                meta["generation"] = int(current["metadata"].get("generation", 1)) + 1
+            return self._put(key, stored, "MODIFIED")
+
+        result = await self._write(op)
+        assert result is not None
+        return result
+
+    async def update_status(self, obj: Manifest) -> Manifest:
+        status = json.loads(json.dumps(obj.get("status", {})))
+
+        def op() -> Manifest:
+            key, current = self._current(obj)
+            current["status"] = status
+            return self._put(key, current, "MODIFIED")
+
+        result = await self._write(op)
+        assert result is not None
+        return result
+
+    async def delete(self, kind: str, namespace: str, name: str) -> None:
+        key = Key(kind, namespace, name)
+
+        def op() -> None:
+            row = self._row(key)
+            if row is None:
+                raise NotFound(f"{key} not found")
+            version = self._bump()
+            obj = json.loads(row)
+            obj["metadata"]["resourceVersion"] = str(version)
+            self._writer.execute(
+                "DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?",
+                (key.kind, key.namespace, key.name),
+            )
+            self._log(version, key.kind, "DELETED", json.dumps(obj))
+
+        await self._write(op)
+
+    # Helpers below run inside an open write transaction on the writer connection.
+
+    def _row(self, key: Key) -> str | None:
+        row = self._writer.execute(
+            "SELECT body FROM objects WHERE kind = ? AND namespace = ? AND name = ?",
+            (key.kind, key.namespace, key.name),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _current(self, obj: Manifest) -> tuple[Key, Manifest]:
+        key = Key.of(obj)
+        row = self._row(key)
+        if row is None:
+            raise NotFound(f"{key} not found")
+        current: Manifest = json.loads(row)
+        wanted = resource_version(obj)
+        if wanted and wanted != resource_version(current):
+            raise Conflict(f"{key}: the object has been modified (resourceVersion {wanted} is stale)")
+        return key, current
+
+    def _bump(self) -> int:
+        self._writer.execute("UPDATE counter SET version = version + 1 WHERE id = 1")
+        return int(self._writer.execute("SELECT version FROM counter").fetchone()[0])
+
+    def _put(self, key: Key, stored: Manifest, event: EventType) -> Manifest:
+        version = self._bump()
+        stored["metadata"]["resourceVersion"] = str(version)
+        body = json.dumps(stored, separators=(",", ":"))
+        self._writer.execute(
+            "INSERT OR REPLACE INTO objects (kind, namespace, name, version, body) VALUES (?, ?, ?, ?, ?)",
+            (key.kind, key.namespace, key.name, version, body),
+        )
+        self._log(version, key.kind, event, body)
+        return json.loads(body)  # type: ignore[no-any-return]
+
+    def _log(self, version: int, kind: str, event: str, body: str) -> None:
+        self._writer.execute(
+            "INSERT INTO changes (version, kind, type, body) VALUES (?, ?, ?, ?)",
+            (version, kind, event, body),
+        )
+
+    # ---------------------------------------------------------------- watching
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def _wait_for_change(self) -> None:
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout=self._poll)
+
+    async def watch(self, kind: str, since: str) -> AsyncIterator[WatchEvent]:
+        after = int(since or 0)
+        oldest = self._reader.execute("SELECT MIN(version) FROM changes").fetchone()[0]
+        if oldest is not None and after < oldest - 1:
+            raise Unavailable(f"watch of {kind} since {after}: the change log starts at {oldest}; list again")
+        while True:
+            rows = self._reader.execute(
+                "SELECT version, type, body FROM changes WHERE kind = ? AND version > ? ORDER BY version LIMIT ?",
+                (kind, after, WATCH_BATCH),
+            ).fetchall()
+            for version, event, body in rows:
+                after = int(version)
+                yield WatchEvent(event, json.loads(body), str(version))
+            if len(rows) < WATCH_BATCH:
+                await self._wait_for_change()
+
+    # ------------------------------------------------------------------ extras
+
+    def version(self) -> str:
+        return str(self._reader.execute("SELECT version FROM counter").fetchone()[0])
+
+
+def _spec_of(obj: Manifest) -> Any:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
