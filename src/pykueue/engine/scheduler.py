@@ -364,7 +364,11 @@ def _admit(state: State, entry: Entry) -> None:
     wl.conditions["QuotaReserved"] = Condition("QuotaReserved", "True", "QuotaReserved", message, state.now)
     if cq.admission_checks:
         wl.conditions["Admitted"] = Condition(
-            "Admitted", "False", "AdmissionChecksPending", "Waiting for admission checks", state.now
+            "Admitted",
+            "False",
+            "UnsatisfiedAdmissionChecks",
+            "The workload has not all checks ready",
+            state.now,
         )
     else:
         wl.conditions["Admitted"] = Condition(
@@ -411,7 +415,17 @@ def _requeue(state: State, entry: Entry) -> None:
     previous = wl.conditions.get("QuotaReserved")
     if previous is None or previous.message != message or previous.reason != reason:
         wl.conditions["QuotaReserved"] = Condition("QuotaReserved", "False", reason, message, state.now)
+        no_reservation(wl, state.now)
         state.events.append(Event(state.cycle, wl.key, PENDING, message, reason))
+
+
+def no_reservation(wl: Workload, now: int) -> None:
+    """Upstream keeps Admitted in step with QuotaReserved once either exists."""
+    admitted = wl.conditions.get("Admitted")
+    if admitted is None or admitted.status != "False" or admitted.reason != "NoReservation":
+        wl.conditions["Admitted"] = Condition(
+            "Admitted", "False", "NoReservation", "The workload has no reservation", now
+        )
 
 
 def _evict_target(state: State, target: Target, entry: Entry) -> None:

@@ -229,7 +229,9 @@ class State:
         wl.last_tried_flavor = None
         wl.conditions["Evicted"] = Condition(EVICTED, "True", reason, message, self.now)
         wl.conditions["QuotaReserved"] = Condition("QuotaReserved", "False", "Pending", message, self.now)
-        wl.conditions.pop("Admitted", None)
+        wl.conditions["Admitted"] = Condition(
+            "Admitted", "False", "NoReservation", "The workload has no reservation", self.now
+        )
         if preempted_reason:
             wl.conditions["Preempted"] = Condition(PREEMPTED, "True", preempted_reason, message, self.now)
             wl.preemption_count += 1
