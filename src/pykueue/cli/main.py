@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from pykueue.cli import demo_command, scenario_command, validate_command
+from pykueue.cli import demo_command, scenario_command, standalone_commands, up_command, validate_command
 
 app = typer.Typer(
     name="pykueue",
@@ -20,7 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (validate_command, scenario_command, demo_command):
+for module in (validate_command, scenario_command, demo_command, up_command, standalone_commands):
     module.register(app)
 
 

@@ -1,0 +1,161 @@
+"""`pykueue controller` runs pykueue as a Kubernetes controller; `pykueue install` applies its manifests.
+
+``controller`` connects with ``--kubeconfig`` (or the pod's service account when
+none is given), lists and watches the queueing kinds, Workloads and Jobs, and runs
+`pykueue.controllers.kube_manager.KubeManager` until SIGTERM or SIGINT.
+
+``install`` server-side-applies manifests (``-f`` files, e.g. the output of
+``pykueue manifests``; by default the CRDs generated from our models), CRDs
+first, and waits until every CRD is Established, so a queue manifest applied
+right after it is accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+from pykueue.errors import PykueueError
+from pykueue.store import kubernetes
+
+log = logging.getLogger(__name__)
+
+
+def _connect(kubeconfig: Path | None, context: str | None) -> kubernetes.KubernetesStore:
+    config = kubernetes.load_kubeconfig(kubeconfig, context) if kubeconfig else kubernetes.in_cluster_config()
+    return kubernetes.KubernetesStore(config)
+
+
+async def _run_controller(store: kubernetes.KubernetesStore, resync: float) -> None:
+    from pykueue.controllers.kube_manager import KubeManager
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    ready = asyncio.Event()
+    manager = KubeManager(store, resync_seconds=resync)
+    task = asyncio.create_task(manager.run(stop, ready))
+    waiter = asyncio.create_task(ready.wait())
+    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    if ready.is_set():
+        log.info("pykueue controller is running against %s", store.config.server)
+    try:
+        await task
+    finally:
+        waiter.cancel()
+        await store.close()
+
+
+def controller(
+    kubeconfig: Path | None = typer.Option(
+        None, "--kubeconfig", help="kubeconfig file; without it, the pod's service account is used."
+    ),
+    context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: current)."),
+    resync: float = typer.Option(1.0, "--resync-seconds", help="Seconds between passes without events."),
+    log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
+) -> None:
+    """Run pykueue as a Kubernetes controller: admit queued Jobs and Workloads, write queue status."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        store = _connect(kubeconfig, context)
+        asyncio.run(_run_controller(store, resync))
+    except PykueueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+# ---------------------------------------------------------------------- install
+
+
+def default_manifests() -> list[dict[str, Any]]:
+    """What `install` applies without ``-f``: the CRDs generated from our models."""
+    from pykueue.api import crd
+
+    return crd.crds()
+
+
+def read_manifests(paths: list[Path]) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for path in paths:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not doc:
+                continue
+            if doc.get("kind", "").endswith("List") and "items" in doc:
+                docs.extend(doc["items"])
+            else:
+                docs.append(doc)
+    return docs
+
+
+async def apply_all(
+    store: kubernetes.KubernetesStore, docs: list[dict[str, Any]], timeout: float = 60.0
+) -> list[str]:
+    """Apply CRDs, wait until they are Established, then apply the rest; the names applied."""
+    crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
+    rest = [d for d in docs if d.get("kind") != "CustomResourceDefinition"]
+    applied: list[str] = []
+    for doc in crds:
+        await store.apply(doc)
+        applied.append(f"CustomResourceDefinition/{doc['metadata']['name']}")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    for doc in crds:
+        name = doc["metadata"]["name"]
+        while True:
+            current = await store.get("CustomResourceDefinition", "", name)
+            conditions = (current.get("status") or {}).get("conditions") or []
+            if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                break
+            if loop.time() > deadline:
+                raise PykueueError(f"CustomResourceDefinition {name} is not Established after {timeout:.0f}s")
+            await asyncio.sleep(0.2)
+    for doc in rest:
+        await store.apply(doc)
+        meta = doc.get("metadata") or {}
+        where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+        applied.append(f"{doc.get('kind')}/{where}{meta.get('name')}")
+    return applied
+
+
+def install(
+    kubeconfig: Path | None = typer.Option(
+        None, "--kubeconfig", help="kubeconfig file (default: in-cluster)."
+    ),
+    context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: current)."),
+    filenames: list[Path] = typer.Option(
+        [],
+        "-f",
+        "--filename",
+        help="Manifests to apply (e.g. `pykueue manifests` output); default: the CRDs.",
+    ),
+) -> None:
+    """Apply pykueue's manifests to a cluster (server-side apply), CRDs first."""
+    docs = read_manifests(filenames) if filenames else default_manifests()
+
+    async def go() -> list[str]:
+        store = _connect(kubeconfig, context)
+        try:
+            return await apply_all(store, docs)
+        finally:
+            await store.close()
+
+    try:
+        applied = asyncio.run(go())
+    except PykueueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    for name in applied:
+        typer.echo(f"{name} applied")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `controller` and `install` to the app."""
+    app.command("controller")(controller)
+    app.command("install")(install)

@@ -1,0 +1,522 @@
+"""The commands that talk to a running `pykueue up` over its HTTP API.
+
+    submit      a command as a batch/v1 Job (resources, queue, GPUs), then its first decision
+    apply -f    manifests (files, folders, or - for stdin), all or nothing
+    delete      KIND NAME, or every object of -f files
+    get         clusterqueues | localqueues | workloads | jobs   (-o json for scripts)
+    describe    workload NAME: its state, why it waits, its position, its pods
+    logs        NAME: the output of a job's pods
+    stop/resume workload NAME | clusterqueue NAME
+    token       create an identity (admin or tenant) and print its token
+
+Every refusal is printed as the server wrote it (``file#doc Kind/name path:
+message``) and exits with status 1; nothing here prints a traceback for bad
+input or an unreachable server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+import yaml
+
+from pykueue.api import manifests
+from pykueue.cli.client import Client, ClientError
+
+T = TypeVar("T")
+SERVER = typer.Option(
+    None, "--server", help="URL of the pykueue API (default: PYKUEUE_SERVER or the client config)."
+)
+TOKEN = typer.Option(None, "--token", help="API token (default: PYKUEUE_TOKEN or the client config).")
+NAMESPACE = typer.Option("default", "--namespace", "-n", help="Namespace of the object.")
+LISTS = ("clusterqueues", "localqueues", "workloads", "jobs")
+ALIASES = {"cq": "clusterqueues", "lq": "localqueues", "wl": "workloads", "job": "jobs"}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("submit", context_settings={"allow_interspersed_args": False})(submit)
+    app.command("apply")(apply)
+    app.command("delete")(delete)
+    app.command("get")(get)
+    app.command("describe")(describe)
+    app.command("logs")(logs)
+    app.command("stop")(stop)
+    app.command("resume")(resume)
+    app.command("token")(token)
+
+
+def _run(action: Callable[[], T]) -> T:
+    try:
+        return action()
+    except ClientError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        for problem in exc.problems:
+            if problem != exc.message:
+                typer.echo(f"  {problem}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _client(server: str | None, token: str | None) -> Client:
+    return _run(lambda: Client.resolve(server, token))
+
+
+def _print_results(results: list[dict[str, str]]) -> None:
+    for item in results:
+        where = f"{item['namespace']}/" if item["namespace"] else ""
+        typer.echo(f"{item['kind']} {where}{item['name']} {item['action']}")
+
+
+# ------------------------------------------------------------------- submit
+
+
+def job_manifest(
+    command: list[str],
+    queue: str,
+    namespace: str,
+    name: str,
+    cpu: str,
+    memory: str | None,
+    gpus: int,
+    priority_class: str | None,
+    parallelism: int,
+    completions: int | None,
+    retries: int,
+    grace: int,
+    workdir: str,
+) -> dict[str, Any]:
+    requests: dict[str, str] = {"cpu": cpu}
+    if memory:
+        requests["memory"] = memory
+    if gpus:
+        requests["nvidia.com/gpu"] = str(gpus)
+    labels = {"kueue.x-k8s.io/queue-name": queue}
+    if priority_class:
+        labels["kueue.x-k8s.io/priority-class"] = priority_class
+    spec: dict[str, Any] = {
+        "parallelism": parallelism,
+        "backoffLimit": retries,
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": grace,
+                "containers": [
+                    {
+                        "name": "main",
+                        "command": command,
+                        "workingDir": workdir,
+                        "resources": {"requests": requests},
+                    }
+                ],
+            }
+        },
+    }
+    if completions is not None:
+        spec["completions"] = completions
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }
+
+
+def submit(
+    command: list[str] = typer.Argument(..., help="The command to run, after --."),
+    queue: str = typer.Option(..., "--queue", "-q", help="LocalQueue to submit to."),
+    namespace: str = NAMESPACE,
+    name: str = typer.Option(None, "--name", help="Job name (default: the command's name and a suffix)."),
+    cpu: str = typer.Option("1", "--cpu", help="CPU per pod (e.g. 4, 500m)."),
+    memory: str = typer.Option(None, "--memory", help="Memory per pod (e.g. 16Gi)."),
+    gpus: int = typer.Option(
+        0, "--gpus", help="GPUs per pod (nvidia.com/gpu), pinned with CUDA_VISIBLE_DEVICES."
+    ),
+    priority_class: str = typer.Option(None, "--priority-class", help="WorkloadPriorityClass name."),
+    parallelism: int = typer.Option(1, "--parallelism", help="Pods run at once."),
+    completions: int = typer.Option(
+        None, "--completions", help="Pods that must succeed (default: parallelism)."
+    ),
+    retries: int = typer.Option(
+        0, "--retries", help="Failed pods retried before the job fails (backoffLimit)."
+    ),
+    grace: int = typer.Option(30, "--grace", help="Seconds between SIGTERM and SIGKILL on preemption."),
+    wait: float = typer.Option(
+        3.0, "--wait", help="Seconds to wait for the first decision (0: do not wait)."
+    ),
+    server: str = SERVER,
+    token: str = TOKEN,
+) -> None:
+    """Submit a command as a Job: `pykueue submit --queue main --gpus 1 -- python train.py`."""
+    api = _client(server, token)
+    job_name = (
+        name
+        or f"{Path(command[0]).name.lower().replace('_', '-').replace('.', '-')[:40]}-{secrets.token_hex(3)}"
+    )
+    manifest = job_manifest(
+        command,
+        queue,
+        namespace,
+        job_name,
+        cpu,
+        memory,
+        gpus,
+        priority_class,
+        parallelism,
+        completions,
+        retries,
+        grace,
+        os.getcwd(),
+    )
+    text = yaml.safe_dump(manifest, sort_keys=False)
+    result = _run(lambda: api.post("/api/v1/apply", {"files": [{"name": "submit", "text": text}]}))
+    _print_results(result["results"])
+    if wait <= 0:
+        return
+    deadline = time.monotonic() + wait
+    described: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        try:
+            described = api.get(f"/api/v1/describe/workload/{namespace}/{job_name}")
+        except ClientError:
+            described = {}
+        explanation = described.get("explanation") or {}
+        if explanation.get("state") in ("Admitted", "Finished") or explanation.get("engineMessage"):
+            break
+        time.sleep(0.1)
+    explanation = described.get("explanation") or {}
+    if explanation.get("state") == "Admitted":
+        typer.echo(f"admitted to ClusterQueue {explanation.get('clusterQueue')}")
+    elif explanation.get("state") == "Pending":
+        typer.echo(_position_text(explanation))
+        for reason in explanation.get("reasons", []):
+            typer.echo(f"  {reason['category']}: {reason['message']}")
+            if reason["message"].startswith("can never fit"):
+                typer.echo(
+                    "warning: this job can never be admitted as requested; delete it or ask for less",
+                    err=True,
+                )
+    elif explanation.get("state"):
+        typer.echo(f"state: {explanation['state']}")
+
+
+def _position_text(explanation: dict[str, Any]) -> str:
+    position = explanation.get("position")
+    cq = explanation.get("clusterQueue") or "?"
+    if position:
+        return f"pending: position {position} of {explanation.get('pendingInQueue')} in ClusterQueue {cq}"
+    return f"pending in ClusterQueue {cq}"
+
+
+# -------------------------------------------------------------- apply/delete
+
+
+def _read_files(files: list[Path]) -> list[dict[str, str]]:
+    out = []
+    for path in files:
+        if str(path) == "-":
+            out.append({"name": "stdin", "text": sys.stdin.read()})
+            continue
+        try:
+            paths = manifests.manifest_files([path])
+        except Exception as exc:
+            typer.echo(f"error: {path}: {exc}", err=True)
+            raise typer.Exit(1) from None
+        for item in paths:
+            try:
+                out.append({"name": str(item), "text": item.read_text()})
+            except OSError as exc:
+                typer.echo(f"error: {item}: {exc.strerror}", err=True)
+                raise typer.Exit(1) from None
+    return out
+
+
+def apply(
+    files: list[Path] = typer.Option(
+        ..., "--filename", "-f", help="Files or folders of manifests (- for stdin)."
+    ),
+    server: str = SERVER,
+    token: str = TOKEN,
+) -> None:
+    """Create or update every object of the files, all at once or none at all."""
+    api = _client(server, token)
+    payload = _read_files(files)
+    result = _run(lambda: api.post("/api/v1/apply", {"files": payload}))
+    _print_results(result["results"])
+
+
+def delete(
+    kind: str = typer.Argument(None, help="Kind (e.g. job, workload, clusterqueue), when not using -f."),
+    name: str = typer.Argument(None, help="Name of the object."),
+    files: list[Path] = typer.Option(None, "--filename", "-f", help="Delete the objects of these files."),
+    namespace: str = NAMESPACE,
+    server: str = SERVER,
+    token: str = TOKEN,
+) -> None:
+    """Delete one object (KIND NAME) or every object of -f files."""
+    api = _client(server, token)
+    targets: list[tuple[str, str, str]] = []
+    if files:
+        for item in _read_files(files):
+            for doc in yaml.safe_load_all(item["text"]):
+                if isinstance(doc, dict) and doc.get("kind"):
+                    meta = doc.get("metadata") or {}
+                    ns = meta.get("namespace") or ("default" if _namespaced(doc["kind"]) else "_")
+                    targets.append((doc["kind"], ns, meta.get("name", "")))
+    elif kind and name:
+        real = _kind(kind)
+        targets.append((real, namespace if _namespaced(real) else "_", name))
+    else:
+        typer.echo("error: give KIND NAME or -f FILE", err=True)
+        raise typer.Exit(1)
+    for real, ns, obj_name in targets:
+        path = f"/api/v1/objects/{real}/{ns}/{obj_name}"
+        result = _run(lambda path=path: api.delete(path))  # type: ignore[misc]
+        typer.echo(f"{result['deleted']} deleted")
+
+
+_KINDS = {
+    "job": "Job",
+    "jobs": "Job",
+    "workload": "Workload",
+    "workloads": "Workload",
+    "clusterqueue": "ClusterQueue",
+    "clusterqueues": "ClusterQueue",
+    "cq": "ClusterQueue",
+    "localqueue": "LocalQueue",
+    "localqueues": "LocalQueue",
+    "lq": "LocalQueue",
+    "resourceflavor": "ResourceFlavor",
+    "cohort": "Cohort",
+    "workloadpriorityclass": "WorkloadPriorityClass",
+}
+
+
+def _kind(text: str) -> str:
+    return _KINDS.get(text.lower(), text)
+
+
+def _namespaced(kind: str) -> bool:
+    return kind in ("Job", "Workload", "LocalQueue", "LimitRange")
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _table(rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        typer.echo(
+            "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+
+
+def get(
+    what: str = typer.Argument(..., help="clusterqueues | localqueues | workloads | jobs"),
+    namespace: str = typer.Option(None, "--namespace", "-n", help="Only this namespace."),
+    output: str = typer.Option("table", "--output", "-o", help="table or json"),
+    server: str = SERVER,
+    token: str = TOKEN,
+) -> None:
+    """List queues, workloads or jobs."""
+    listing = ALIASES.get(what, what)
+    if listing not in LISTS:
+        typer.echo(f"error: cannot get {what!r}: choose one of {', '.join(LISTS)}", err=True)
+        raise typer.Exit(1)
+    api = _client(server, token)
+    rows: list[dict[str, Any]] = _run(lambda: api.get(f"/api/v1/{listing}", namespace=namespace))
+    if output == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if listing == "clusterqueues":
+        _table(
+            [
+                [
+                    r["name"],
+                    r["cohort"],
+                    "yes" if r["active"] else f"no ({r['stopPolicy']})",
+                    str(r["pending"]),
+                    str(r["admitted"]),
+                    ", ".join(
+                        f"{u['flavor']}/{u['resource']} {u['used']}/{u['nominal']}"
+                        + (f" (+{u['borrowed']} borrowed)" if u["borrowed"] not in ("0", "") else "")
+                        for u in r["usage"]
+                    ),
+                ]
+                for r in rows
+            ],
+            ["NAME", "COHORT", "ACTIVE", "PENDING", "ADMITTED", "USAGE/NOMINAL"],
+        )
+    elif listing == "localqueues":
+        _table(
+            [
+                [r["namespace"], r["name"], r["clusterQueue"], str(r["pending"]), str(r["admitted"])]
+                for r in rows
+            ],
+            ["NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "ADMITTED"],
+        )
+    elif listing == "workloads":
+        _table(
+            [
+                [r["namespace"], r["name"], r["queue"], r["state"], r["clusterQueue"], r["reason"][:80]]
+                for r in rows
+            ],
+            ["NAMESPACE", "NAME", "QUEUE", "STATE", "CLUSTERQUEUE", "WHY"],
+        )
+    else:
+        _table(
+            [
+                [
+                    r["namespace"],
+                    r["name"],
+                    r["queue"],
+                    r["state"],
+                    str(r["active"]),
+                    str(r["succeeded"]),
+                    str(r["failed"]),
+                    str(r["preemptions"]),
+                ]
+                for r in rows
+            ],
+            ["NAMESPACE", "NAME", "QUEUE", "STATE", "ACTIVE", "SUCCEEDED", "FAILED", "PREEMPTED"],
+        )
+
+
+def describe(
+    what: str = typer.Argument(..., help="workload"),
+    name: str = typer.Argument(..., help="Workload name, or the name of its job."),
+    namespace: str = NAMESPACE,
+    output: str = typer.Option("text", "--output", "-o", help="text or json"),
+    server: str = SERVER,
+    token: str = TOKEN,
+) -> None:
+    """Why a workload waits (quota / flavor mismatch / admission check), its position, its pods."""
+    if what.lower() not in ("workload", "workloads", "wl", "job"):
+        typer.echo("error: describe supports workload NAME (a job's name works too)", err=True)
+        raise typer.Exit(1)
+    api = _client(server, token)
+    data: dict[str, Any] = _run(lambda: api.get(f"/api/v1/describe/workload/{namespace}/{name}"))
+    if output == "json":
+        typer.echo(json.dumps(data, indent=2))
+        return
+    wl, explanation = data["workload"], data["explanation"]
+    typer.echo(f"Workload:  {wl['namespace']}/{wl['name']}" + (f"  (job {wl['job']})" if wl["job"] else ""))
+    typer.echo(f"Queue:     {wl['queue']}")
+    typer.echo(f"State:     {explanation['state']}")
+    if explanation["state"] == "Pending":
+        typer.echo(f"Position:  {_position_text(explanation)}")
+        typer.echo("Waiting because:")
+        for reason in explanation["reasons"]:
+            typer.echo(f"  [{reason['category']}] {reason['message']}")
+        if explanation.get("engineMessage"):
+            typer.echo(f"Engine:    {explanation['engineMessage']}")
+    elif explanation["state"] == "Admitted":
+        typer.echo(f"Admitted:  ClusterQueue {explanation['clusterQueue']}")
+    elif explanation.get("reasons"):
+        for reason in explanation["reasons"]:
+            typer.echo(f"  [{reason['category']}] {reason['message']}")
+    elif explanation.get("engineMessage"):
+        typer.echo(f"Outcome:   {explanation['engineMessage']}")
+    job = data.get("job")
+    if job:
+        typer.echo(
+            f"Job:       {job['state']}, active {job['active']}, succeeded {job['succeeded']}, "
+            f"failed {job['failed']}, preempted {job['preemptions']} time(s)"
+        )
+        if job.get("waiting"):
+            typer.echo(f"           {job['waiting']}")
+    for pod in data.get("pods") or []:
+        typer.echo(
+            f"Pod {pod['index']}:     pid {pod['pid']} devices [{','.join(pod['devices'])}] log {pod['log']}"
+        )
+    for warning in data.get("warnings") or []:
+        typer.echo(f"Warning:   {warning}")
+    typer.echo("Conditions:")
+    for cond in data.get("conditions") or []:
+        typer.echo(f"  {cond['type']}={cond['status']} {cond.get('reason', '')}: {cond.get('message', '')}")
+
+
+def logs(
+    name: str = typer.Argument(..., help="Job (or workload) name."),
+    namespace: str = NAMESPACE,
+    server: str = SERVER,
+    token: str = TOKEN,
+) -> None:
+    """Print the output of a job's pods."""
+    api = _client(server, token)
+    text = _run(lambda: api.get(f"/api/v1/logs/{namespace}/{name}"))
+    typer.echo(text, nl=False)
+
+
+def _set_active(
+    verb: str, what: str, name: str, namespace: str, server: str | None, token: str | None
+) -> None:
+    kind = {
+        "workload": "workload",
+        "wl": "workload",
+        "job": "workload",
+        "clusterqueue": "clusterqueue",
+        "cq": "clusterqueue",
+    }.get(what.lower())
+    if kind is None:
+        typer.echo(f"error: cannot {verb} {what!r}: choose workload or clusterqueue", err=True)
+        raise typer.Exit(1)
+    api = _client(server, token)
+    result = _run(lambda: api.post(f"/api/v1/{verb}", {"kind": kind, "namespace": namespace, "name": name}))
+    typer.echo(" ".join(f"{k}={v}" for k, v in result.items()))
+
+
+def stop(
+    what: str = typer.Argument(..., help="workload or clusterqueue"),
+    name: str = typer.Argument(...),
+    namespace: str = NAMESPACE,
+    server: str = SERVER,
+    token: str = TOKEN,
+) -> None:
+    """Stop a workload (spec.active=false: evicted, not requeued) or a ClusterQueue (stopPolicy Hold)."""
+    _set_active("stop", what, name, namespace, server, token)
+
+
+def resume(
+    what: str = typer.Argument(..., help="workload or clusterqueue"),
+    name: str = typer.Argument(...),
+    namespace: str = NAMESPACE,
+    server: str = SERVER,
+    token: str = TOKEN,
+) -> None:
+    """Resume a stopped workload or ClusterQueue."""
+    _set_active("resume", what, name, namespace, server, token)
+
+
+def token(
+    action: str = typer.Argument(..., help="create"),
+    name: str = typer.Argument(..., help="Identity name."),
+    role: str = typer.Option("tenant", "--role", help="admin or tenant"),
+    namespaces: list[str] = typer.Option(
+        None, "--namespace", "-n", help="Namespaces a tenant may submit to."
+    ),
+    priority_classes: list[str] = typer.Option(
+        None, "--priority-class", help="Priority classes a tenant may use."
+    ),
+    server: str = SERVER,
+    token: str = TOKEN,
+) -> None:
+    """Create (or replace) an identity and print its new token (admins only)."""
+    if action != "create":
+        typer.echo("error: only `pykueue token create NAME` is supported", err=True)
+        raise typer.Exit(1)
+    api = _client(server, token)
+    body = {
+        "name": name,
+        "role": role,
+        "namespaces": namespaces or [],
+        "priorityClasses": priority_classes or [],
+    }
+    result = _run(lambda: api.post("/api/v1/identities", body))
+    typer.echo(result["token"])

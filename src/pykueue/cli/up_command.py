@@ -1,0 +1,71 @@
+"""`pykueue up`: start standalone pykueue (store, engine, executor, HTTP API) in this process.
+
+The server lives in `pykueue.server`, a layer the CLI does not import; `up`
+replaces this process with ``python -m pykueue.server`` (same PID, so a
+supervisor or ``kill -9`` reaches the server itself), after choosing the
+defaults a user expects: the data folder under ``$XDG_DATA_HOME`` and the
+client config the other commands read.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import typer
+
+from pykueue.cli import client
+
+DEMO_CONFIG = Path("examples/standalone/config.yaml")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("up")(up)
+
+
+def up(
+    data: Path = typer.Option(
+        None, "--data", help="Folder of the store and logs (default: $XDG_DATA_HOME/pykueue)."
+    ),
+    port: int = typer.Option(8642, "--port", help="Port of the HTTP API (0: any free port)."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to listen on; loopback unless you mean it."
+    ),
+    config: Path = typer.Option(
+        None, "--config", help="Node GPUs, manifests to apply at start, demo phases."
+    ),
+    demo: bool = typer.Option(False, "--demo", help="Apply the config's demo jobs and show every decision."),
+    quiet: bool = typer.Option(False, "--quiet", help="Do not print decisions and events."),
+) -> None:
+    """Run standalone pykueue until Ctrl-C: queues, quotas and preemption for jobs on this machine."""
+    if demo and config is None and DEMO_CONFIG.exists():
+        config = DEMO_CONFIG
+    if data is None:
+        # A demo starts from nothing every time; a real server keeps its state.
+        data = Path(tempfile.mkdtemp(prefix="pykueue-demo-")) if demo else client.data_home()
+    if config is not None and not config.exists():
+        typer.echo(f"error: {config}: no such config file", err=True)
+        raise typer.Exit(1)
+    argv = [
+        sys.executable,
+        "-m",
+        "pykueue.server",
+        "--data",
+        str(data),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--client-config",
+        str(client.client_config_path()),
+    ]
+    if config is not None:
+        argv += ["--config", str(config)]
+    if demo:
+        argv.append("--demo")
+    if quiet:
+        argv.append("--quiet")
+    sys.stdout.flush()
+    os.execv(sys.executable, argv)

@@ -1,0 +1,137 @@
+"""The batch/v1 Job adapter.
+
+A Job is one pod set named ``main`` whose count is its parallelism (or its
+completions, when fewer). With the ``kueue.x-k8s.io/job-min-parallelism``
+annotation the Workload gets a ``minCount`` and may be admitted partially; the
+Job then runs with ``parallelism`` lowered to the admitted count (and
+``completions`` too when ``kueue.x-k8s.io/job-completions-equal-parallelism`` is
+"true"), and gets its full parallelism back when it is stopped.
+
+A Job's pod template may change only while it is suspended and has not started
+(``status.startTime`` unset), which is why admission writes the flavors' node
+selector in the same update that unsuspends it, and why stopping clears
+``startTime`` before restoring the template (see the job reconciler).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pykueue.controllers.jobframework import (
+    QUEUE_NAME_LABEL,
+    Finished,
+    PodSetInfo,
+    merge_into_template,
+    restore_template,
+)
+from pykueue.store.base import Manifest
+
+MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
+COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-completions-equal-parallelism"
+POD_SET = "main"
+
+
+def _spec(job: Manifest) -> dict[str, Any]:
+    spec: dict[str, Any] = job.setdefault("spec", {})
+    return spec
+
+
+def _annotations(job: Manifest) -> dict[str, str]:
+    return dict((job.get("metadata") or {}).get("annotations") or {})
+
+
+def _min_count(job: Manifest) -> int | None:
+    text = _annotations(job).get(MIN_PARALLELISM_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def _sync_completions(job: Manifest) -> bool:
+    return _annotations(job).get(COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION) == "true"
+
+
+class BatchJobAdapter:
+    """batch/v1 Job through `pykueue.controllers.jobframework.JobAdapter`."""
+
+    kind = "Job"
+    api_version = "batch/v1"
+
+    def queue_name(self, job: Manifest) -> str:
+        return str(((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL) or "")
+
+    def _count(self, job: Manifest) -> int:
+        spec = _spec(job)
+        parallelism = spec.get("parallelism")
+        count = 1 if parallelism is None else int(parallelism)
+        completions = spec.get("completions")
+        if completions is not None and int(completions) < count:
+            count = int(completions)
+        return count
+
+    def pod_sets(self, job: Manifest) -> list[Manifest]:
+        count = self._count(job)
+        pod_set: Manifest = {
+            "name": POD_SET,
+            "count": count,
+            "template": copy.deepcopy(_spec(job).get("template") or {}),
+        }
+        min_count = _min_count(job)
+        if min_count is not None and min_count < count:
+            pod_set["minCount"] = min_count
+        return [pod_set]
+
+    def is_suspended(self, job: Manifest) -> bool:
+        return bool(_spec(job).get("suspend"))
+
+    def suspend(self, job: Manifest) -> None:
+        _spec(job)["suspend"] = True
+
+    def run_with_pod_sets(self, job: Manifest, infos: list[PodSetInfo]) -> None:
+        spec = _spec(job)
+        spec["suspend"] = False
+        if not infos:
+            return
+        info = infos[0]
+        if _min_count(job) is not None:
+            spec["parallelism"] = info.count
+            if _sync_completions(job):
+                spec["completions"] = info.count
+        merge_into_template(spec.setdefault("template", {}), info)
+
+    def restore_pod_sets(self, job: Manifest, infos: list[PodSetInfo]) -> bool:
+        if not infos:
+            return False
+        spec = _spec(job)
+        info = infos[0]
+        changed = False
+        if _min_count(job) is not None and spec.get("parallelism") != info.count:
+            spec["parallelism"] = info.count
+            if _sync_completions(job):
+                spec["completions"] = info.count
+            changed = True
+        return restore_template(spec.setdefault("template", {}), info) or changed
+
+    def finished(self, job: Manifest) -> Finished | None:
+        for cond in (job.get("status") or {}).get("conditions") or []:
+            if cond.get("status") != "True":
+                continue
+            if cond.get("type") == "Complete":
+                return Finished(True, str(cond.get("message") or "Job finished successfully"))
+            if cond.get("type") == "Failed":
+                return Finished(False, str(cond.get("message") or cond.get("reason") or "Job failed"))
+        return None
+
+    def is_active(self, job: Manifest) -> bool:
+        status = job.get("status") or {}
+        return int(status.get("active") or 0) > 0 or int(status.get("terminating") or 0) > 0
+
+    def pods_ready(self, job: Manifest) -> bool:
+        status = job.get("status") or {}
+        ready = int(status.get("ready") or 0) + int(status.get("succeeded") or 0)
+        return ready >= int(_spec(job).get("parallelism") or 1)

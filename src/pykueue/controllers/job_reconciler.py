@@ -1,0 +1,303 @@
+"""The job reconciler: one Workload per queue-labelled job, and the job run or stopped as it says.
+
+    job event ─┐                      ┌─ no Workload yet      ─▶ suspend the job, create its Workload
+    Workload ──┴─▶ dirty job keys ──▶ ├─ Workload admitted    ─▶ unsuspend, flavors injected
+    event                             ├─ Workload not admitted─▶ suspend, clear startTime, restore template
+                                      └─ job finished         ─▶ Workload Finished (its quota is released)
+    job deleted ─▶ its Workloads deleted;  Workload whose owner job is gone ─▶ deleted
+
+The reconciler is level-triggered, like upstream's jobframework: each pass looks at
+the job and its Workload as they are cached now and makes *one* write that brings
+them closer to agreement. The write comes back as a watch event, which marks the
+job dirty again, so a multi-step change (a Kubernetes Job's template may only
+change while it is suspended and has no ``startTime``) is a chain of small,
+idempotent passes, and a conflict (someone else wrote first) is no error: the
+next event brings the fresh object.
+
+The Workload's pod sets keep the template as it was when the Workload was made, so
+stopping a job restores the template from them (nodeSelector, tolerations,
+labels, annotations) and the parallelism from their counts. Workloads without an
+owner (created directly) are not this reconciler's business: the admission
+controller queues and admits them like any other.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pykueue.controllers import jobframework
+from pykueue.controllers.jobframework import JobAdapter, PodSetInfo, Registry
+from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, StoreError
+from pykueue.store.base import Key, Manifest, Store, WatchEvent
+
+log = logging.getLogger(__name__)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def condition(obj: Manifest, kind: str) -> Manifest | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
+
+
+def _true(obj: Manifest, kind: str) -> bool:
+    cond = condition(obj, kind)
+    return cond is not None and cond.get("status") == "True"
+
+
+def is_admitted(workload: Manifest) -> bool:
+    """Quota reserved and every admission check passed: the job may run."""
+    return bool((workload.get("status") or {}).get("admission")) and _true(workload, "Admitted")
+
+
+def _uid(obj: Manifest) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+@dataclass
+class JobReconciler:
+    """Keeps every queue-labelled job of the registered kinds in step with its Workload."""
+
+    store: Store
+    registry: Registry
+    # ResourceFlavor manifests by name, read when a Workload is admitted (the admission cache).
+    flavors: Callable[[], Mapping[str, Manifest]]
+    clock: Callable[[], datetime] = _utc_now
+    jobs: dict[Key, Manifest] = field(default_factory=dict)
+    workloads: dict[Key, Manifest] = field(default_factory=dict)
+    dirty: set[Key] = field(default_factory=set)
+    suspect_orphans: set[Key] = field(default_factory=set)
+    _job_by_uid: dict[str, Key] = field(default_factory=dict)
+    _workloads_by_owner: dict[str, set[Key]] = field(default_factory=dict)
+
+    # ----------------------------------------------------------------- events
+
+    async def sync(self) -> dict[str, str]:
+        """List Workloads, then jobs (so no job's Workload is missed); return each kind's version."""
+        versions: dict[str, str] = {}
+        items, versions["Workload"] = await self.store.list("Workload")
+        for obj in items:
+            self._put_workload(obj)
+        for kind in self.registry.kinds():
+            jobs, versions[kind] = await self.store.list(kind)
+            for job in jobs:
+                self._put_job(job)
+        self.suspect_orphans.update(self.workloads)
+        return versions
+
+    def kinds(self) -> list[str]:
+        return ["Workload", *self.registry.kinds()]
+
+    def handle(self, event: WatchEvent) -> None:
+        obj = event.object
+        key = Key.of(obj)
+        if key.kind == "Workload":
+            if event.type == "DELETED":
+                self._drop_workload(key)
+            else:
+                self._put_workload(obj)
+            owner = self._owner_uid(obj)
+            if owner is not None:
+                job_key = self._job_by_uid.get(owner)
+                if job_key is not None:
+                    self.dirty.add(job_key)
+                elif event.type != "DELETED":
+                    self.suspect_orphans.add(key)
+            return
+        if self.registry.get(key.kind) is None:
+            return
+        if event.type == "DELETED":
+            self.jobs.pop(key, None)
+            uid = _uid(obj)
+            self._job_by_uid.pop(uid, None)
+            # Garbage collection would delete them too; doing it here releases quota at once.
+            self.suspect_orphans.update(self._workloads_by_owner.get(uid, ()))
+            return
+        self._put_job(obj)
+
+    def _put_job(self, job: Manifest) -> None:
+        key = Key.of(job)
+        self.jobs[key] = job
+        self._job_by_uid[_uid(job)] = key
+        self.dirty.add(key)
+
+    def _owner_uid(self, workload: Manifest) -> str | None:
+        owner = self.registry.owner_of(workload)
+        return None if owner is None else str(owner[1].get("uid") or "")
+
+    def _put_workload(self, obj: Manifest) -> None:
+        key = Key.of(obj)
+        self.workloads[key] = obj
+        owner = self._owner_uid(obj)
+        if owner is not None:
+            self._workloads_by_owner.setdefault(owner, set()).add(key)
+
+    def _drop_workload(self, key: Key) -> None:
+        obj = self.workloads.pop(key, None)
+        owner = None if obj is None else self._owner_uid(obj)
+        if owner is not None:
+            self._workloads_by_owner.get(owner, set()).discard(key)
+
+    def workload_of(self, job: Manifest) -> Manifest | None:
+        keys = sorted(self._workloads_by_owner.get(_uid(job), ()), key=str)
+        return self.workloads.get(keys[0]) if keys else None
+
+    # -------------------------------------------------------------- reconcile
+
+    async def reconcile(self) -> int:
+        """One pass over every dirty job and suspected orphan; the number of writes made."""
+        writes = 0
+        orphans, self.suspect_orphans = self.suspect_orphans, set()
+        for key in sorted(orphans, key=str):
+            writes += await self._collect_orphan(key)
+        dirty, self.dirty = self.dirty, set()
+        for key in sorted(dirty, key=str):
+            job = self.jobs.get(key)
+            adapter = self.registry.get(key.kind)
+            if job is None or adapter is None:
+                continue
+            try:
+                writes += await self.reconcile_job(adapter, job)
+            except (Conflict, NotFound):
+                continue  # the watch brings the fresh object and marks it dirty again
+            except (StoreError, InputError, jobframework.PodSetMergeError) as exc:
+                log.warning("%s: %s", key, exc)
+        return writes
+
+    async def reconcile_job(self, adapter: JobAdapter, job: Manifest) -> int:
+        if not adapter.queue_name(job):
+            return 0  # not queued through Kueue: left alone
+        if (job.get("metadata") or {}).get("deletionTimestamp"):
+            return 0
+        workload = self.workload_of(job)
+        finished = adapter.finished(job)
+        if finished is not None:
+            if workload is not None and not _true(workload, "Finished"):
+                return await self._finish(workload, finished)
+            return 0
+        if workload is None:
+            if not adapter.is_suspended(job):
+                return await self._write_job(job, adapter.suspend)
+            return await self._create_workload(adapter, job)
+        if _true(workload, "Finished"):
+            return 0
+        if is_admitted(workload):
+            if adapter.is_suspended(job):
+                return await self._start(adapter, job, workload)
+            return 0
+        return await self._stop_or_check(adapter, job, workload)
+
+    async def _create_workload(self, adapter: JobAdapter, job: Manifest) -> int:
+        wanted = jobframework.workload_for(adapter, job)
+        try:
+            created = await self.store.create(wanted)
+        except AlreadyExists:
+            created = await self.store.get(
+                "Workload", wanted["metadata"]["namespace"], wanted["metadata"]["name"]
+            )
+        self._put_workload(created)
+        log.info("created %s for %s", Key.of(created), Key.of(job))
+        return 1
+
+    async def _start(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> int:
+        if (job.get("status") or {}).get("startTime"):
+            return await self._clear_start_time(job)
+        flavors = self.flavors()
+        by_name = {ps.get("name"): ps for ps in (workload.get("spec") or {}).get("podSets") or []}
+        infos = [
+            PodSetInfo.from_assignment(a, flavors, int((by_name.get(a.get("name")) or {}).get("count", 1)))
+            for a in workload["status"]["admission"].get("podSetAssignments") or []
+        ]
+        written = await self._write_job(job, lambda j: adapter.run_with_pod_sets(j, infos))
+        if written:
+            log.info("started %s as %s admits it", Key.of(job), Key.of(workload))
+        return written
+
+    async def _stop_or_check(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> int:
+        """The Workload holds no admission: the job must be suspended with its template restored."""
+        pod_sets = (workload.get("spec") or {}).get("podSets") or []
+        infos = [PodSetInfo.from_pod_set(ps) for ps in pod_sets]
+        if not adapter.is_suspended(job):
+            log.info("stopping %s: %s has no admission", Key.of(job), Key.of(workload))
+            return await self._write_job(job, adapter.suspend)
+        if (job.get("status") or {}).get("startTime"):
+            return await self._clear_start_time(job)
+        restored = copy.deepcopy(job)
+        if adapter.restore_pod_sets(restored, infos):
+            return await self._write_job(job, lambda j: adapter.restore_pod_sets(j, infos))
+        if not jobframework.equivalent_pod_sets(workload, adapter.pod_sets(job)):
+            # The suspended job was changed (e.g. its parallelism): queue it again as it is now.
+            key = Key.of(workload)
+            await self.store.delete("Workload", key.namespace, key.name)
+            log.info("deleted %s: %s changed while it waited", key, Key.of(job))
+            return 1
+        return 0
+
+    async def _write_job(self, job: Manifest, change: Callable[[Manifest], object]) -> int:
+        updated = copy.deepcopy(job)
+        change(updated)
+        if updated == job:
+            return 0
+        written = await self.store.update(updated)
+        self.jobs[Key.of(written)] = written
+        return 1
+
+    async def _clear_start_time(self, job: Manifest) -> int:
+        # A suspended Job's template may change only without a startTime; the job controller
+        # clears it too, but whoever writes first wins and the other gets a conflict.
+        updated = copy.deepcopy(job)
+        updated["status"].pop("startTime", None)
+        written = await self.store.update_status(updated)
+        self.jobs[Key.of(written)] = written
+        return 1
+
+    async def _finish(self, workload: Manifest, finished: jobframework.Finished) -> int:
+        updated = copy.deepcopy(workload)
+        status = updated.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "Finished"]
+        conditions.append(
+            {
+                "type": "Finished",
+                "status": "True",
+                "reason": finished.reason,
+                "message": finished.message[:32768],
+                "lastTransitionTime": self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "observedGeneration": (workload.get("metadata") or {}).get("generation", 0),
+            }
+        )
+        status["conditions"] = conditions
+        written = await self.store.update_status(updated)
+        self._put_workload(written)
+        log.info("%s finished: %s", Key.of(workload), finished.reason)
+        return 1
+
+    async def _collect_orphan(self, key: Key) -> int:
+        """Delete a job's Workload once that job is gone (checked against the API, not the cache)."""
+        workload = self.workloads.get(key)
+        if workload is None:
+            return 0
+        owner = self.registry.owner_of(workload)
+        if owner is None:
+            return 0
+        adapter, ref = owner
+        try:
+            job = await self.store.get(adapter.kind, key.namespace, str(ref.get("name", "")))
+            if _uid(job) == str(ref.get("uid")):
+                self._put_job(job)
+                return 0
+        except NotFound:
+            pass
+        try:
+            await self.store.delete("Workload", key.namespace, key.name)
+        except NotFound:
+            return 0
+        log.info("deleted %s: its %s %s is gone", key, adapter.kind, ref.get("name"))
+        return 1

@@ -1,0 +1,158 @@
+"""The Kubernetes controller as one asyncio program: one watch per kind, three reconcilers.
+
+    API server ──watch──▶ events ─┬─▶ AdmissionController  (queueing kinds + Workloads → engine)
+    (one stream per kind)         └─▶ JobReconciler        (Jobs + Workloads)
+                 then, per batch of events (or every ``resync_seconds``), one pass:
+                    1. admission.reconcile()   scheduling cycles; Workload admission/conditions written
+                    2. statuses.write()        ClusterQueue / LocalQueue / Cohort status, when changed
+                    3. jobs.reconcile()        Workloads created, Jobs started / stopped / finished
+
+Everything runs on one event loop, so the reconcilers never race each other;
+they only race other writers of the API server, which optimistic concurrency
+settles (a conflict is skipped and the next event retries). The engine sees the
+informer caches only: the API server is read at start (list) and followed
+(watch) after that.
+
+A change of a queue object that touches only its ``status`` (most often our own
+status write coming back) is stored in the cache without re-applying the object
+to the engine, so status writes do not feed back into scheduling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pykueue.controllers import admission, jobframework
+from pykueue.controllers.admission import AdmissionController
+from pykueue.controllers.job_reconciler import JobReconciler
+from pykueue.controllers.queue_status import QueueStatusWriter
+from pykueue.engine.config import EngineConfig
+from pykueue.errors import PykueueError, StoreError
+from pykueue.store.base import Key, Manifest, Store, WatchEvent
+
+log = logging.getLogger(__name__)
+
+# Kinds whose status we write: a status-only change of these does not concern the engine.
+STATUS_WRITTEN = frozenset({"ClusterQueue", "LocalQueue", "Cohort"})
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _without_status(obj: Manifest) -> tuple[object, object]:
+    meta = obj.get("metadata") or {}
+    return ({k: v for k, v in obj.items() if k not in ("metadata", "status")}, meta.get("generation"))
+
+
+@dataclass
+class KubeManager:
+    """Admission, job integration and queue status over one store."""
+
+    store: Store
+    config: EngineConfig = field(default_factory=EngineConfig)
+    registry: jobframework.Registry = field(default_factory=jobframework.default_registry)
+    clock: Callable[[], datetime] = _utc_now
+    resync_seconds: float = 1.0
+    full_resync_seconds: float = 30.0
+    admission: AdmissionController = field(init=False)
+    jobs: JobReconciler = field(init=False)
+    statuses: QueueStatusWriter = field(init=False)
+    passes: int = 0
+
+    def __post_init__(self) -> None:
+        self.admission = AdmissionController(self.store, self.config, self.clock)
+        self.jobs = JobReconciler(self.store, self.registry, self.flavors, self.clock)
+        self.statuses = QueueStatusWriter(self.store, self.clock)
+
+    def flavors(self) -> Mapping[str, Manifest]:
+        return {key.name: obj for key, obj in self.admission.cache.items() if key.kind == "ResourceFlavor"}
+
+    # ------------------------------------------------------------------- events
+
+    def dispatch(self, event: WatchEvent) -> None:
+        kind = str(event.object.get("kind", ""))
+        if kind in admission.KINDS:
+            key = Key.of(event.object)
+            previous = self.admission.cache.get(key)
+            if (
+                kind in STATUS_WRITTEN
+                and event.type != "DELETED"
+                and previous is not None
+                and _without_status(previous) == _without_status(event.object)
+            ):
+                self.admission.cache[key] = event.object
+            else:
+                self.admission.handle(event)
+        if kind in self.jobs.kinds():
+            self.jobs.handle(event)
+
+    # --------------------------------------------------------------------- pass
+
+    async def reconcile(self) -> int:
+        """One pass of all three reconcilers; the number of writes made."""
+        self.passes += 1
+        writes = await self.admission.reconcile()
+        writes += await self.statuses.write(self.admission.state, self.admission.cache)
+        writes += await self.jobs.reconcile()
+        return writes
+
+    async def sync(self) -> dict[str, str]:
+        """List everything: the engine's kinds first, then Workloads and jobs for the job reconciler."""
+        await self.admission.sync()
+        versions = dict(self.admission.versions)
+        job_versions = await self.jobs.sync()
+        versions.update({k: v for k, v in job_versions.items() if k not in versions})
+        return versions
+
+    async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
+        """List, then follow every kind and reconcile until ``stop`` is set."""
+        versions = await self.sync()
+        events: asyncio.Queue[WatchEvent] = asyncio.Queue()
+        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds()]))
+        followers = [
+            asyncio.create_task(self._follow(kind, versions.get(kind, ""), events)) for kind in kinds
+        ]
+        loop = asyncio.get_running_loop()
+        next_full = loop.time() + self.full_resync_seconds
+        try:
+            await self._pass()
+            if ready is not None:
+                ready.set()
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    event = await asyncio.wait_for(events.get(), timeout=self.resync_seconds)
+                    self.dispatch(event)
+                    while not events.empty():
+                        self.dispatch(events.get_nowait())
+                if loop.time() >= next_full:
+                    # A level-triggered safety net: look at every job again now and then.
+                    self.jobs.dirty.update(self.jobs.jobs)
+                    next_full = loop.time() + self.full_resync_seconds
+                await self._pass()
+        finally:
+            for task in followers:
+                task.cancel()
+            await asyncio.gather(*followers, return_exceptions=True)
+
+    async def _pass(self) -> None:
+        try:
+            await self.reconcile()
+        except PykueueError as exc:
+            # The API server may be down for a while: keep the caches and try on the next pass.
+            log.warning("reconcile pass failed: %s", exc)
+
+    async def _follow(self, kind: str, since: str, events: asyncio.Queue[WatchEvent]) -> None:
+        while True:
+            try:
+                async for event in self.store.watch(kind, since):
+                    since = event.resource_version
+                    await events.put(event)
+            except StoreError as exc:
+                log.warning("watch of %s failed (%s); retrying", kind, exc)
+                await asyncio.sleep(5.0)

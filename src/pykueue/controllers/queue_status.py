@@ -1,0 +1,102 @@
+"""Writes ClusterQueue, LocalQueue and Cohort status from the engine, only when it changes.
+
+The documents come from `pykueue.engine.status` (upstream's shape: pending,
+reserving and admitted counts, flavorsReservation, flavorsUsage, the ``Active``
+condition, fairSharing). This module only turns them into writes:
+
+* a condition keeps its ``lastTransitionTime`` while its status and reason stay the
+  same, so an unchanged queue compares equal and costs no write;
+* fields of the stored status the engine does not produce are kept (other writers
+  own them);
+* the object written goes back into the caller's cache at once, so the next pass
+  compares against it and the watch event it causes is recognised as seen.
+
+Reading a status from the engine is cheap; the API server is not, which is why a
+pass writes nothing when nothing changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pykueue.engine import status as engine_status
+from pykueue.engine.state import State
+from pykueue.errors import Conflict, NotFound
+from pykueue.store.base import Key, Manifest, Store
+
+log = logging.getLogger(__name__)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def merge_status(stored: Manifest | None, desired: Manifest, generation: Any, now: str) -> Manifest:
+    """``desired`` laid over ``stored``, with condition times kept while nothing changed."""
+    result = copy.deepcopy(stored or {})
+    old_conditions = {c.get("type"): c for c in result.get("conditions") or []}
+    for name, value in desired.items():
+        if name != "conditions":
+            result[name] = copy.deepcopy(value)
+    if "conditions" in desired:
+        conditions = []
+        for cond in desired["conditions"]:
+            old = old_conditions.pop(cond["type"], None)
+            same = (
+                old is not None
+                and old.get("status") == cond["status"]
+                and old.get("reason") == cond["reason"]
+            )
+            merged = dict(cond)
+            merged["lastTransitionTime"] = old["lastTransitionTime"] if same and old else now
+            if generation is not None:
+                merged["observedGeneration"] = generation
+            conditions.append(merged)
+        conditions.extend(old_conditions.values())
+        result["conditions"] = conditions
+    return result
+
+
+@dataclass
+class QueueStatusWriter:
+    """Brings the stored status of every queue object in line with the engine's view."""
+
+    store: Store
+    clock: Callable[[], datetime] = _utc_now
+
+    def desired(self, state: State, key: Key) -> Manifest | None:
+        if key.kind == "ClusterQueue" and key.name in state.cluster_queues:
+            return engine_status.cluster_queue_status(state, key.name)
+        if key.kind == "LocalQueue" and f"{key.namespace}/{key.name}" in state.local_queues:
+            return engine_status.local_queue_status(state, f"{key.namespace}/{key.name}")
+        if key.kind == "Cohort" and key.name in state.cohorts:
+            return engine_status.cohort_status(state, key.name) or None
+        return None
+
+    async def write(self, state: State, cache: MutableMapping[Key, Manifest]) -> int:
+        """Write every changed status; the written objects replace the cached ones."""
+        now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        writes = 0
+        for key in [k for k in cache if k.kind in ("ClusterQueue", "LocalQueue", "Cohort")]:
+            stored = cache[key]
+            desired = self.desired(state, key)
+            if desired is None:
+                continue
+            generation = (stored.get("metadata") or {}).get("generation")
+            status = merge_status(stored.get("status"), desired, generation, now)
+            if status == (stored.get("status") or {}):
+                continue
+            try:
+                written = await self.store.update_status({**stored, "status": status})
+            except (Conflict, NotFound) as exc:
+                # The watch brings the newer object; the next pass compares against it.
+                log.debug("status of %s not written: %s", key, exc)
+                continue
+            cache[key] = written
+            writes += 1
+        return writes

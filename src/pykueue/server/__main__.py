@@ -1,0 +1,41 @@
+"""`python -m pykueue.server`: the standalone server program that `pykueue up` executes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pykueue.errors import PykueueError
+from pykueue.server import runtime
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pykueue up", description="Run standalone pykueue.")
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=runtime.DEFAULT_PORT)
+    parser.add_argument("--config", type=Path, default=None)
+    parser.add_argument("--client-config", type=Path, default=None)
+    parser.add_argument("--demo", action="store_true")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    options = runtime.Options(
+        data_dir=args.data,
+        host=args.host,
+        port=args.port,
+        config=args.config,
+        demo=args.demo,
+        client_config=args.client_config,
+        quiet=args.quiet,
+    )
+    try:
+        runtime.serve(options)
+    except PykueueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""``apply``: many documents, checked in full, then stored all at once or not at all.
+
+    decode      each file's YAML (a List is read item by item)      -> ParseError: file: message
+    validate    manifests.parse_object, STRICT, every document      -> file#doc Kind/name path: message
+    authorize   auth.write_refusal for the caller                   -> 403, one line per object
+    check       references a user would otherwise wait on forever:  -> file#doc Kind/name: message
+                a Job names a LocalQueue that exists (here or in the same apply),
+                a priority class that exists
+    store       one store transaction: created / configured / unchanged
+
+Nothing is stored unless every document passes every step, so a refused apply
+never leaves half a queue setup behind. Objects are stored as
+`manifests.to_manifest` writes them (v1beta2, defaults filled in). A Job is
+stored suspended, as Kueue's webhook does, so nothing runs before admission;
+a Job's spec cannot be changed once submitted (delete and submit again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from pykueue.api import manifests
+from pykueue.errors import FieldProblem, InputError, NotFound, ParseError, ValidationError
+from pykueue.server import auth
+from pykueue.store.base import Key, Manifest
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_KINDS = ("WorkloadPriorityClass", "PriorityClass")
+
+
+class Refused(Exception):
+    """The caller may not do this (HTTP 403); ``problems`` says why, object by object."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+@dataclass
+class Document:
+    source: str  # file#N
+    manifest: Manifest  # as it will be stored
+
+
+@dataclass
+class ApplyResult:
+    actions: list[dict[str, str]] = field(default_factory=list)
+
+
+def decode(files: Sequence[Mapping[str, str]]) -> list[tuple[str, Any]]:
+    """(source, raw document) for every document of every file."""
+    out: list[tuple[str, Any]] = []
+    for item in files:
+        name, text = str(item.get("name", "input")), str(item.get("text", ""))
+        try:
+            docs = list(yaml.load_all(text, Loader=_Loader))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise ParseError(f"{name}:{where}: not valid YAML: {problem}") from None
+        index = 0
+        for doc in docs:
+            if doc is None:
+                continue
+            index += 1
+            if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
+                for sub, item_doc in enumerate(doc.get("items") or [], start=1):
+                    out.append((f"{name}#{index}.{sub}", item_doc))
+            else:
+                out.append((f"{name}#{index}", doc))
+    if not out:
+        raise ParseError("nothing to apply: the input holds no documents")
+    return out
+
+
+def validate(raw: list[tuple[str, Any]]) -> list[Document]:
+    """Every document parsed STRICT; all problems of all documents raised together."""
+    problems: list[FieldProblem] = []
+    documents: list[Document] = []
+    for source, doc in raw:
+        try:
+            parsed = manifests.parse_object(doc, source=source)
+        except ValidationError as exc:
+            problems.extend(exc.problems)
+            continue
+        stored = manifests.to_manifest(parsed)
+        meta = stored.setdefault("metadata", {})
+        if stored.get("kind") in ("Job", "Workload", "LocalQueue", "LimitRange") and not meta.get(
+            "namespace"
+        ):
+            meta["namespace"] = "default"
+        for field_name in ("resourceVersion", "uid", "generation", "creationTimestamp"):
+            meta.pop(field_name, None)
+        stored.pop("status", None)  # status is the controllers' to write, never the user's
+        documents.append(Document(source, stored))
+    if problems:
+        raise ValidationError(problems)
+    return documents
+
+
+def authorize(identity: auth.Identity, documents: list[Document]) -> None:
+    refusals = []
+    for doc in documents:
+        why = auth.write_refusal(identity, doc.manifest)
+        if why:
+            refusals.append(f"{doc.source} {manifests.object_ref(doc.manifest)}: {why}")
+    if refusals:
+        raise Refused(refusals)
+
+
+async def check_references(store: Any, documents: list[Document]) -> None:
+    """Refuse what could only wait forever: an unknown LocalQueue or priority class."""
+    incoming = {Key.of(d.manifest) for d in documents}
+    problems: list[FieldProblem] = []
+    for doc in documents:
+        obj = doc.manifest
+        kind = obj.get("kind")
+        if kind not in ("Job", "Workload"):
+            continue
+        ref = manifests.object_ref(obj)
+        namespace = obj["metadata"]["namespace"]
+        if kind == "Job":
+            queue = (obj["metadata"].get("labels") or {}).get(QUEUE_LABEL, "")
+            path = f"metadata.labels[{QUEUE_LABEL}]"
+        else:
+            queue = (obj.get("spec") or {}).get("queueName", "")
+            path = "spec.queueName"
+        if not queue:
+            names = await _queue_names(store, namespace)
+            problems.append(
+                FieldProblem(
+                    path,
+                    f"name the LocalQueue to submit to (queues in {namespace}: {names})",
+                    ref,
+                    doc.source,
+                )
+            )
+        elif Key("LocalQueue", namespace, queue) not in incoming and not await _exists(
+            store, "LocalQueue", namespace, queue
+        ):
+            names = await _queue_names(store, namespace)
+            problems.append(
+                FieldProblem(
+                    path,
+                    f"LocalQueue {namespace}/{queue} does not exist (queues in {namespace}: {names})",
+                    ref,
+                    doc.source,
+                )
+            )
+        wanted = auth.priority_class_of(obj)
+        known = [Key(k, "", wanted) in incoming or await _exists(store, k, "", wanted) for k in PRIORITY_KINDS]
+        if wanted and not any(known):
+            problems.append(FieldProblem("", f"priority class {wanted} does not exist", ref, doc.source))
+    if problems:
+        raise ValidationError(problems)
+
+
+async def _exists(store: Any, kind: str, namespace: str, name: str) -> bool:
+    try:
+        await store.get(kind, namespace, name)
+    except NotFound:
+        return False
+    return True
+
+
+async def _queue_names(store: Any, namespace: str) -> str:
+    items, _ = await store.list("LocalQueue", namespace)
+    return ", ".join(sorted(i["metadata"]["name"] for i in items)) or "none"
+
+
+async def store_all(store: Any, documents: list[Document]) -> ApplyResult:
+    """Create or update every document in one transaction."""
+    result = ApplyResult()
+    async with store.transaction():
+        for doc in documents:
+            obj = doc.manifest
+            key = Key.of(obj)
+            try:
+                current = await store.get(key.kind, key.namespace, key.name)
+            except NotFound:
+                current = None
+            if current is None:
+                if key.kind == "Job":
+                    obj.setdefault("spec", {})["suspend"] = True
+                await store.create(obj)
+                action = "created"
+            elif _same(obj, current):
+                action = "unchanged"
+            elif key.kind == "Job":
+                raise ValidationError(
+                    [
+                        FieldProblem(
+                            "spec",
+                            "a submitted Job cannot be changed; delete it and submit it again",
+                            manifests.object_ref(obj),
+                            doc.source,
+                        )
+                    ]
+                )
+            else:
+                update = dict(obj)
+                update["metadata"] = {**current["metadata"], **obj["metadata"]}
+                await store.update(update)
+                action = "configured"
+            result.actions.append(
+                {"kind": key.kind, "namespace": key.namespace, "name": key.name, "action": action}
+            )
+    return result
+
+
+def _same(new: Manifest, current: Manifest) -> bool:
+    if new.get("kind") == "Job":
+        # The adapter owns suspend and parallelism (partial admission): compare the user's part.
+        mine = {k: v for k, v in (new.get("spec") or {}).items() if k not in ("suspend", "parallelism")}
+        theirs = {k: v for k, v in (current.get("spec") or {}).items() if k not in ("suspend", "parallelism")}
+        return mine == theirs
+    keys = set(new) | set(current)
+    return all(new.get(k) == current.get(k) for k in keys if k not in ("metadata", "status"))
+
+
+async def apply(store: Any, identity: auth.Identity, files: Sequence[Mapping[str, str]]) -> ApplyResult:
+    """The whole pipeline; raises InputError (400) or Refused (403) with every problem."""
+    documents = validate(decode(files))
+    authorize(identity, documents)
+    await check_references(store, documents)
+    return await store_all(store, documents)
+
+
+__all__ = ["ApplyResult", "InputError", "Refused", "apply"]

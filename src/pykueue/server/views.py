@@ -1,0 +1,138 @@
+"""What ``get`` and ``describe`` show: rows built from the store and the live engine.
+
+Queues' usage and pending counts come from the engine the server runs
+(`engine.status`, upstream's status shape), so they are exact at the moment
+of the request; workloads and jobs come from the store, which is what
+survives a restart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pykueue.controllers import jobs as jobs_mod
+from pykueue.controllers.workloads import StandaloneAdmission
+from pykueue.store.base import Manifest
+
+
+def _cond(obj: Manifest, kind: str) -> dict[str, Any] | None:
+    return jobs_mod.condition(obj, kind)
+
+
+def workload_state(obj: Manifest) -> str:
+    finished = _cond(obj, "Finished")
+    if finished is not None and finished.get("status") == "True":
+        return "Failed" if finished.get("reason") == "Failed" else "Finished"
+    if not (obj.get("spec") or {}).get("active", True):
+        return "Inactive"
+    if jobs_mod.is_admitted(obj):
+        return "Admitted"
+    return "Pending"
+
+
+def workload_row(obj: Manifest) -> dict[str, Any]:
+    meta = obj["metadata"]
+    status = obj.get("status") or {}
+    reserved = _cond(obj, "QuotaReserved") or {}
+    state = workload_state(obj)
+    owner = jobs_mod.owner_of(obj)
+    return {
+        "namespace": meta.get("namespace", ""),
+        "name": meta["name"],
+        "queue": (obj.get("spec") or {}).get("queueName", ""),
+        "state": state,
+        "clusterQueue": (status.get("admission") or {}).get("clusterQueue", ""),
+        "job": owner.name if owner is not None else "",
+        "reason": reserved.get("message", "") if state == "Pending" else "",
+        "created": meta.get("creationTimestamp", ""),
+    }
+
+
+def job_state(job: Manifest) -> str:
+    for kind, name in (("Complete", "Succeeded"), ("Failed", "Failed")):
+        cond = _cond(job, kind)
+        if cond is not None and cond.get("status") == "True":
+            return name
+    status = job.get("status") or {}
+    if (job.get("spec") or {}).get("suspend"):
+        return "Stopping" if status.get("active") else "Queued"
+    return "Running" if status.get("active") else "Starting"
+
+
+def job_row(job: Manifest) -> dict[str, Any]:
+    meta = job["metadata"]
+    status = job.get("status") or {}
+    extra = status.get("pykueue") or {}
+    return {
+        "namespace": meta.get("namespace", ""),
+        "name": meta["name"],
+        "queue": (meta.get("labels") or {}).get(jobs_mod.QUEUE_LABEL, ""),
+        "state": job_state(job),
+        "active": status.get("active", 0),
+        "succeeded": status.get("succeeded", 0),
+        "failed": status.get("failed", 0),
+        "preemptions": extra.get("preemptions", 0),
+        "waiting": extra.get("waiting", ""),
+    }
+
+
+def cluster_queue_row(admission: StandaloneAdmission, obj: Manifest) -> dict[str, Any]:
+    name = obj["metadata"]["name"]
+    spec = obj.get("spec") or {}
+    status = admission.cluster_queue_status(name) or {}
+    nominal: dict[tuple[str, str], str] = {}
+    for group in spec.get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for res in flavor.get("resources") or []:
+                nominal[(flavor["name"], res["name"])] = str(res.get("nominalQuota", "0"))
+    usage = []
+    for flavor in status.get("flavorsReservation") or []:
+        for res in flavor.get("resources") or []:
+            usage.append(
+                {
+                    "flavor": flavor["name"],
+                    "resource": res["name"],
+                    "used": res["total"],
+                    "borrowed": res["borrowed"],
+                    "nominal": nominal.get((flavor["name"], res["name"]), "0"),
+                }
+            )
+    active: dict[str, Any] = next((c for c in status.get("conditions", []) if c.get("type") == "Active"), {})
+    return {
+        "name": name,
+        "cohort": spec.get("cohortName", "") or spec.get("cohort", ""),
+        "stopPolicy": spec.get("stopPolicy", "None"),
+        "active": active.get("status", "Unknown") == "True",
+        "activeMessage": active.get("message", ""),
+        "pending": status.get("pendingWorkloads", 0),
+        "admitted": status.get("reservingWorkloads", 0),
+        "usage": usage,
+    }
+
+
+def local_queue_row(admission: StandaloneAdmission, obj: Manifest) -> dict[str, Any]:
+    meta = obj["metadata"]
+    status = admission.local_queue_status(meta.get("namespace", "default"), meta["name"]) or {}
+    return {
+        "namespace": meta.get("namespace", ""),
+        "name": meta["name"],
+        "clusterQueue": (obj.get("spec") or {}).get("clusterQueue", ""),
+        "stopPolicy": (obj.get("spec") or {}).get("stopPolicy", "None"),
+        "pending": status.get("pendingWorkloads", 0),
+        "admitted": status.get("reservingWorkloads", 0),
+    }
+
+
+def describe_workload(
+    admission: StandaloneAdmission, workload: Manifest, job: Manifest | None
+) -> dict[str, Any]:
+    explanation = admission.explain(workload)
+    return {
+        "workload": workload_row(workload),
+        "explanation": explanation.as_dict(),
+        "conditions": (workload.get("status") or {}).get("conditions", []),
+        "admission": (workload.get("status") or {}).get("admission"),
+        "job": job_row(job) if job is not None else None,
+        "pods": ((job or {}).get("status") or {}).get("pykueue", {}).get("pods", []),
+        "warnings": ((job or {}).get("status") or {}).get("pykueue", {}).get("warnings", []),
+    }

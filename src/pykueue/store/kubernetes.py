@@ -1,0 +1,547 @@
+"""A `Store` backed by a Kubernetes API server, over a thin async client of our own on httpx.
+
+    KubernetesStore ── kinds ──▶ RESOURCES (group, version, plural, namespaced)
+         │ get/list/create/update/update_status/delete : one HTTP request each,
+         │                                              retried with backoff on 429/5xx
+         └ watch(kind, since): GET ...?watch=1&resourceVersion=since, one JSON event a line,
+                                resumed from the last version seen when the stream ends,
+                                and re-listed when the server says 410 Gone
+
+Manifests stay plain dicts, exactly as the API server sends them (the engine and
+the controllers parse what they need with `pykueue.api`), so no generated model
+classes sit between the server and us. Items of a list carry no ``kind`` or
+``apiVersion`` on the wire; the store adds them so every manifest names itself.
+
+Errors follow the `pykueue.errors` tree: 404 is `NotFound`, 409 is `Conflict` (or
+`AlreadyExists` on create), 422 is a `ValidationError` with the server's field paths,
+429 and 5xx (and connection failures) are `Unavailable` once the retries are spent.
+
+A watch that gets 410 Gone (its version was compacted away) lists the kind again and
+turns the difference into events: every object now stored arrives as ``MODIFIED``
+(a consumer skips versions it has seen) and every object it knew that is gone
+arrives as ``DELETED``. It knows them from the store's last list of the kind and
+from its own stream, so a watcher started right after a list misses nothing.
+
+Credentials come from a kubeconfig (client certificates, bearer tokens, CA data or
+files, inline or on disk) or from the in-cluster service account; see `KubeConfig`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import builtins
+import contextlib
+import json
+import logging
+import os
+import random
+import ssl
+import tempfile
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from pykueue.errors import (
+    AlreadyExists,
+    Conflict,
+    FieldProblem,
+    NotFound,
+    PykueueError,
+    StoreError,
+    Unavailable,
+    ValidationError,
+)
+from pykueue.store.base import EventType, Key, Manifest, WatchEvent
+
+log = logging.getLogger(__name__)
+
+KUEUE = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """Where a kind lives in the API: group ("" for core), version, plural, scope."""
+
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str = "") -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        return f"{base}/{name}" if name else base
+
+
+def _kueue(plural: str, namespaced: bool = False) -> Resource:
+    return Resource(KUEUE, KUEUE_VERSION, plural, namespaced)
+
+
+RESOURCES: dict[str, Resource] = {
+    "ResourceFlavor": _kueue("resourceflavors"),
+    "ClusterQueue": _kueue("clusterqueues"),
+    "LocalQueue": _kueue("localqueues", namespaced=True),
+    "Cohort": _kueue("cohorts"),
+    "Workload": _kueue("workloads", namespaced=True),
+    "WorkloadPriorityClass": _kueue("workloadpriorityclasses"),
+    "AdmissionCheck": _kueue("admissionchecks"),
+    "Topology": _kueue("topologies"),
+    "ProvisioningRequestConfig": _kueue("provisioningrequestconfigs"),
+    "MultiKueueConfig": _kueue("multikueueconfigs"),
+    "MultiKueueCluster": _kueue("multikueueclusters"),
+    "Namespace": Resource("", "v1", "namespaces", False),
+    "LimitRange": Resource("", "v1", "limitranges", True),
+    "Node": Resource("", "v1", "nodes", False),
+    "Pod": Resource("", "v1", "pods", True),
+    "Event": Resource("", "v1", "events", True),
+    "PriorityClass": Resource("scheduling.k8s.io", "v1", "priorityclasses", False),
+    "Job": Resource("batch", "v1", "jobs", True),
+    "Lease": Resource("coordination.k8s.io", "v1", "leases", True),
+    # What `pykueue install` applies besides the queueing kinds.
+    "CustomResourceDefinition": Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", False),
+    "ServiceAccount": Resource("", "v1", "serviceaccounts", True),
+    "Service": Resource("", "v1", "services", True),
+    "Secret": Resource("", "v1", "secrets", True),
+    "ConfigMap": Resource("", "v1", "configmaps", True),
+    "Deployment": Resource("apps", "v1", "deployments", True),
+    "ClusterRole": Resource("rbac.authorization.k8s.io", "v1", "clusterroles", False),
+    "ClusterRoleBinding": Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
+    "Role": Resource("rbac.authorization.k8s.io", "v1", "roles", True),
+    "RoleBinding": Resource("rbac.authorization.k8s.io", "v1", "rolebindings", True),
+    "MutatingWebhookConfiguration": Resource(
+        "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", False
+    ),
+    "ValidatingWebhookConfiguration": Resource(
+        "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False
+    ),
+}
+
+
+def resource_of(kind: str) -> Resource:
+    try:
+        return RESOURCES[kind]
+    except KeyError:
+        raise StoreError(f"the Kubernetes store does not know kind {kind}") from None
+
+
+# ------------------------------------------------------------------ credentials
+
+
+@dataclass(frozen=True, slots=True)
+class KubeConfig:
+    """How to reach and authenticate to one API server."""
+
+    server: str
+    ca_file: str | None = None
+    ca_data: bytes | None = None
+    cert_data: bytes | None = None  # PEM client certificate
+    key_data: bytes | None = None  # PEM client key
+    token: str | None = None
+    token_file: str | None = None  # re-read on every connection (projected tokens rotate)
+    insecure: bool = False
+
+    def ssl_context(self) -> ssl.SSLContext:
+        if self.insecure:
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        elif self.ca_data is not None:
+            ctx = ssl.create_default_context(cadata=self.ca_data.decode())
+        else:
+            ctx = ssl.create_default_context(cafile=self.ca_file)
+        if self.cert_data is not None and self.key_data is not None:
+            # ssl only loads a chain from files: write them to a private folder for the call.
+            with tempfile.TemporaryDirectory(prefix="pykueue-cert-") as folder:
+                cert, key = Path(folder, "tls.crt"), Path(folder, "tls.key")
+                cert.write_bytes(self.cert_data)
+                key.touch(mode=0o600)
+                key.write_bytes(self.key_data)
+                ctx.load_cert_chain(str(cert), str(key))
+        return ctx
+
+    def bearer_token(self) -> str | None:
+        if self.token_file:
+            return Path(self.token_file).read_text().strip()
+        return self.token
+
+
+def _data_or_file(entry: Mapping[str, Any], name: str, base: Path) -> bytes | None:
+    if entry.get(f"{name}-data"):
+        return base64.b64decode(entry[f"{name}-data"])
+    if entry.get(name):
+        return (base / str(entry[name])).read_bytes()
+    return None
+
+
+def load_kubeconfig(path: str | Path, context: str | None = None) -> KubeConfig:
+    """Read one context of a kubeconfig file (the current one unless named)."""
+    path = Path(path).expanduser()
+    doc = yaml.safe_load(path.read_text()) or {}
+    base = path.parent
+
+    def named(section: str, name: str) -> dict[str, Any]:
+        for item in doc.get(section) or []:
+            if item.get("name") == name:
+                return dict(item.get(section[:-1]) or {})
+        raise StoreError(f"{path}: no {section[:-1]} named {name!r}")
+
+    ctx = named("contexts", context or str(doc.get("current-context") or ""))
+    cluster = named("clusters", str(ctx.get("cluster", "")))
+    user = named("users", str(ctx.get("user", ""))) if ctx.get("user") else {}
+    if user.get("exec") or user.get("auth-provider"):
+        raise StoreError(f"{path}: exec and auth-provider credentials are not supported; use a token or cert")
+    ca_file = cluster.get("certificate-authority")
+    return KubeConfig(
+        server=str(cluster["server"]).rstrip("/"),
+        ca_file=str(base / ca_file) if ca_file else None,
+        ca_data=base64.b64decode(cluster["certificate-authority-data"])
+        if cluster.get("certificate-authority-data")
+        else None,
+        cert_data=_data_or_file(user, "client-certificate", base),
+        key_data=_data_or_file(user, "client-key", base),
+        token=user.get("token"),
+        token_file=str(base / user["tokenFile"]) if user.get("tokenFile") else None,
+        insecure=bool(cluster.get("insecure-skip-tls-verify")),
+    )
+
+
+def in_cluster_config() -> KubeConfig:
+    """The pod's service account, as client-go's rest.InClusterConfig."""
+    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
+    if not host or not port:
+        raise StoreError("not running in a cluster: KUBERNETES_SERVICE_HOST/PORT are not set")
+    if ":" in host:
+        host = f"[{host}]"
+    return KubeConfig(
+        server=f"https://{host}:{port}",
+        ca_file=str(SERVICE_ACCOUNT_DIR / "ca.crt"),
+        token_file=str(SERVICE_ACCOUNT_DIR / "token"),
+    )
+
+
+# ----------------------------------------------------------------------- store
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Backoff for retryable answers: attempts, first delay, cap (seconds)."""
+
+    attempts: int = 6
+    first: float = 0.1
+    cap: float = 5.0
+
+    def delay(self, attempt: int) -> float:
+        # Full jitter, so many controllers hitting one recovering server spread out.
+        return random.uniform(0, min(self.cap, self.first * 2**attempt))
+
+
+@dataclass
+class KubernetesStore:
+    """The `Store` protocol over the Kubernetes REST API."""
+
+    config: KubeConfig
+    retry: Retry = field(default_factory=Retry)
+    watch_timeout_seconds: int = 300
+    field_manager: str = "pykueue"
+    _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
+    # The keys (and versions) of each kind as last listed, for the 410 re-list diff.
+    _listed: dict[str, dict[Key, str]] = field(default_factory=dict, init=False, repr=False)
+    _relisted_at: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+
+    # ------------------------------------------------------------- plumbing
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                base_url=self.config.server,
+                verify=self.config.ssl_context(),
+                timeout=httpx.Timeout(30.0, read=None),
+                headers={"Accept": "application/json", "User-Agent": "pykueue"},
+            )
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def __aenter__(self) -> KubernetesStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _headers(self) -> dict[str, str]:
+        token = self.config.bearer_token()
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Manifest | None = None,
+        params: Mapping[str, str] | None = None,
+        what: str = "",
+    ) -> Manifest:
+        """One API call with retries on 429/5xx and connection errors; the decoded answer."""
+        for attempt in range(self.retry.attempts):
+            try:
+                response = await self.client.request(
+                    method, path, json=body, params=dict(params or {}), headers=self._headers()
+                )
+            except httpx.TransportError as exc:
+                error: PykueueError = Unavailable(f"{method} {path}: {exc!r}")
+                wait = self.retry.delay(attempt)
+            else:
+                if response.status_code < 300:
+                    result: Manifest = response.json()
+                    return result
+                error = _error_of(response, what or path, method)
+                if not isinstance(error, Unavailable):
+                    raise error
+                wait = _retry_after(response) or self.retry.delay(attempt)
+            if attempt + 1 < self.retry.attempts:
+                log.debug("retrying %s %s in %.2fs: %s", method, path, wait, error)
+                await asyncio.sleep(wait)
+        raise error
+
+    # ---------------------------------------------------------------- reading
+
+    async def get(self, kind: str, namespace: str, name: str) -> Manifest:
+        res = resource_of(kind)
+        obj = await self.request("GET", res.path(namespace, name), what=str(Key(kind, namespace, name)))
+        return _named(obj, kind, res)
+
+    async def list(self, kind: str, namespace: str | None = None) -> tuple[list[Manifest], str]:
+        items, version = await self.list_selected(kind, namespace)
+        if namespace is None:
+            self._listed[kind] = {Key.of(obj): _rv(obj) for obj in items}
+        return items, version
+
+    async def list_selected(
+        self, kind: str, namespace: str | None = None, label_selector: str = ""
+    ) -> tuple[builtins.list[Manifest], str]:
+        """Like `list`, with a label selector; pages through large collections."""
+        res = resource_of(kind)
+        items: builtins.list[Manifest] = []
+        params = {"limit": "500"}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        while True:
+            page = await self.request("GET", res.path(namespace), params=params, what=kind)
+            items.extend(_named(obj, kind, res) for obj in page.get("items") or [])
+            meta = page.get("metadata") or {}
+            if not meta.get("continue"):
+                return items, str(meta.get("resourceVersion") or "")
+            params["continue"] = str(meta["continue"])
+
+    # ---------------------------------------------------------------- writing
+
+    async def create(self, obj: Manifest) -> Manifest:
+        key, res = Key.of(obj), resource_of(str(obj.get("kind")))
+        body = {**obj, "apiVersion": obj.get("apiVersion") or res.api_version}
+        namespace = key.namespace or ("default" if res.namespaced else "")
+        created = await self.request(
+            "POST", res.path(namespace), body, {"fieldManager": self.field_manager}, str(key)
+        )
+        return _named(created, key.kind, res)
+
+    async def update(self, obj: Manifest) -> Manifest:
+        return await self._put(obj, "")
+
+    async def update_status(self, obj: Manifest) -> Manifest:
+        return await self._put(obj, "/status")
+
+    async def _put(self, obj: Manifest, sub: str) -> Manifest:
+        key, res = Key.of(obj), resource_of(str(obj.get("kind")))
+        body = {**obj, "apiVersion": obj.get("apiVersion") or res.api_version}
+        path = res.path(key.namespace, key.name) + sub
+        written = await self.request("PUT", path, body, {"fieldManager": self.field_manager}, str(key))
+        return _named(written, key.kind, res)
+
+    async def apply(self, obj: Manifest, force: bool = True) -> Manifest:
+        """Server-side apply (not part of `Store`): create or update the fields we own."""
+        key, res = Key.of(obj), resource_of(str(obj.get("kind")))
+        namespace = key.namespace or ("default" if res.namespaced else "")
+        path = res.path(namespace, key.name)
+        params = {"fieldManager": self.field_manager, "force": "true" if force else "false"}
+        for attempt in range(self.retry.attempts):
+            response = await self.client.patch(
+                path,
+                content=json.dumps(obj).encode(),
+                params=params,
+                headers={**self._headers(), "Content-Type": "application/apply-patch+yaml"},
+            )
+            if response.status_code < 300:
+                applied: Manifest = response.json()
+                return _named(applied, key.kind, res)
+            error = _error_of(response, str(key), "PATCH")
+            if not isinstance(error, Unavailable) or attempt + 1 == self.retry.attempts:
+                raise error
+            await asyncio.sleep(_retry_after(response) or self.retry.delay(attempt))
+        raise Unavailable(f"{key}: not applied")
+
+    async def delete(self, kind: str, namespace: str, name: str) -> None:
+        res = resource_of(kind)
+        # Background propagation: a deleted Job takes its pods with it (the API's default orphans them).
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        await self.request("DELETE", res.path(namespace, name), body, what=str(Key(kind, namespace, name)))
+
+    # --------------------------------------------------------------- watching
+
+    async def watch(self, kind: str, since: str) -> AsyncIterator[WatchEvent]:
+        res = resource_of(kind)
+        known = dict(self._listed.get(kind, {}))
+        version = since if since and since != "0" else ""
+        failures = 0
+        while True:
+            if not version:
+                # Nothing to resume from: list, report the difference, and watch from there.
+                async for event in self._relist(kind, known):
+                    yield event
+                version = self._relisted_at.get(kind, "")
+            params = {
+                "watch": "1",
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": str(self.watch_timeout_seconds),
+            }
+            if version:
+                params["resourceVersion"] = version
+            try:
+                async with contextlib.aclosing(self._stream(res.path(), params)) as stream:
+                    async for kind_of_event, obj in stream:
+                        failures = 0
+                        if kind_of_event == "BOOKMARK":
+                            version = _rv(obj) or version
+                            continue
+                        if kind_of_event == "ERROR":
+                            if obj.get("code") == 410:
+                                log.info("watch of %s expired at %s: listing again", kind, version)
+                                version = ""
+                                break
+                            raise _status_error(obj, kind)
+                        item = _named(obj, kind, res)
+                        version = _rv(item) or version
+                        if kind_of_event == "DELETED":
+                            known.pop(Key.of(item), None)
+                        else:
+                            known[Key.of(item)] = version
+                        yield WatchEvent(_event_type(kind_of_event), item, version)
+            except Gone:
+                log.info("watch of %s expired at %s: listing again", kind, version)
+                version = ""
+            except (Unavailable, httpx.TransportError) as exc:
+                failures += 1
+                log.debug("watch of %s interrupted: %r", kind, exc)
+                await asyncio.sleep(self.retry.delay(min(failures, 8)))
+
+    async def _relist(self, kind: str, known: dict[Key, str]) -> AsyncIterator[WatchEvent]:
+        items, version = await self.list_selected(kind)
+        self._relisted_at[kind] = version
+        current = {Key.of(obj): obj for obj in items}
+        for key in [k for k in known if k not in current]:
+            meta = {"name": key.name, "namespace": key.namespace} if key.namespace else {"name": key.name}
+            gone: Manifest = {"apiVersion": resource_of(kind).api_version, "kind": kind, "metadata": meta}
+            known.pop(key)
+            yield WatchEvent("DELETED", gone, version)
+        for key, obj in current.items():
+            if known.get(key) == _rv(obj):
+                continue
+            event_type: EventType = "MODIFIED" if key in known else "ADDED"
+            known[key] = _rv(obj)
+            yield WatchEvent(event_type, obj, version)
+
+    async def _stream(
+        self, path: str, params: Mapping[str, str]
+    ) -> AsyncGenerator[tuple[str, Manifest], None]:
+        async with self.client.stream("GET", path, params=dict(params), headers=self._headers()) as response:
+            if response.status_code == 410:
+                raise Gone(path)
+            if response.status_code >= 300:
+                await response.aread()
+                raise _error_of(response, path, "WATCH")
+            async for line in response.aiter_lines():
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                yield str(event.get("type", "")), event.get("object") or {}
+
+
+class Gone(StoreError):
+    """The watched version is older than what the server keeps (410); list again."""
+
+
+# --------------------------------------------------------------------- helpers
+
+
+def _named(obj: Manifest, kind: str, res: Resource) -> Manifest:
+    obj.setdefault("kind", kind)
+    obj.setdefault("apiVersion", res.api_version)
+    return obj
+
+
+def _event_type(text: str) -> EventType:
+    if text == "ADDED":
+        return "ADDED"
+    if text == "DELETED":
+        return "DELETED"
+    return "MODIFIED"
+
+
+def _rv(obj: Manifest) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    with contextlib.suppress(ValueError, TypeError):
+        return min(30.0, float(response.headers.get("Retry-After", "")))
+    return None
+
+
+def _error_of(response: httpx.Response, what: str, method: str) -> PykueueError:
+    try:
+        status = response.json()
+    except ValueError:
+        status = {"code": response.status_code, "message": response.text[:500]}
+    if not isinstance(status, dict):
+        status = {"code": response.status_code, "message": str(status)[:500]}
+    status.setdefault("code", response.status_code)
+    return _status_error(status, what, method)
+
+
+def _status_error(status: Mapping[str, Any], what: str, method: str = "") -> PykueueError:
+    """A metav1.Status as the matching error of `pykueue.errors`."""
+    code = int(status.get("code") or 0)
+    message = f"{what}: {status.get('message') or status.get('reason') or code}"
+    if code == 404:
+        return NotFound(message)
+    if code == 409:
+        if status.get("reason") == "AlreadyExists" or method == "POST":
+            return AlreadyExists(message)
+        return Conflict(message)
+    if code == 410:
+        return Gone(message)
+    if code == 422 or (code == 400 and (status.get("details") or {}).get("causes")):
+        causes = (status.get("details") or {}).get("causes") or []
+        problems = [
+            FieldProblem(str(c.get("field") or ""), str(c.get("message") or c.get("reason") or ""), what)
+            for c in causes
+        ] or [FieldProblem("", message, what)]
+        return ValidationError(problems)
+    if code == 429 or code >= 500 or code == 0:
+        return Unavailable(message)
+    return StoreError(f"{message} (HTTP {code})")

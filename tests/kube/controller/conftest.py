@@ -1,0 +1,256 @@
+"""Fixtures for the controller's end-to-end tests: CRDs installed, the controller running in-process.
+
+* ``kueue_crds``  (session) our CRDs applied with `pykueue install`'s code and Established
+* ``controller``  (test)    a `KubeManager` on its own event loop in a thread, stopped in teardown
+* ``kueue``       (test)    a small client for the test: apply manifests (removed afterwards),
+                            read objects, wait for a condition with a deadline
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+
+from pykueue.cli import controller_command
+from pykueue.controllers.kube_manager import KubeManager
+from pykueue.store import kubernetes
+
+from ..controlplane import ApiError, KubeCluster
+
+T = TypeVar("T")
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+
+
+@pytest.fixture(scope="session")
+def kueue_crds(kwok_cluster: KubeCluster) -> list[str]:
+    async def install() -> list[str]:
+        store = kubernetes.KubernetesStore(kubernetes.load_kubeconfig(kwok_cluster.kubeconfig))
+        try:
+            return await controller_command.apply_all(store, controller_command.default_manifests())
+        finally:
+            await store.close()
+
+    applied = asyncio.run(install())
+    # Discovery (what kubectl uses) lags a little behind Established.
+    wait(lambda: "clusterqueues" in kwok_cluster.kubectl("api-resources", "--api-group=kueue.x-k8s.io"), 30, "discovery")
+    return applied
+
+
+def wait(probe: Callable[[], T | None], timeout: float, what: str, interval: float = 0.2) -> T:
+    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            result = probe()
+        except (ApiError, KeyError, IndexError, TypeError) as exc:
+            result, last = None, exc
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}" + (f" ({last})" if last else ""))
+        time.sleep(interval)
+
+
+class ControllerThread:
+    """The controller on its own asyncio loop in a daemon thread."""
+
+    def __init__(self, kubeconfig: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.ready = threading.Event()
+        self.error: BaseException | None = None
+        self.manager: KubeManager | None = None
+        self._loop = asyncio.new_event_loop()
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._run, name="pykueue-controller", daemon=True)
+
+    def start(self, timeout: float = 30.0) -> ControllerThread:
+        self._thread.start()
+        if not self.ready.wait(timeout):
+            self.stop()
+            raise AssertionError(f"controller not ready after {timeout}s: {self.error!r}")
+        return self
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._main())
+        except BaseException as exc:
+            self.error = exc
+            self.ready.set()
+        finally:
+            self._loop.close()
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        store = kubernetes.KubernetesStore(kubernetes.load_kubeconfig(self.kubeconfig))
+        self.manager = KubeManager(store, resync_seconds=0.3)
+        ready = asyncio.Event()
+        waiter = asyncio.ensure_future(ready.wait())
+        waiter.add_done_callback(lambda _: self.ready.set())
+        try:
+            await self.manager.run(self._stop, ready)
+        finally:
+            waiter.cancel()
+            await store.close()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self._stop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the controller did not stop"
+        if self.error is not None:
+            raise self.error
+
+    def run_in_loop(self, fn: Callable[[], T]) -> T:
+        """Read the manager's state on its own loop (it is not thread-safe)."""
+        result: list[T] = []
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                result.append(fn())
+            finally:
+                done.set()
+
+        self._loop.call_soon_threadsafe(call)
+        assert done.wait(10), "the controller loop is stuck"
+        return result[0]
+
+
+@pytest.fixture
+def controller(kwok_cluster: KubeCluster, kueue_crds: list[str]) -> Iterator[ControllerThread]:
+    thread = ControllerThread(str(kwok_cluster.kubeconfig)).start()
+    try:
+        yield thread
+    finally:
+        thread.stop()
+
+
+class Kueue:
+    """What a test does to the cluster, with cleanup of everything it applied."""
+
+    def __init__(self, cluster: KubeCluster) -> None:
+        self.cluster = cluster
+        self.applied: list[str] = []
+
+    def apply(self, text: str | dict[str, Any], namespace: str | None = None) -> None:
+        docs = [text] if isinstance(text, dict) else [d for d in yaml.safe_load_all(text) if d]
+        for doc in docs:
+            if namespace and doc["kind"] in ("LocalQueue", "Job", "Workload"):
+                doc.setdefault("metadata", {})["namespace"] = namespace
+            self.cluster.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(doc))
+            meta = doc["metadata"]
+            self.applied.append(
+                f"{doc['kind'].lower()}/{meta['name']}" + (f" -n {meta['namespace']}" if meta.get("namespace") else "")
+            )
+
+    def create_job(self, namespace: str, job: dict[str, Any]) -> dict[str, Any]:
+        created: dict[str, Any] = self.cluster.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
+        self.applied.append(f"job/{created['metadata']['name']} -n {namespace}")
+        return created
+
+    def job(self, namespace: str, name: str) -> dict[str, Any]:
+        job: dict[str, Any] = self.cluster.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
+        return job
+
+    def cluster_queue(self, name: str) -> dict[str, Any]:
+        cq: dict[str, Any] = self.cluster.get(f"{KUEUE}/clusterqueues/{name}")
+        return cq
+
+    def local_queue(self, namespace: str, name: str) -> dict[str, Any]:
+        lq: dict[str, Any] = self.cluster.get(f"{KUEUE}/namespaces/{namespace}/localqueues/{name}")
+        return lq
+
+    def workload_of(self, job: dict[str, Any]) -> dict[str, Any] | None:
+        namespace, uid = job["metadata"]["namespace"], job["metadata"]["uid"]
+        items = self.cluster.get(f"{KUEUE}/namespaces/{namespace}/workloads")["items"]
+        owned = [w for w in items if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences", []))]
+        return owned[0] if owned else None
+
+    def pods_of(self, namespace: str, job_name: str) -> list[dict[str, Any]]:
+        pods: list[dict[str, Any]] = self.cluster.get(
+            f"/api/v1/namespaces/{namespace}/pods?labelSelector=batch.kubernetes.io/job-name%3D{job_name}"
+        )["items"]
+        return pods
+
+    def cleanup(self) -> None:
+        for item in reversed(self.applied):
+            what, _, rest = item.partition(" ")
+            args = ["delete", what, "--ignore-not-found", "--wait=false"]
+            if rest:
+                args.extend(rest.split())
+            self.cluster.kubectl(*args, check=False)
+
+
+@pytest.fixture
+def kueue(kwok_cluster: KubeCluster, kueue_crds: list[str]) -> Iterator[Kueue]:
+    client = Kueue(kwok_cluster)
+    try:
+        yield client
+    finally:
+        client.cleanup()
+
+
+def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    if not obj:
+        return None
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return dict(cond)
+    return None
+
+
+def is_true(obj: dict[str, Any] | None, kind: str) -> bool:
+    cond = condition(obj, kind)
+    return cond is not None and cond.get("status") == "True"
+
+
+def job_manifest(
+    name: str,
+    queue: str | None,
+    *,
+    parallelism: int = 1,
+    completions: int | None = None,
+    cpu: str = "1",
+    memory: str = "200Mi",
+    suspend: bool | None = True,
+    run_duration: str = "1s",
+    annotations: dict[str, str] | None = None,
+    priority_class: str | None = None,
+) -> dict[str, Any]:
+    labels = {QUEUE_LABEL: queue} if queue else {}
+    spec: dict[str, Any] = {
+        "parallelism": parallelism,
+        "completions": completions if completions is not None else parallelism,
+        "template": {
+            "metadata": {"annotations": {"pykueue.test/run-duration": run_duration}},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.invalid/sleep:1",
+                        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                    }
+                ],
+            },
+        },
+    }
+    if suspend is not None:
+        spec["suspend"] = suspend
+    if priority_class:
+        spec["template"]["spec"]["priorityClassName"] = priority_class
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": labels, "annotations": dict(annotations or {})},
+        "spec": spec,
+    }
