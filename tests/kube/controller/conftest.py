@@ -39,7 +39,11 @@ def kueue_crds(kwok_cluster: KubeCluster) -> list[str]:
 
     applied = asyncio.run(install())
     # Discovery (what kubectl uses) lags a little behind Established.
-    wait(lambda: "clusterqueues" in kwok_cluster.kubectl("api-resources", "--api-group=kueue.x-k8s.io"), 30, "discovery")
+    wait(
+        lambda: "clusterqueues" in kwok_cluster.kubectl("api-resources", "--api-group=kueue.x-k8s.io"),
+        30,
+        "discovery",
+    )
     return applied
 
 
@@ -55,7 +59,9 @@ def wait(probe: Callable[[], T | None], timeout: float, what: str, interval: flo
         if result:
             return result
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}" + (f" ({last})" if last else ""))
+            raise AssertionError(
+                f"timed out after {timeout:.0f}s waiting for {what}" + (f" ({last})" if last else "")
+            )
         time.sleep(interval)
 
 
@@ -149,7 +155,8 @@ class Kueue:
             self.cluster.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump(doc))
             meta = doc["metadata"]
             self.applied.append(
-                f"{doc['kind'].lower()}/{meta['name']}" + (f" -n {meta['namespace']}" if meta.get("namespace") else "")
+                f"{doc['kind'].lower()}/{meta['name']}"
+                + (f" -n {meta['namespace']}" if meta.get("namespace") else "")
             )
 
     def create_job(self, namespace: str, job: dict[str, Any]) -> dict[str, Any]:
@@ -172,7 +179,9 @@ class Kueue:
     def workload_of(self, job: dict[str, Any]) -> dict[str, Any] | None:
         namespace, uid = job["metadata"]["namespace"], job["metadata"]["uid"]
         items = self.cluster.get(f"{KUEUE}/namespaces/{namespace}/workloads")["items"]
-        owned = [w for w in items if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences", []))]
+        owned = [
+            w for w in items if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences", []))
+        ]
         return owned[0] if owned else None
 
     def pods_of(self, namespace: str, job_name: str) -> list[dict[str, Any]]:

@@ -113,7 +113,11 @@ def test_quickstart_job_is_admitted_runs_on_kwok_nodes_completes_and_releases_qu
     owner = workload["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"], owner["uid"]) == ("Job", name, job["metadata"]["uid"])
 
-    wait(lambda: kueue.job(job["metadata"]["namespace"], name)["spec"]["suspend"] is False, 30, "the Job resumed")
+    wait(
+        lambda: kueue.job(job["metadata"]["namespace"], name)["spec"]["suspend"] is False,
+        30,
+        "the Job resumed",
+    )
     pods = wait(lambda: (p := kueue.pods_of("default", name)) and len(p) >= 3 and p, 30, "3 pods")
     wait(
         lambda: all(p["spec"].get("nodeName") in nodes for p in kueue.pods_of("default", name)),
@@ -138,7 +142,9 @@ def test_an_unsuspended_queued_job_is_suspended_until_admitted_and_pending_expla
     job = kueue.create_job("default", _sample_job(suspend=False))  # the sample Job exactly as written
     name = job["metadata"]["name"]
 
-    wait(lambda: kueue.job("default", name)["spec"].get("suspend") is True, 30, "the controller to suspend it")
+    wait(
+        lambda: kueue.job("default", name)["spec"].get("suspend") is True, 30, "the controller to suspend it"
+    )
     pending = wait(
         lambda: (w := kueue.workload_of(job)) and condition(w, "QuotaReserved") and w,
         30,
@@ -149,8 +155,10 @@ def test_an_unsuspended_queued_job_is_suspended_until_admitted_and_pending_expla
     assert "cpu" in reserved["message"], reserved
     wait(lambda: not kueue.pods_of("default", name), 30, "the early pods to be removed")
     lq = wait(
-        lambda: (q := kueue.local_queue("default", "user-queue")).get("status", {}).get("pendingWorkloads") == 1
-        and q,
+        lambda: (
+            (q := kueue.local_queue("default", "user-queue")).get("status", {}).get("pendingWorkloads") == 1
+            and q
+        ),
         30,
         "LocalQueue pendingWorkloads 1",
     )
