@@ -10,7 +10,15 @@ import sys
 
 import typer
 
-from pykueue.cli import demo_command, scenario_command, standalone_commands, up_command, validate_command
+import pykueue.cli.controller_command as controller_command
+from pykueue.cli import (
+    demo_command,
+    scenario_command,
+    simulate_command,
+    standalone_commands,
+    up_command,
+    validate_command,
+)
 
 app = typer.Typer(
     name="pykueue",
@@ -20,8 +28,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (validate_command, scenario_command, demo_command, up_command, standalone_commands):
+for module in (validate_command, scenario_command, demo_command, simulate_command, up_command, standalone_commands):
     module.register(app)
+controller_command.register(app)
 
 
 @app.command()

@@ -1,0 +1,240 @@
+"""`pykueue simulate` and `pykueue plan`: the engine on a virtual clock, and designs compared.
+
+    pykueue simulate --queues queues.yaml --trace jobs.csv --out report/
+    pykueue simulate --generator generator.yaml --out report/
+    pykueue plan --trace jobs.csv --queues a.yaml --queues b.yaml --out plan/
+
+Bad input (a trace line, a generator field, a manifest) is printed as
+``error: file:line field: message`` with exit code 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from pykueue.api import manifests
+from pykueue.errors import EngineError, InputError
+from pykueue.sim import driver, generator, plan, report_html, tables, trace
+from pykueue.sim.design import Design
+from pykueue.sim.jobs import SECOND, Job
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate)
+    app.command("plan")(plan_command)
+
+
+def _inputs(
+    queues: list[Path], trace_path: Path | None, generator_path: Path | None
+) -> tuple[list[Design], list[Job], str, list[str]]:
+    """The designs, the jobs, a name for the input, and notes; InputError when anything is wrong."""
+    if (trace_path is None) == (generator_path is None):
+        raise InputError("give exactly one of --trace and --generator")
+    notes: list[str] = []
+    if generator_path is not None:
+        generated = generator.load(generator_path)
+        notes.extend(generated.notes)
+        jobs = generated.jobs
+        source = str(generator_path)
+        designs = [Design.load(path) for path in queues] or [
+            Design(generator_path.parent.name or "generated", generated.objects, generated.cq_classes)
+        ]
+        for design in designs:
+            for name, cls in generated.cq_classes.items():
+                design.cq_classes.setdefault(name, cls)
+        return designs, jobs, source, notes
+    assert trace_path is not None
+    if not queues:
+        raise InputError(
+            "--queues is required with --trace (the trace names LocalQueues, the design defines them)"
+        )
+    return [Design.load(path) for path in queues], trace.load(trace_path), str(trace_path), notes
+
+
+def _unique_names(designs: list[Design]) -> None:
+    seen: dict[str, int] = {}
+    for design in designs:
+        count = seen.get(design.name, 0)
+        seen[design.name] = count + 1
+        if count:
+            design.name = f"{design.name}-{count + 1}"
+
+
+def _progress_bar(console: Console, enabled: bool) -> tuple[Progress | None, driver.Progress | None]:
+    if not enabled:
+        return None, None
+    bar = Progress(
+        TextColumn("[bold]simulating[/bold] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("jobs finished"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    task = bar.add_task("", total=None)
+
+    def update(done: int, total: int, now: int) -> None:
+        bar.update(task, completed=done, total=total, description=f"t={now / SECOND:,.1f}s")
+
+    return bar, update
+
+
+def _write_jobs_csv(path: Path, run: driver.Run) -> None:
+    rec = run.recorder
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            [
+                "job",
+                "class",
+                "clusterQueue",
+                "priority",
+                "submit_s",
+                "first_admission_s",
+                "last_admission_s",
+                "finish_s",
+                "wait_s",
+                "evictions",
+                "lost_s",
+            ]
+        )
+        for i, job in enumerate(rec.jobs):
+
+            def seconds(value: int) -> str:
+                return "" if value < 0 else f"{value / SECOND:.6f}".rstrip("0").rstrip(".")
+
+            wait = rec.first_admit[i] - job.submit if rec.first_admit[i] >= 0 else -1
+            writer.writerow(
+                [
+                    job.key,
+                    job.job_class,
+                    rec.cq_of[i],
+                    job.priority,
+                    seconds(job.submit),
+                    seconds(rec.first_admit[i]),
+                    seconds(rec.last_admit[i]),
+                    seconds(rec.finish[i]),
+                    seconds(wait),
+                    rec.evictions[i],
+                    seconds(rec.lost_time[i]),
+                ]
+            )
+
+
+def dumps(summary: dict[str, Any]) -> str:
+    """The summary as stable JSON text (byte-identical for equal runs)."""
+    return json.dumps(summary, indent=2, sort_keys=True) + "\n"
+
+
+def simulate(
+    queues: list[Path] = typer.Option(
+        [], "--queues", help="Queue manifests (ClusterQueues, LocalQueues...); optional with --generator."
+    ),
+    trace_path: Path | None = typer.Option(None, "--trace", help="A trace: .csv or .jsonl, one job per row."),
+    generator_path: Path | None = typer.Option(
+        None, "--generator", help="An upstream scheduler-performance generator.yaml."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Folder for summary.json, report.html and jobs.csv."),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the workload uids (the last queue-order tie-breaker)."
+    ),
+    progress: bool | None = typer.Option(
+        None, "--progress/--no-progress", help="Show a progress bar (default: on a terminal)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the JSON summary instead of the tables."),
+) -> None:
+    """Replay a trace (or an upstream generator file) on a quota design in virtual time."""
+    console = Console(stderr=as_json, highlight=False)
+    try:
+        designs, jobs, source, notes = _inputs(queues, trace_path, generator_path)
+        if len(designs) > 1:
+            raise InputError("simulate takes one design; use `pykueue plan` to compare several")
+        design = designs[0]
+        checked = design.check(jobs)
+        show = progress if progress is not None else sys.stderr.isatty()
+        bar, update = _progress_bar(Console(stderr=True), show)
+        options = driver.Options(seed=seed, progress=update)
+        if bar is not None:
+            with bar:
+                run = driver.simulate(design, checked, options)
+        else:
+            run = driver.simulate(design, checked, options)
+        run.notes.extend(notes)
+        summary = run.summary(source)
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "summary.json").write_text(dumps(summary), encoding="utf-8")
+            (out / "report.html").write_text(report_html.render(run, summary), encoding="utf-8")
+            _write_jobs_csv(out / "jobs.csv", run)
+            if generator_path is not None and not queues:
+                (out / "design.yaml").write_text(manifests.dump_yaml(design.objects), encoding="utf-8")
+    except InputError as exc:
+        Console(stderr=True, highlight=False).print(f"[red]error:[/red] {exc}", markup=True, soft_wrap=True)
+        raise typer.Exit(2) from exc
+    except EngineError as exc:
+        Console(stderr=True, highlight=False).print(f"[red]engine error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(1) from exc
+    if as_json:
+        sys.stdout.write(dumps(summary))
+        return
+    console.print(tables.summary_table(summary))
+    console.print(tables.checker_table(summary))
+    console.print(tables.queues_table(summary))
+    if out is not None:
+        console.print(f"wrote {out / 'summary.json'}, {out / 'report.html'}, {out / 'jobs.csv'}")
+
+
+def plan_command(
+    queues: list[Path] = typer.Option(
+        ..., "--queues", help="A design's queue manifests; give it once per design."
+    ),
+    trace_path: Path | None = typer.Option(None, "--trace", help="A trace: .csv or .jsonl."),
+    generator_path: Path | None = typer.Option(
+        None, "--generator", help="Take the jobs from a generator file instead."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Folder for plan.html and one summary JSON per design."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the workload uids, the same for every design."),
+    progress: bool | None = typer.Option(
+        None, "--progress/--no-progress", help="Show a progress bar (default: on a terminal)."
+    ),
+) -> None:
+    """Run one trace on several quota designs and show them side by side."""
+    console = Console(highlight=False)
+    try:
+        designs, jobs, source, _ = _inputs(queues, trace_path, generator_path)
+        if len(designs) < 2:
+            raise InputError("plan compares designs: give --queues at least twice")
+        _unique_names(designs)
+        show = progress if progress is not None else sys.stderr.isatty()
+        bar, update = _progress_bar(Console(stderr=True), show)
+        options = driver.Options(seed=seed, progress=update)
+        if bar is not None:
+            with bar:
+                outcomes = plan.run_all(designs, jobs, source, options)
+        else:
+            outcomes = plan.run_all(designs, jobs, source, options)
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            for outcome in outcomes:
+                (out / f"summary-{outcome.name}.json").write_text(dumps(outcome.summary), encoding="utf-8")
+            (out / "plan.html").write_text(plan.render_html(outcomes), encoding="utf-8")
+    except InputError as exc:
+        Console(stderr=True, highlight=False).print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(2) from exc
+    except EngineError as exc:
+        Console(stderr=True, highlight=False).print(f"[red]engine error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(1) from exc
+    console.print(plan.table(outcomes))
+    if out is not None:
+        console.print(f"wrote {out / 'plan.html'}")

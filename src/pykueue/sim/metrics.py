@@ -1,0 +1,417 @@
+"""What a simulation records, and the JSON summary made from it.
+
+The driver tells a `Recorder` about every arrival, admission, preemption and
+completion; the recorder keeps per-job times as flat lists and, per
+ClusterQueue, a change series (time, pending, running, usage and borrowed
+amount of the *primary resource*) plus exact time integrals of usage per
+resource. Nothing is sampled on a fixed tick, so every figure is exact for the
+events simulated; plots and the fairness index read the change series on a
+grid afterwards.
+
+Definitions (docs/simulator.md has them with examples):
+
+* *wait* of a job: from submission to its first admission; *queued time*:
+  every interval it spent pending, including after preemptions.
+* *time to admission* (upstream checker): from creation to its last admission,
+  averaged per class in whole milliseconds, as upstream's recorder does.
+* *ClusterQueue class usage* (upstream checker): sum over the class's queues of
+  the time integral of the primary resource in use, divided by the sum of their
+  nominal quotas times the monitored time (start to the class's last change).
+* *lost work*: running time thrown away by preemptions (back to the last
+  checkpoint), times what the job held, in resource-hours; GPU-hours for GPUs.
+* *fairness*: Jain's index over the ClusterQueues that have pending work, of
+  usage divided by entitlement (nominal quota of the primary resource times
+  fair-sharing weight).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pykueue.engine.state import State
+from pykueue.sim.jobs import SECOND, Job
+
+HOUR = 3600 * SECOND
+GRID_POINTS = 240
+GPU_HINTS = ("gpu",)
+
+
+def primary_resource(state: State) -> str:
+    """The resource reports focus on: a GPU if any quota has one, else cpu, else the first one."""
+    resources: list[str] = []
+    for cq in state.cluster_queues.values():
+        for _, resource in cq.quotas:
+            if resource not in resources:
+                resources.append(resource)
+    for resource in resources:
+        if any(hint in resource.lower() for hint in GPU_HINTS):
+            return resource
+    if "cpu" in resources:
+        return "cpu"
+    return resources[0] if resources else "cpu"
+
+
+@dataclass(slots=True)
+class QueueSeries:
+    """One ClusterQueue's change series and integrals."""
+
+    name: str
+    cohort: str
+    cq_class: str
+    nominal: dict[str, int]  # per resource, summed over flavors (milli-units)
+    weight: float
+    times: list[int] = field(default_factory=list)
+    pending: list[int] = field(default_factory=list)
+    running: list[int] = field(default_factory=list)
+    used: list[int] = field(default_factory=list)  # primary resource, milli-units
+    borrowed: list[int] = field(default_factory=list)
+    n_pending: int = 0
+    n_running: int = 0
+    usage: dict[str, int] = field(default_factory=dict)  # current, per resource
+    integral: dict[str, int] = field(default_factory=dict)  # milli-units x microseconds
+    borrowed_integral: int = 0
+    last_change: int = 0
+    max_pending: int = 0
+
+
+class Recorder:
+    """Collects a run's facts; `summary` turns them into the JSON document."""
+
+    def __init__(self, state: State, jobs: list[Job], cq_of: list[str], classes: dict[str, str]) -> None:
+        self.jobs = jobs
+        self.cq_of = cq_of
+        self.primary = primary_resource(state)
+        n = len(jobs)
+        self.first_admit = [-1] * n
+        self.last_admit = [-1] * n
+        self.finish = [-1] * n
+        self.evictions = [0] * n
+        self.queued = [0] * n  # total pending time so far (closed intervals)
+        self.pending_since = [-1] * n
+        self.lost_time = [0] * n
+        self.lost: dict[str, dict[str, int]] = {}  # cq -> resource -> milli x microseconds
+        self.preemptions: dict[str, int] = {}
+        self.end = 0
+        self.nominal_fr: dict[str, dict[tuple[str, str], int]] = {}
+        self.queues: dict[str, QueueSeries] = {}
+        for name, cq in state.cluster_queues.items():
+            nominal: dict[str, int] = {}
+            for (_, resource), quota in cq.quotas.items():
+                nominal[resource] = nominal.get(resource, 0) + quota.nominal
+            self.nominal_fr[name] = {fr: q.nominal for fr, q in cq.quotas.items()}
+            series = QueueSeries(name, cq.cohort, classes.get(name, name), nominal, cq.fair_weight)
+            self.queues[name] = series
+            self._append(series, 0)
+
+    # ------------------------------------------------------------- events
+
+    def arrived(self, index: int, now: int) -> None:
+        self.pending_since[index] = now
+        series = self.queues[self.cq_of[index]]
+        series.n_pending += 1
+        series.max_pending = max(series.max_pending, series.n_pending)
+
+    def admitted(self, index: int, now: int) -> None:
+        if self.first_admit[index] < 0:
+            self.first_admit[index] = now
+        self.last_admit[index] = now
+        self.queued[index] += now - self.pending_since[index]
+        self.pending_since[index] = -1
+        series = self.queues[self.cq_of[index]]
+        series.n_pending -= 1
+        series.n_running += 1
+
+    def preempted(self, index: int, now: int, lost: int, holding: dict[str, int]) -> None:
+        self.evictions[index] += 1
+        self.pending_since[index] = now
+        self.lost_time[index] += lost
+        cq = self.cq_of[index]
+        self.preemptions[cq] = self.preemptions.get(cq, 0) + 1
+        bucket = self.lost.setdefault(cq, {})
+        for resource, value in holding.items():
+            bucket[resource] = bucket.get(resource, 0) + value * lost
+        series = self.queues[cq]
+        series.n_running -= 1
+        series.n_pending += 1
+        series.max_pending = max(series.max_pending, series.n_pending)
+
+    def finished(self, index: int, now: int) -> None:
+        self.finish[index] = now
+        self.queues[self.cq_of[index]].n_running -= 1
+
+    def settled(self, state: State, now: int, dirty: set[str]) -> None:
+        """Sample the queues touched at ``now`` after the scheduler settled."""
+        self.end = max(self.end, now)
+        for name in dirty:
+            series = self.queues[name]
+            usage: dict[str, int] = {}
+            borrowed = 0
+            nominal = self.nominal_fr[name]
+            for (flavor, resource), value in state.cq_usage.get(name, {}).items():
+                usage[resource] = usage.get(resource, 0) + value
+                if resource == self.primary:
+                    borrowed += max(0, value - nominal.get((flavor, resource), 0))
+            elapsed = now - series.last_change
+            if elapsed:
+                for resource, value in series.usage.items():
+                    series.integral[resource] = series.integral.get(resource, 0) + value * elapsed
+                series.borrowed_integral += series.borrowed[-1] * elapsed
+            series.usage = usage
+            series.last_change = now
+            self._append(series, now, usage.get(self.primary, 0), borrowed)
+
+    @staticmethod
+    def _append(series: QueueSeries, now: int, used: int = 0, borrowed: int = 0) -> None:
+        if series.times and series.times[-1] == now:
+            series.pending[-1], series.running[-1] = series.n_pending, series.n_running
+            series.used[-1], series.borrowed[-1] = used, borrowed
+            return
+        series.times.append(now)
+        series.pending.append(series.n_pending)
+        series.running.append(series.n_running)
+        series.used.append(used)
+        series.borrowed.append(borrowed)
+
+    # ------------------------------------------------------------ reading
+
+    def grid(self) -> list[int]:
+        end = max(self.end, 1)
+        return [end * k // (GRID_POINTS - 1) for k in range(GRID_POINTS)]
+
+    @staticmethod
+    def on_grid(series: QueueSeries, values: list[int], grid: list[int]) -> list[int]:
+        """The piecewise-constant ``values`` of a series read at each grid time."""
+        result = []
+        position = 0
+        last = len(series.times) - 1
+        for moment in grid:
+            while position < last and series.times[position + 1] <= moment:
+                position += 1
+            result.append(values[position])
+        return result
+
+    def fairness(self, grid: list[int]) -> list[float | None]:
+        """Jain's index of weighted shares at each grid time (None when nobody waits)."""
+        nominals = [s.nominal.get(self.primary, 0) for s in self.queues.values()]
+        positive = [n for n in nominals if n > 0]
+        fallback = sum(positive) / len(positive) if positive else 1.0
+        columns = []
+        for series in self.queues.values():
+            entitled = (series.nominal.get(self.primary, 0) or fallback) * series.weight
+            columns.append(
+                (
+                    self.on_grid(series, series.pending, grid),
+                    self.on_grid(series, series.used, grid),
+                    entitled,
+                )
+            )
+        result: list[float | None] = []
+        for k in range(len(grid)):
+            shares = [
+                used[k] / entitled for pending, used, entitled in columns if pending[k] > 0 and entitled > 0
+            ]
+            result.append(jain(shares))
+        return result
+
+    def waits(self, indexes: list[int]) -> dict[str, Any]:
+        values = sorted(
+            self.first_admit[i] - self.jobs[i].submit for i in indexes if self.first_admit[i] >= 0
+        )
+        return distribution(values)
+
+    def summary(self, design: str, source: str, seed: int, notes: list[str]) -> dict[str, Any]:
+        return _summary(self, design, source, seed, notes)
+
+
+def jain(values: list[float]) -> float | None:
+    if not values:
+        return None
+    squares = sum(v * v for v in values)
+    if squares == 0:
+        return 1.0
+    return sum(values) ** 2 / (len(values) * squares)
+
+
+def percentile(values: list[int], fraction: float) -> int:
+    """Nearest-rank percentile of sorted values."""
+    rank = max(1, math.ceil(fraction * len(values)))
+    return values[rank - 1]
+
+
+def distribution(values: list[int]) -> dict[str, Any]:
+    """Count, mean and percentiles of sorted microsecond values, in seconds."""
+    if not values:
+        return {"count": 0}
+    return {
+        "count": len(values),
+        "mean": _seconds(sum(values) / len(values)),
+        "p50": _seconds(percentile(values, 0.5)),
+        "p90": _seconds(percentile(values, 0.9)),
+        "p99": _seconds(percentile(values, 0.99)),
+        "max": _seconds(values[-1]),
+    }
+
+
+def _seconds(micros: float) -> float:
+    return round(micros / SECOND, 3)
+
+
+def _units(milli: float) -> float:
+    return round(milli / 1000, 4)
+
+
+def _hours(milli_micros: float) -> float:
+    return round(milli_micros / 1000 / HOUR, 4)
+
+
+def _summary(rec: Recorder, design: str, source: str, seed: int, notes: list[str]) -> dict[str, Any]:
+    jobs = rec.jobs
+    n = len(jobs)
+    end = rec.end
+    primary = rec.primary
+    by_cq: dict[str, list[int]] = {name: [] for name in rec.queues}
+    by_class: dict[str, list[int]] = {}
+    for i, job in enumerate(jobs):
+        by_cq[rec.cq_of[i]].append(i)
+        by_class.setdefault(job.job_class, []).append(i)
+    demand: dict[str, int] = {}
+    for job in jobs:
+        for resource, value in job.total_requests().items():
+            demand[resource] = demand.get(resource, 0) + value * job.runtime
+    capacity = {r: sum(s.nominal.get(r, 0) for s in rec.queues.values()) for r in demand}
+    used = {r: sum(s.integral.get(r, 0) for s in rec.queues.values()) for r in demand}
+    lost_total: dict[str, int] = {}
+    for bucket in rec.lost.values():
+        for resource, value in bucket.items():
+            lost_total[resource] = lost_total.get(resource, 0) + value
+    finished = sum(1 for value in rec.finish if value >= 0)
+    ideal_end = max(
+        [max((job.submit + job.runtime for job in jobs), default=0)]
+        + [demand[r] // capacity[r] for r in demand if capacity.get(r)]
+    )
+    totals = {
+        "jobs": n,
+        "admitted": sum(1 for value in rec.first_admit if value >= 0),
+        "finished": finished,
+        "unfinished": n - finished,
+        "preemptions": sum(rec.evictions),
+        "makespanSeconds": _seconds(end),
+        "primaryResource": primary,
+        "demandResourceHours": {r: _hours(v) for r, v in sorted(demand.items())},
+        "usedResourceHours": {r: _hours(v) for r, v in sorted(used.items())},
+        "lostResourceHours": {r: _hours(v) for r, v in sorted(lost_total.items())},
+        "nominalCapacity": {r: _units(v) for r, v in sorted(capacity.items())},
+        "utilisationPercent": {
+            r: round(100 * used[r] / (capacity[r] * end), 2) if capacity.get(r) and end else None
+            for r in sorted(demand)
+        },
+        "wait": rec.waits(list(range(n))),
+    }
+    ideal = {
+        "makespanSeconds": _seconds(ideal_end),
+        "note": "the makespan if the whole nominal capacity ran the demand with no gap: "
+        "max(last submission + its runtime, demand / capacity)",
+        "demandOverCapacitySeconds": {
+            r: _seconds(demand[r] / capacity[r]) for r in sorted(demand) if capacity.get(r)
+        },
+        "usagePercentAtSimulatedMakespan": {
+            r: round(100 * demand[r] / (capacity[r] * end), 2) if capacity.get(r) and end else None
+            for r in sorted(demand)
+        },
+    }
+    queues: dict[str, Any] = {}
+    for name, series in rec.queues.items():
+        indexes = by_cq[name]
+        nominal = series.nominal.get(primary, 0)
+        window = end
+        queues[name] = {
+            "cohort": series.cohort,
+            "class": series.cq_class,
+            "jobs": len(indexes),
+            "finished": sum(1 for i in indexes if rec.finish[i] >= 0),
+            "nominal": {r: _units(v) for r, v in sorted(series.nominal.items())},
+            "averageUsage": {
+                r: _units(v / window) if window else 0.0 for r, v in sorted(series.integral.items())
+            },
+            "averageUsagePercentOfNominal": round(
+                100 * series.integral.get(primary, 0) / (nominal * window), 2
+            )
+            if nominal and window
+            else None,
+            "averageBorrowed": _units(series.borrowed_integral / window) if window else 0.0,
+            "maxPending": series.max_pending,
+            "wait": rec.waits(indexes),
+            "preemptions": rec.preemptions.get(name, 0),
+            "lostResourceHours": {r: _hours(v) for r, v in sorted(rec.lost.get(name, {}).items())},
+        }
+    classes = {
+        cls: {
+            "jobs": len(indexes),
+            "priorities": sorted({jobs[i].priority for i in indexes}),
+            "wait": rec.waits(indexes),
+        }
+        for cls, indexes in sorted(by_class.items())
+    }
+    fairness = [value for value in rec.fairness(rec.grid()) if value is not None]
+    document: dict[str, Any] = {
+        "format": 1,
+        "design": design,
+        "input": source,
+        "seed": seed,
+        "model": {
+            "clock": "virtual, microseconds",
+            "cycles": "events at one instant are applied together (completions, then arrivals); "
+            "scheduling cycles then run at that instant until one changes nothing; cycles take no time",
+        },
+        "notes": notes,
+        "totals": totals,
+        "ideal": ideal,
+        "checker": _checker(rec, by_class, end),
+        "clusterQueues": queues,
+        "classes": classes,
+        "fairness": {
+            "index": "Jain's index of weighted shares among ClusterQueues with pending work",
+            "mean": round(sum(fairness) / len(fairness), 4) if fairness else None,
+            "min": round(min(fairness), 4) if fairness else None,
+        },
+        "unfinishedJobs": [jobs[i].key for i in range(n) if rec.finish[i] < 0][:100],
+    }
+    return document
+
+
+def _checker(rec: Recorder, by_class: dict[str, list[int]], end: int) -> dict[str, Any]:
+    """Upstream's checker figures: wall time, usage per ClusterQueue class, time to admission per class."""
+    cq_classes: dict[str, dict[str, Any]] = {}
+    for series in rec.queues.values():
+        group = cq_classes.setdefault(series.cq_class, {"used": 0, "nominal": 0, "last": 0})
+        group["used"] += series.integral.get(rec.primary, 0)
+        group["nominal"] += series.nominal.get(rec.primary, 0)
+        group["last"] = max(group["last"], series.last_change)
+    usage = {}
+    for cls, group in sorted(cq_classes.items()):
+        elapsed = group["last"]
+        percent = 100 * group["used"] / (group["nominal"] * elapsed) if group["nominal"] and elapsed else None
+        usage[cls] = {
+            "usagePercent": round(percent, 2) if percent is not None else None,
+            "resourceUsedUnitSeconds": round(group["used"] / 1000 / SECOND, 3),
+            "nominalQuota": _units(group["nominal"]),
+            "monitoredSeconds": _seconds(elapsed),
+        }
+    workload_classes = {}
+    for cls, indexes in sorted(by_class.items()):
+        admitted = [i for i in indexes if rec.last_admit[i] >= 0]
+        to_admit = sum((rec.last_admit[i] - rec.jobs[i].submit) // 1000 for i in admitted)
+        to_finish = sum((rec.finish[i] - rec.jobs[i].submit) // 1000 for i in indexes if rec.finish[i] >= 0)
+        workload_classes[cls] = {
+            "count": len(indexes),
+            "averageTimeToAdmissionMs": to_admit // len(indexes) if indexes else 0,
+            "averageTimeToFinishMs": to_finish // len(indexes) if indexes else 0,
+            "totalEvictions": sum(rec.evictions[i] for i in indexes),
+        }
+    return {
+        "cmd": {"wallMs": end // 1000},
+        "clusterQueueClasses": usage,
+        "workloadClasses": workload_classes,
+    }

@@ -1,0 +1,281 @@
+"""The HTML report of one run: a single self-contained file with inline SVG charts.
+
+No script, no stylesheet or font from the network: the file opens offline and
+can be mailed. With many ClusterQueues the time charts group them (by cohort,
+or the busiest ones and "others"), since a chart with a thousand lines says
+nothing; the tables keep every queue.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from pykueue.sim import svg
+from pykueue.sim.driver import Run
+from pykueue.sim.jobs import SECOND
+from pykueue.sim.metrics import Recorder
+
+MAX_LINES = 12
+MAX_BARS = 60
+
+PAGE_STYLE = """
+body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}
+h1{font-size:22px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right} th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}
+.note{color:#555;font-size:13px} .worse{background:#fde2e1} .better{background:#dff3e4}
+"""
+
+
+def groups(rec: Recorder) -> list[tuple[str, list[str]]]:
+    """ClusterQueues for the time charts: each one, or by cohort, or the busiest and the rest."""
+    names = list(rec.queues)
+    if len(names) <= MAX_LINES:
+        return [(name, [name]) for name in names]
+    by_cohort: dict[str, list[str]] = {}
+    for name in names:
+        by_cohort.setdefault(rec.queues[name].cohort or "(no cohort)", []).append(name)
+    if len(by_cohort) <= MAX_LINES:
+        return [(f"cohort {cohort} ({len(members)} CQs)", members) for cohort, members in by_cohort.items()]
+    busiest = sorted(names, key=lambda n: (-sum(rec.queues[n].integral.values()), n))
+    top = busiest[: MAX_LINES - 1]
+    rest = busiest[MAX_LINES - 1 :]
+    return [*((name, [name]) for name in top), (f"{len(rest)} others", rest)]
+
+
+def _table(header: list[str], rows: list[list[Any]], classes: list[list[str]] | None = None) -> str:
+    head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
+    body = []
+    for r, row in enumerate(rows):
+        cells = []
+        for c, cell in enumerate(row):
+            css = classes[r][c] if classes else ""
+            attr = f' class="{css}"' if css else ""
+            cells.append(f"<td{attr}>{escape(_fmt(cell))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.2f}" if abs(value) < 1e6 else f"{value:,.0f}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items()) or "-"
+    return str(value)
+
+
+def page(title: str, sections: list[str]) -> str:
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{escape(title)}</title><style>{PAGE_STYLE}{svg.STYLE}</style></head>"
+        f"<body><h1>{escape(title)}</h1>{''.join(sections)}</body></html>\n"
+    )
+
+
+def render(run: Run, summary: dict[str, Any]) -> str:
+    return page(f"pykueue simulation: {summary['design']}", sections(run, summary))
+
+
+def headline_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The figures both the run report and the plan comparison lead with."""
+    totals = summary["totals"]
+    primary = totals["primaryResource"]
+    wait = totals["wait"]
+    return [
+        ("jobs", totals["jobs"]),
+        ("finished", totals["finished"]),
+        ("makespan (s)", totals["makespanSeconds"]),
+        ("ideal makespan (s)", summary["ideal"]["makespanSeconds"]),
+        (f"utilisation of nominal {primary} (%)", totals["utilisationPercent"].get(primary)),
+        ("mean wait (s)", wait.get("mean")),
+        ("p50 wait (s)", wait.get("p50")),
+        ("p90 wait (s)", wait.get("p90")),
+        ("max wait (s)", wait.get("max")),
+        ("preemptions", totals["preemptions"]),
+        (f"lost {primary}-hours", totals["lostResourceHours"].get(primary, 0.0)),
+        ("fairness (mean Jain index)", summary["fairness"]["mean"]),
+        ("fairness (min Jain index)", summary["fairness"]["min"]),
+    ]
+
+
+def sections(run: Run, summary: dict[str, Any]) -> list[str]:
+    rec = run.recorder
+    primary = rec.primary
+    out = [
+        f"<p class='note'>input {escape(str(summary['input']))}, seed {summary['seed']}. "
+        f"{escape(summary['model']['cycles'])}.</p>"
+    ]
+    for note in summary["notes"]:
+        out.append(f"<p class='note'>note: {escape(note)}</p>")
+    out.append(
+        "<h2>Summary</h2>" + _table(["figure", "value"], [list(row) for row in headline_rows(summary)])
+    )
+    out.append(_checker(summary))
+    grid = rec.grid()
+    x = [t / SECOND for t in grid]
+    chosen = groups(rec)
+    pending = []
+    usage = []
+    for label, members in chosen:
+        columns = [rec.on_grid(rec.queues[m], rec.queues[m].pending, grid) for m in members]
+        pending.append((label, [float(sum(values)) for values in zip(*columns, strict=True)]))
+        used = [rec.on_grid(rec.queues[m], rec.queues[m].used, grid) for m in members]
+        nominal = sum(rec.queues[m].nominal.get(primary, 0) for m in members)
+        usage.append(
+            (label, [100 * sum(values) / nominal if nominal else None for values in zip(*used, strict=True)])
+        )
+    out.append("<h2>Queue lengths over time</h2>")
+    out.append(svg.line_chart("pending workloads", x, pending, "time (s)", "pending"))
+    out.append(f"<h2>Usage over time ({escape(primary)}, % of nominal quota)</h2>")
+    out.append(
+        svg.line_chart(f"{primary} in use, % of nominal", x, usage, "time (s)", "% of nominal", y_max=100)
+    )
+    out.append(_borrowing(rec, summary))
+    out.append(_waits(rec, summary))
+    out.append(_losses(summary, primary))
+    fairness = rec.fairness(grid)
+    out.append("<h2>Fairness over time</h2>")
+    out.append(
+        "<p class='note'>Jain's index of usage divided by entitlement (nominal quota x fair-sharing weight) "
+        "over the ClusterQueues that have pending work: 1 is perfectly even, 1/n is one queue taking all.</p>"
+    )
+    out.append(svg.line_chart("Jain's index", x, [("fairness", fairness)], "time (s)", "index", y_max=1.0))
+    out.append(_queue_table(summary, primary))
+    return out
+
+
+def _checker(summary: dict[str, Any]) -> str:
+    checker = summary["checker"]
+    rows: list[list[Any]] = [["wall (virtual) time (ms)", checker["cmd"]["wallMs"]]]
+    for cls, values in checker["clusterQueueClasses"].items():
+        rows.append([f"ClusterQueue class {cls}: usage (%)", values["usagePercent"]])
+    for cls, values in checker["workloadClasses"].items():
+        rows.append(
+            [f"workload class {cls}: average time to admission (ms)", values["averageTimeToAdmissionMs"]]
+        )
+    return (
+        "<h2>Upstream checker figures</h2><p class='note'>As upstream's scheduler-performance recorder "
+        "computes them (rangespec.yaml's cmd.maxWallMs, clusterQueueClassesMinUsage, "
+        "wlClassesMaxAvgTimeToAdmissionMs).</p>" + _table(["figure", "value"], rows)
+    )
+
+
+def _borrowing(rec: Recorder, summary: dict[str, Any]) -> str:
+    primary = rec.primary
+    names = sorted(rec.queues, key=lambda n: (-sum(rec.queues[n].integral.values()), n))[:MAX_BARS]
+    end = rec.end or 1
+    within, borrowed, nominal = [], [], []
+    for name in names:
+        series = rec.queues[name]
+        average = series.integral.get(primary, 0) / end / 1000
+        lent = series.borrowed_integral / end / 1000
+        within.append(round(average - lent, 3))
+        borrowed.append(round(lent, 3))
+        nominal.append(series.nominal.get(primary, 0) / 1000)
+    chart = svg.bar_chart(
+        f"average {primary} in use per ClusterQueue",
+        names,
+        [("within nominal", within), ("borrowed", borrowed)],
+        primary,
+        stacked=True,
+        markers=nominal,
+        marker_label="nominal quota",
+    )
+    more = f" (the {MAX_BARS} busiest)" if len(rec.queues) > MAX_BARS else ""
+    return f"<h2>Borrowed vs nominal use{more}</h2>{chart}"
+
+
+def _waits(rec: Recorder, summary: dict[str, Any]) -> str:
+    by_class: dict[str, list[float]] = {}
+    for i, job in enumerate(rec.jobs):
+        if rec.first_admit[i] >= 0:
+            by_class.setdefault(job.job_class, []).append((rec.first_admit[i] - job.submit) / SECOND)
+    series = [(cls, sorted(values)) for cls, values in sorted(by_class.items())][:MAX_LINES]
+    cdf = svg.cdf_chart("wait from submission to first admission, per class", series, "wait (s)")
+    queues = summary["clusterQueues"]
+    names = sorted(queues, key=lambda n: (-(queues[n]["wait"].get("p90") or 0), n))[:MAX_BARS]
+    bars = svg.bar_chart(
+        "wait per ClusterQueue (p50, p90)",
+        names,
+        [
+            ("p50", [queues[n]["wait"].get("p50", 0.0) for n in names]),
+            ("p90", [queues[n]["wait"].get("p90", 0.0) for n in names]),
+        ],
+        "seconds",
+    )
+    rows = [
+        [
+            cls,
+            v["jobs"],
+            v["wait"].get("mean"),
+            v["wait"].get("p50"),
+            v["wait"].get("p90"),
+            v["wait"].get("p99"),
+            v["wait"].get("max"),
+        ]
+        for cls, v in summary["classes"].items()
+    ]
+    table = _table(["class", "jobs", "mean (s)", "p50", "p90", "p99", "max"], rows)
+    return f"<h2>Wait-time distributions</h2>{cdf}{table}{bars}"
+
+
+def _losses(summary: dict[str, Any], primary: str) -> str:
+    queues = summary["clusterQueues"]
+    hit = [n for n in queues if queues[n]["preemptions"]]
+    if not hit:
+        return "<h2>Preemptions and lost work</h2><p>No preemptions.</p>"
+    names = sorted(hit, key=lambda n: (-queues[n]["preemptions"], n))[:MAX_BARS]
+    unit = "GPU-hours" if "gpu" in primary.lower() else f"{primary}-hours"
+    preemptions = svg.bar_chart(
+        "preemptions per tenant (ClusterQueue)",
+        names,
+        [("preemptions", [float(queues[n]["preemptions"]) for n in names])],
+        "count",
+    )
+    lost = svg.bar_chart(
+        f"lost {unit} per tenant",
+        names,
+        [(f"lost {unit}", [queues[n]["lostResourceHours"].get(primary, 0.0) for n in names])],
+        unit,
+    )
+    return f"<h2>Preemptions and lost work</h2>{preemptions}{lost}"
+
+
+def _queue_table(summary: dict[str, Any], primary: str) -> str:
+    rows = []
+    for name, q in summary["clusterQueues"].items():
+        rows.append(
+            [
+                name,
+                q["cohort"] or "-",
+                q["jobs"],
+                q["finished"],
+                q["nominal"].get(primary),
+                q["averageUsagePercentOfNominal"],
+                q["averageBorrowed"],
+                q["maxPending"],
+                q["wait"].get("mean"),
+                q["wait"].get("p90"),
+                q["preemptions"],
+                q["lostResourceHours"].get(primary, 0.0),
+            ]
+        )
+    header = [
+        "ClusterQueue",
+        "cohort",
+        "jobs",
+        "finished",
+        f"nominal {primary}",
+        "avg use % of nominal",
+        "avg borrowed",
+        "max pending",
+        "mean wait (s)",
+        "p90 wait (s)",
+        "preemptions",
+        f"lost {primary}-h",
+    ]
+    return "<h2>ClusterQueues</h2>" + _table(header, rows)

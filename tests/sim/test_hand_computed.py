@@ -1,0 +1,85 @@
+"""Small traces whose outcome is worked out by hand: admission times, waits, preemption losses."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers import cluster_queue, design, run, times
+
+HEADER = "name,submit,queue,priority,runtime,checkpoint,count,requests\n"
+
+
+def test_fifo_waits_for_quota_to_free():
+    # 4 CPUs; three 2-CPU jobs of 10 s: the third starts when the first ends.
+    trace = HEADER + (
+        "a,0,team/main,0,10,,1,cpu=2\nb,0,team/main,0,10,,1,cpu=2\nc,1,team/main,0,10,,1,cpu=2\n"
+    )
+    result = run(design(cluster_queue("team", "4")), trace)
+    assert times(result, "a") == {"first": 0, "last": 0, "finish": 10, "evictions": 0, "lost": 0}
+    assert times(result, "b")["finish"] == 10
+    assert times(result, "c") == {"first": 10, "last": 10, "finish": 20, "evictions": 0, "lost": 0}
+    summary = result.summary("trace.csv")
+    assert summary["totals"]["makespanSeconds"] == 20
+    assert summary["totals"]["wait"]["max"] == 9
+    assert summary["clusterQueues"]["team"]["wait"]["mean"] == 3  # (0 + 0 + 9) / 3
+    # 2 CPUs x (10 + 10 + 10) s over 4 CPUs x 20 s
+    assert summary["totals"]["utilisationPercent"]["cpu"] == 75.0
+
+
+def test_borrowing_then_reclaim_preempts_the_borrower():
+    # a (team a, 4 CPU nominal) borrows team b's 4 CPUs; b's job at 30 s reclaims them.
+    trace = HEADER + ("big,0,a/main,0,100,,1,cpu=8\nmine,30,b/main,0,10,,1,cpu=4\n")
+    cqs = design(cluster_queue("a", "4", cohort="pool"), cluster_queue("b", "4", cohort="pool"))
+    result = run(cqs, trace)
+    assert times(result, "mine") == {"first": 30, "last": 30, "finish": 40, "evictions": 0, "lost": 0}
+    # big loses its 30 s, waits until mine ends, then runs its whole 100 s again.
+    assert times(result, "big") == {"first": 0, "last": 40, "finish": 140, "evictions": 1, "lost": 30}
+    summary = result.summary("trace.csv")
+    assert summary["clusterQueues"]["a"]["preemptions"] == 1
+    assert summary["clusterQueues"]["a"]["lostResourceHours"] == {"cpu": round(8 * 30 / 3600, 4)}
+    assert summary["checker"]["workloadClasses"]["default"]["totalEvictions"] == 1
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "lost", "finish"),
+    [
+        ("", 30, 140),  # no checkpoint: the 30 s are lost, 100 s rerun from 40
+        ("20", 10, 120),  # checkpoint at 20 s: 10 s lost, 80 s left from 40
+        ("7", 2, 112),  # checkpoints at 7, 14, 21, 28: 2 s lost, 72 s left
+        ("45", 30, 140),  # no checkpoint reached yet
+    ],
+)
+def test_priority_preemption_loses_work_since_the_last_checkpoint(checkpoint, lost, finish):
+    trace = HEADER + (f"low,0,team/main,0,100,{checkpoint},1,cpu=4\nhigh,30,team/main,10,10,,1,cpu=4\n")
+    result = run(design(cluster_queue("team", "4")), trace)
+    assert times(result, "high") == {"first": 30, "last": 30, "finish": 40, "evictions": 0, "lost": 0}
+    assert times(result, "low") == {"first": 0, "last": 40, "finish": finish, "evictions": 1, "lost": lost}
+
+
+def test_checkpoints_accumulate_over_several_preemptions():
+    # low (checkpoint 20 s, 100 s of work) is preempted at 30 (keeps 20) and again at 75:
+    # readmitted at 40 with 80 s left, it reaches 20 + 35 = 55 s of progress at 75 -> keeps 40.
+    trace = HEADER + (
+        "low,0,team/main,0,100,20,1,cpu=4\n"
+        "high1,30,team/main,10,10,,1,cpu=4\n"
+        "high2,75,team/main,10,5,,1,cpu=4\n"
+    )
+    result = run(design(cluster_queue("team", "4")), trace)
+    assert times(result, "high2") == {"first": 75, "last": 75, "finish": 80, "evictions": 0, "lost": 0}
+    # lost 10 s then 15 s; 60 s of work left from 80.
+    assert times(result, "low") == {"first": 0, "last": 80, "finish": 140, "evictions": 2, "lost": 25}
+
+
+def test_partial_admission_takes_what_fits():
+    trace = "name,submit,queue,runtime,count,minCount,requests\nwide,0,team/main,10,8,2,cpu=1\n"
+    result = run(design(cluster_queue("team", "3")), trace)
+    assert times(result, "wide")["first"] == 0
+    assert result.recorder.queues["team"].used[-2] == 3000  # 3 pods of 1 CPU while it ran
+
+
+def test_upstream_time_to_admission_counts_to_the_last_admission():
+    trace = HEADER + ("low,0,team/main,0,100,,1,cpu=4\nhigh,30,team/main,10,10,,1,cpu=4\n")
+    summary = run(design(cluster_queue("team", "4")), trace).summary("t")
+    # low: created 0, last admitted 40; high: 0 -> (40 + 0) / 2 = 20 s
+    assert summary["checker"]["workloadClasses"]["default"]["averageTimeToAdmissionMs"] == 20_000
+    assert summary["checker"]["cmd"]["wallMs"] == 140_000
