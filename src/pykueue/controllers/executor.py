@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -46,7 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pykueue.controllers import jobs as jobs_mod
+from pykueue.controllers import jobframework
 from pykueue.controllers.node import GPU_RESOURCE, DeviceTable, Node
 from pykueue.errors import NotFound
 from pykueue.store.base import Key, Manifest, Store, WatchEvent
@@ -257,7 +256,8 @@ class LocalExecutor:
             live = [pod for pod in pods.values() if not pod.stopping]
             if live:
                 run.preemptions += 1
-                reason = (job["metadata"].get("annotations") or {}).get(jobs_mod.STOP_REASON_ANNOTATION, "")
+                reason = _eviction_reason(await self._workload(key, job))
+                run.start_time = ""  # as the job controller: a suspended Job has no startTime
                 self.record(f"{key.namespace}/{key.name}: stopping {len(live)} pod(s): {reason}")
                 for pod in live:
                     self._stop(pod)
@@ -296,9 +296,7 @@ class LocalExecutor:
             await self._write_status(key)
             return False
         gpus = _gpu_count(container)
-        flavors = json.loads(
-            (job["metadata"].get("annotations") or {}).get(jobs_mod.FLAVORS_ANNOTATION, "{}")
-        )
+        flavors = _admitted_flavors(await self._workload(key, job)) if gpus else {}
         holder = f"{key}#{index}"
         devices = self.devices.take(holder, flavors.get(GPU_RESOURCE), gpus)
         if devices is None:
@@ -343,6 +341,15 @@ class LocalExecutor:
             run.start_time = _now_text()
         self._spawn(self._watch_pod(pod))
         return True
+
+    async def _workload(self, key: Key, job: Manifest) -> Manifest | None:
+        """The job's Workload (named as the job reconciler names it), or None."""
+        uid = str(job["metadata"].get("uid") or "")
+        name = jobframework.workload_name(key.kind, key.name, uid)
+        try:
+            return await self.store.get("Workload", key.namespace, name)
+        except NotFound:
+            return None
 
     def _environment(
         self, key: Key, job: Manifest, run: JobRun, container: Manifest, index: int, devices: list[str]
@@ -508,6 +515,22 @@ def job_counts(spec: Manifest) -> tuple[int, int]:
     """(parallelism, completions) of a Job spec, with Kubernetes' defaults."""
     parallelism = _int(spec.get("parallelism"), 1)
     return parallelism, _int(spec.get("completions"), parallelism)
+
+
+def _admitted_flavors(workload: Manifest | None) -> dict[str, str]:
+    """resource -> flavor of the first pod set's admission (where its GPUs must come from)."""
+    admission = ((workload or {}).get("status") or {}).get("admission") or {}
+    assignments = admission.get("podSetAssignments") or [{}]
+    return dict(assignments[0].get("flavors") or {})
+
+
+def _eviction_reason(workload: Manifest | None) -> str:
+    for cond in ((workload or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Evicted" and cond.get("status") == "True":
+            return str(cond.get("message") or cond.get("reason") or "evicted")
+    if workload is not None and not (workload.get("spec") or {}).get("active", True):
+        return "the workload was deactivated"
+    return "its workload lost its quota reservation"
 
 
 def _suspended(job: Manifest) -> bool:

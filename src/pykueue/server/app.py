@@ -19,6 +19,7 @@ traceback.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +29,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from pykueue.api import defaults
-from pykueue.controllers import jobs
+from pykueue.controllers import jobframework
 from pykueue.controllers.executor import LocalExecutor
-from pykueue.controllers.jobs import JobReconciler
 from pykueue.controllers.node import Node
+from pykueue.controllers.standalone import StandaloneManager
 from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, ValidationError
 from pykueue.server import applying, auth, views
@@ -51,7 +52,7 @@ class ServerContext:
 
     store: Any  # a SQLiteStore (transactions are needed by apply)
     admission: StandaloneAdmission
-    reconciler: JobReconciler
+    manager: StandaloneManager
     executor: LocalExecutor
     authenticator: auth.Authenticator
     node: Node
@@ -73,6 +74,7 @@ def _error(status: int, message: str, problems: list[str] | None = None) -> JSON
 
 def create_app(ctx: ServerContext) -> FastAPI:
     app = FastAPI(title="pykueue", docs_url=None, redoc_url=None, openapi_url=None)
+    registry = jobframework.default_registry()
 
     async def on_api_error(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
@@ -191,24 +193,28 @@ def create_app(ctx: ServerContext) -> FastAPI:
     ) -> tuple[Manifest, Manifest | None]:
         if not auth.may_read(identity, "Workload", namespace):
             raise ApiError(403, f"tenant {identity.name} may not read workloads in namespace {namespace}")
-        for candidate in (name, f"job-{name}"):
-            try:
-                workload: Manifest = await ctx.store.get("Workload", namespace, candidate)
-            except NotFound:
-                continue
-            owner = jobs.owner_of(workload)
+        try:
+            workload: Manifest = await ctx.store.get("Workload", namespace, name)
+        except NotFound:
+            pass
+        else:
+            owner = registry.owner_of(workload)
             job = None
             if owner is not None:
-                try:
-                    job = await ctx.store.get(owner.kind, owner.namespace, owner.name)
-                except NotFound:
-                    job = None
+                with contextlib.suppress(NotFound):
+                    job = await ctx.store.get(owner[0].kind, namespace, str(owner[1].get("name", "")))
             return workload, job
         try:
             job = await ctx.store.get("Job", namespace, name)
         except NotFound:
             raise ApiError(404, f"no workload or job named {name} in namespace {namespace}") from None
-        raise ApiError(404, f"job {namespace}/{name} has no workload yet; try again in a moment") from None
+        workload_name = jobframework.workload_name("Job", name, str(job["metadata"].get("uid", "")))
+        try:
+            return await ctx.store.get("Workload", namespace, workload_name), job
+        except NotFound:
+            raise ApiError(
+                404, f"job {namespace}/{name} has no workload yet; try again in a moment"
+            ) from None
 
     @app.get("/api/v1/describe/workload/{namespace}/{name}")
     async def describe(request: Request, namespace: str, name: str) -> dict[str, Any]:
@@ -221,7 +227,10 @@ def create_app(ctx: ServerContext) -> FastAPI:
         identity = await caller(request)
         if not auth.may_read(identity, "Job", namespace):
             raise ApiError(403, f"tenant {identity.name} may not read logs in namespace {namespace}")
-        job_name = name[4:] if name.startswith("job-") else name
+        job_name = name
+        with contextlib.suppress(NotFound):
+            owner = registry.owner_of(await ctx.store.get("Workload", namespace, name))
+            job_name = str(owner[1].get("name", name)) if owner is not None else name
         folder = ctx.data_dir / "logs" / namespace / job_name
         if not folder.is_dir():
             try:

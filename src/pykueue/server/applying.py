@@ -154,7 +154,9 @@ async def check_references(store: Any, documents: list[Document]) -> None:
                 )
             )
         wanted = auth.priority_class_of(obj)
-        known = [Key(k, "", wanted) in incoming or await _exists(store, k, "", wanted) for k in PRIORITY_KINDS]
+        known = [
+            Key(k, "", wanted) in incoming or await _exists(store, k, "", wanted) for k in PRIORITY_KINDS
+        ]
         if wanted and not any(known):
             problems.append(FieldProblem("", f"priority class {wanted} does not exist", ref, doc.source))
     if problems:

@@ -40,8 +40,8 @@ import uvicorn
 import yaml
 
 from pykueue.controllers.executor import LocalExecutor
-from pykueue.controllers.jobs import JobReconciler
 from pykueue.controllers.node import GPU_RESOURCE, Node, discover
+from pykueue.controllers.standalone import StandaloneManager
 from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.errors import InputError, NotFound, PykueueError
 from pykueue.server import applying, auth
@@ -293,14 +293,15 @@ async def _main(options: Options, config: Config) -> None:
     elif not (await store.list("ClusterQueue"))[0]:
         await applying.apply(store, admin, [{"name": "default-queues", "text": default_queues(node)}])
         console.record("apply", "created ClusterQueue main and LocalQueue default/main sized to this machine")
-    admission = StandaloneAdmission(store)
-    reconciler = JobReconciler(store, record=lambda m: console.record("jobs", m))
+    manager = StandaloneManager(store, resync_seconds=0.5)
+    admission = manager.admission
+    _forward_logs("pykueue.controllers.job_reconciler", "jobs", console)
     port = options.port or free_port(options.host)
     url = f"http://{options.host}:{port}"
     ctx = ServerContext(
         store=store,
         admission=admission,
-        reconciler=reconciler,
+        manager=manager,
         executor=executor,
         authenticator=auth.Authenticator(store),
         node=node,
@@ -320,8 +321,7 @@ async def _main(options: Options, config: Config) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, request_stop)
     tasks = [
-        asyncio.create_task(_supervised("admission", lambda: admission.run(stop, resync_seconds=0.5), stop, console)),
-        asyncio.create_task(_supervised("jobs", lambda: reconciler.run(stop, tick_seconds=0.5), stop, console)),
+        asyncio.create_task(_supervised("manager", lambda: manager.run(stop), stop, console)),
         asyncio.create_task(_supervised("executor", lambda: executor.run(stop), stop, console)),
         asyncio.create_task(_pump_decisions(admission, console, stop), name="decisions"),
     ]
@@ -350,6 +350,23 @@ async def _main(options: Options, config: Config) -> None:
         raise error
 
 
+class _ToConsole(logging.Handler):
+    def __init__(self, source: str, console: Console) -> None:
+        super().__init__(logging.INFO)
+        self.source = source
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.console.record(self.source, record.getMessage())
+
+
+def _forward_logs(logger: str, source: str, console: Console) -> None:
+    """Show a controller's INFO log lines (jobs started, stopped, finished) with the decisions."""
+    target = logging.getLogger(logger)
+    target.setLevel(logging.INFO)
+    target.addHandler(_ToConsole(source, console))
+
+
 async def _supervised(
     name: str, start: Callable[[], Awaitable[None]], stop: asyncio.Event, console: Console
 ) -> None:
@@ -357,7 +374,7 @@ async def _supervised(
     while not stop.is_set():
         try:
             await start()
-        except Exception as exc:  # noqa: BLE001 - a bug in one loop must not stop the others
+        except Exception as exc:
             console.record(name, f"failed, restarting in 1s: {exc!r}")
             log.exception("%s failed", name)
             with contextlib.suppress(TimeoutError):

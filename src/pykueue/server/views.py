@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykueue.controllers import jobs as jobs_mod
+from pykueue.controllers import job_reconciler, jobframework
 from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.store.base import Manifest
 
+_REGISTRY = jobframework.default_registry()
+
 
 def _cond(obj: Manifest, kind: str) -> dict[str, Any] | None:
-    return jobs_mod.condition(obj, kind)
+    return job_reconciler.condition(obj, kind)
 
 
 def workload_state(obj: Manifest) -> str:
@@ -25,7 +27,7 @@ def workload_state(obj: Manifest) -> str:
         return "Failed" if finished.get("reason") == "Failed" else "Finished"
     if not (obj.get("spec") or {}).get("active", True):
         return "Inactive"
-    if jobs_mod.is_admitted(obj):
+    if job_reconciler.is_admitted(obj):
         return "Admitted"
     return "Pending"
 
@@ -35,14 +37,14 @@ def workload_row(obj: Manifest) -> dict[str, Any]:
     status = obj.get("status") or {}
     reserved = _cond(obj, "QuotaReserved") or {}
     state = workload_state(obj)
-    owner = jobs_mod.owner_of(obj)
+    owner = _REGISTRY.owner_of(obj)
     return {
         "namespace": meta.get("namespace", ""),
         "name": meta["name"],
         "queue": (obj.get("spec") or {}).get("queueName", ""),
         "state": state,
         "clusterQueue": (status.get("admission") or {}).get("clusterQueue", ""),
-        "job": owner.name if owner is not None else "",
+        "job": str(owner[1].get("name", "")) if owner is not None else "",
         "reason": reserved.get("message", "") if state == "Pending" else "",
         "created": meta.get("creationTimestamp", ""),
     }
@@ -66,7 +68,7 @@ def job_row(job: Manifest) -> dict[str, Any]:
     return {
         "namespace": meta.get("namespace", ""),
         "name": meta["name"],
-        "queue": (meta.get("labels") or {}).get(jobs_mod.QUEUE_LABEL, ""),
+        "queue": (meta.get("labels") or {}).get(jobframework.QUEUE_NAME_LABEL, ""),
         "state": job_state(job),
         "active": status.get("active", 0),
         "succeeded": status.get("succeeded", 0),
