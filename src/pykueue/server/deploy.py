@@ -1,0 +1,344 @@
+"""Everything a cluster needs to run pykueue, as manifests: what `pykueue manifests` prints.
+
+    namespace ─ CRDs (conversion via the webhook Service) ─ RBAC ─ webhook Secret
+    ─ Mutating/ValidatingWebhookConfigurations ─ Service ─ Deployment
+
+Least privilege, rule by rule (nothing with ``*``):
+
+| what | verbs | why |
+| --- | --- | --- |
+| Kueue kinds | get list watch | the informers |
+| workloads | + create update patch delete | one Workload per Job, owned by it |
+| clusterqueues, localqueues, cohorts, workloads ``/status`` | get update patch | queue and workload status |
+| batch jobs | get list watch update patch | suspend / resume, inject node selectors |
+| jobs/finalizers, workloads/finalizers | update | owner references with ``blockOwnerDeletion`` |
+| pods | get list watch | pods-ready, partial admission |
+| namespaces, limitranges, priorityclasses | get list watch | selectors, defaults, priorities |
+| events (core and events.k8s.io) | create patch | the events we write |
+| our two webhook configurations (by name) | get update patch | publish the CA bundle |
+| our CRDs (by name) | get update patch | the conversion webhook's CA bundle |
+| leases in our namespace | get list watch create update patch | leader election |
+| our certificate Secret in our namespace (by name) | get update patch | the serving certificate |
+
+The Secret is part of the manifests (empty), so the controller never needs ``create``
+on Secrets. The Deployment runs as a non-root user on a read-only root file system
+(``/tmp`` is an emptyDir for the certificate files), without privilege escalation or
+capabilities; its probes are the webhook server's ``/healthz`` and ``/readyz``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pykueue.api import crd
+from pykueue.server import certs, webhooks
+
+Doc = dict[str, Any]
+
+NAME: Final = "pykueue"
+MANAGER_ROLE: Final = "pykueue-manager-role"
+SERVICE_ACCOUNT: Final = "pykueue-controller-manager"
+DEFAULT_IMAGE: Final = "ghcr.io/pykueue/pykueue:0.1.0"
+_CERTS: Final = certs.CertConfig()
+MUTATING_WEBHOOK: Final = _CERTS.mutating_webhook
+VALIDATING_WEBHOOK: Final = _CERTS.validating_webhook
+SECRET: Final = _CERTS.secret_name
+SERVICE: Final = _CERTS.service_name
+LABELS: Final = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "controller"}
+KUEUE_PLURALS: Final = tuple(kind.plural for kind in crd.KINDS)
+STATUS_WRITTEN: Final = ("clusterqueues", "localqueues", "cohorts", "workloads")
+
+
+@dataclass(frozen=True)
+class DeployConfig:
+    """What varies between installations."""
+
+    namespace: str = "kueue-system"
+    image: str = DEFAULT_IMAGE
+    replicas: int = 1
+    webhook_port: int = 9443
+    # The controller process: `pykueue controller` with its webhook server on.
+    args: tuple[str, ...] = ("controller", "--webhooks", "--webhook-port=9443")
+
+    def webhook_client(self, ca_bundle: bytes = b"") -> crd.WebhookClientConfig:
+        return crd.WebhookClientConfig(
+            service_namespace=self.namespace, service_name=SERVICE, service_port=443, ca_bundle=ca_bundle
+        )
+
+
+def _meta(name: str, namespace: str = "") -> Doc:
+    meta: Doc = {"name": name, "labels": dict(LABELS)}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> Doc:
+    rule: Doc = {"apiGroups": groups, "resources": resources, "verbs": verbs}
+    if names:
+        rule["resourceNames"] = names
+    return rule
+
+
+_READ: Final = ["get", "list", "watch"]
+
+
+def cluster_role() -> Doc:
+    others = [p for p in KUEUE_PLURALS if p != "workloads"]
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": _meta(MANAGER_ROLE),
+        "rules": [
+            _rule([crd.GROUP], others, _READ),
+            _rule([crd.GROUP], ["workloads"], [*_READ, "create", "update", "patch", "delete"]),
+            _rule([crd.GROUP], [f"{p}/status" for p in STATUS_WRITTEN], ["get", "update", "patch"]),
+            _rule([crd.GROUP], ["workloads/finalizers"], ["update"]),
+            _rule(["batch"], ["jobs"], [*_READ, "update", "patch"]),
+            _rule(["batch"], ["jobs/finalizers"], ["update"]),
+            _rule([""], ["pods"], _READ),
+            _rule([""], ["namespaces", "limitranges"], _READ),
+            _rule(["scheduling.k8s.io"], ["priorityclasses"], _READ),
+            _rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
+            _rule(
+                ["admissionregistration.k8s.io"],
+                ["mutatingwebhookconfigurations"],
+                ["get", "update", "patch"],
+                [MUTATING_WEBHOOK],
+            ),
+            _rule(
+                ["admissionregistration.k8s.io"],
+                ["validatingwebhookconfigurations"],
+                ["get", "update", "patch"],
+                [VALIDATING_WEBHOOK],
+            ),
+            _rule(
+                ["apiextensions.k8s.io"],
+                ["customresourcedefinitions"],
+                ["get", "update", "patch"],
+                crd.crd_names(),
+            ),
+        ],
+    }
+
+
+def namespace_role(config: DeployConfig) -> Doc:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": _meta("pykueue-leader-election-and-certs", config.namespace),
+        "rules": [
+            _rule(["coordination.k8s.io"], ["leases"], [*_READ, "create", "update", "patch"]),
+            _rule([""], ["secrets"], ["get", "update", "patch"], [SECRET]),
+        ],
+    }
+
+
+def rbac(config: DeployConfig) -> list[Doc]:
+    """ServiceAccount, ClusterRole(+Binding), Role(+Binding) in our namespace."""
+    subject = [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": config.namespace}]
+    role = namespace_role(config)
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE_ACCOUNT, config.namespace)},
+        cluster_role(),
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta("pykueue-manager-rolebinding"),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": MANAGER_ROLE},
+            "subjects": subject,
+        },
+        role,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": _meta("pykueue-leader-election-and-certs", config.namespace),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": role["metadata"]["name"],
+            },
+            "subjects": subject,
+        },
+    ]
+
+
+# --- webhook configurations ------------------------------------------------------------------
+
+
+def _webhook(name: str, client: crd.WebhookClientConfig, path: str, rules: list[Doc], namespace: str) -> Doc:
+    return {
+        "name": name,
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": client.client_config(path),
+        "failurePolicy": "Fail",
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": 10,
+        "rules": rules,
+        # Never in the way of the control plane or of pykueue itself.
+        "namespaceSelector": {
+            "matchExpressions": [
+                {
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "NotIn",
+                    "values": sorted({"kube-system", namespace}),
+                }
+            ]
+        },
+    }
+
+
+def _kueue_rules(operations: list[str], extra: tuple[str, ...] = ()) -> list[Doc]:
+    return [
+        {
+            "apiGroups": [crd.GROUP],
+            "apiVersions": [crd.STORED_VERSION],
+            "operations": operations,
+            "resources": [*KUEUE_PLURALS, *extra],
+            "scope": "*",
+        }
+    ]
+
+
+def mutating_webhook_configuration(client: crd.WebhookClientConfig, namespace: str = "kueue-system") -> Doc:
+    job_rules = [
+        {
+            "apiGroups": ["batch"],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["jobs"],
+            "scope": "Namespaced",
+        }
+    ]
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": _meta(MUTATING_WEBHOOK),
+        "webhooks": [
+            {
+                **_webhook("mjob.pykueue.io", client, webhooks.JOB_PATH, job_rules, namespace),
+                "reinvocationPolicy": "Never",
+            },
+            _webhook(
+                "mkueue.pykueue.io",
+                client,
+                webhooks.MUTATE_KUEUE_PATH,
+                _kueue_rules(["CREATE", "UPDATE"]),
+                namespace,
+            ),
+        ],
+    }
+
+
+def validating_webhook_configuration(client: crd.WebhookClientConfig, namespace: str = "kueue-system") -> Doc:
+    rules = _kueue_rules(["CREATE", "UPDATE"], extra=("workloads/status",))
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": _meta(VALIDATING_WEBHOOK),
+        "webhooks": [_webhook("vkueue.pykueue.io", client, webhooks.VALIDATE_KUEUE_PATH, rules, namespace)],
+    }
+
+
+# --- the workload ----------------------------------------------------------------------------
+
+
+def service(config: DeployConfig) -> Doc:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(SERVICE, config.namespace),
+        "spec": {
+            "selector": dict(LABELS),
+            "ports": [{"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}],
+        },
+    }
+
+
+def secret(config: DeployConfig) -> Doc:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _meta(SECRET, config.namespace),
+        "type": "Opaque",
+    }
+
+
+def deployment(config: DeployConfig) -> Doc:
+    probe = {"scheme": "HTTPS", "port": "webhook"}
+    container = {
+        "name": "manager",
+        "image": config.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["pykueue"],
+        "args": list(config.args),
+        "env": [
+            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "PYKUEUE_WEBHOOK_SECRET", "value": SECRET},
+            {"name": "PYKUEUE_WEBHOOK_SERVICE", "value": SERVICE},
+        ],
+        "ports": [{"name": "webhook", "containerPort": config.webhook_port, "protocol": "TCP"}],
+        "livenessProbe": {
+            "httpGet": {**probe, "path": "/healthz"},
+            "initialDelaySeconds": 15,
+            "periodSeconds": 20,
+        },
+        "readinessProbe": {
+            "httpGet": {**probe, "path": "/readyz"},
+            "initialDelaySeconds": 5,
+            "periodSeconds": 10,
+        },
+        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta("pykueue-controller-manager", config.namespace),
+        "spec": {
+            "replicas": config.replicas,
+            "selector": {"matchLabels": dict(LABELS)},
+            "template": {
+                "metadata": {"labels": dict(LABELS)},
+                "spec": {
+                    "serviceAccountName": SERVICE_ACCOUNT,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65532,
+                        "runAsGroup": 65532,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "terminationGracePeriodSeconds": 10,
+                    "containers": [container],
+                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
+                },
+            },
+        },
+    }
+
+
+def namespace(config: DeployConfig) -> Doc:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(config.namespace)}
+
+
+def render(config: DeployConfig | None = None) -> list[Doc]:
+    """Every manifest, in the order they can be applied."""
+    config = config or DeployConfig()
+    client = config.webhook_client()
+    return [
+        namespace(config),
+        *crd.crds(client),
+        *rbac(config),
+        secret(config),
+        mutating_webhook_configuration(client, config.namespace),
+        validating_webhook_configuration(client, config.namespace),
+        service(config),
+        deployment(config),
+    ]

@@ -1,0 +1,418 @@
+"""pykueue's admission and conversion webhooks: one HTTPS server the API server calls.
+
+    POST /mutate-batch-v1-job     suspend queue-named Jobs at creation; give Jobs without a
+                                  queue the namespace's LocalQueue ``default`` (when it exists)
+    POST /mutate-kueue            fill in defaults our models have (for objects written in
+                                  v1beta1, whose schema cannot default them)
+    POST /validate-kueue          upstream's webhook rules (`pykueue.api.validation`): what
+                                  CEL cannot check, answered with the field paths
+    POST /convert                 ConversionReview v1beta1 <-> v1beta2 (`conversion_webhook`)
+    GET  /healthz, /readyz        probes (ready once the certificate is in place)
+
+Start it inside an asyncio program with `WebhookServer` (``await server.start()`` ...
+``await server.stop()``) or `serve_webhooks` (runs until cancelled). It gets its
+certificate from `certs` (a Secret it keeps fresh, with the CA published into the
+webhook configurations and CRDs), so a cluster needs no cert-manager.
+
+Every decision is a pure function of the AdmissionReview (plus "does this LocalQueue
+exist?", asked through `LocalQueueLookup`), so the handlers are tested without HTTP,
+and the HTTP layer only decodes, dispatches and encodes.
+
+A denial reads like the API server's own: ``ClusterQueue.kueue.x-k8s.io "research" is
+invalid: spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: must be less than
+or equal to the nominalQuota``, with one ``details.causes`` entry per field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import socket
+import ssl
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from pykueue.api import manifests, validation
+from pykueue.api.batch import QUEUE_NAME_LABEL
+from pykueue.errors import FieldProblem, NotFound, ValidationError
+from pykueue.server import certs, conversion_webhook
+
+log = logging.getLogger(__name__)
+
+Doc = dict[str, Any]
+LocalQueueLookup = Callable[[str, str], Awaitable[bool]]
+"""``await exists(namespace, name)``: whether that LocalQueue exists."""
+
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+JOB_PATH: Final = "/mutate-batch-v1-job"
+MUTATE_KUEUE_PATH: Final = "/mutate-kueue"
+VALIDATE_KUEUE_PATH: Final = "/validate-kueue"
+CONVERT_PATH: Final = "/convert"
+
+# Jobs created by these owners are queued through their owner (JobSet, Kubeflow, Ray...),
+# never on their own, as upstream's "owner managed by Kueue" check.
+MANAGED_OWNER_GROUPS: Final = frozenset(
+    {"jobset.x-k8s.io", "kubeflow.org", "ray.io", "leaderworkerset.x-k8s.io", "trainer.kubeflow.org"}
+)
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    """How the webhook server listens and what its Job webhook does.
+
+    `manage_jobs_without_queue_name` is upstream's ``manageJobsWithoutQueueName``: every
+    Job is suspended at creation, queue-named or not. `local_queue_defaulting` is
+    upstream's ``LocalQueueDefaulting``: a Job without a queue gets the label
+    ``kueue.x-k8s.io/queue-name: <default_queue_name>`` when that LocalQueue exists in
+    its namespace (and is then suspended like any queue-named Job).
+    """
+
+    host: str = "0.0.0.0"
+    port: int = 9443
+    certs: certs.CertConfig = field(default_factory=certs.CertConfig)
+    manage_jobs_without_queue_name: bool = False
+    local_queue_defaulting: bool = True
+    default_queue_name: str = "default"
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+
+
+# --- AdmissionReview plumbing ----------------------------------------------------------------
+
+
+def _allowed(request: Doc, patch: list[Doc] | None = None) -> Doc:
+    response: Doc = {"uid": request.get("uid", ""), "allowed": True}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode("ascii")
+    return response
+
+
+def _denied(request: Doc, problems: list[FieldProblem]) -> Doc:
+    obj = request.get("object") or {}
+    kind = (request.get("kind") or {}).get("kind") or obj.get("kind", "?")
+    group = (request.get("kind") or {}).get("group", KUEUE_GROUP)
+    name = (obj.get("metadata") or {}).get("name") or request.get("name", "")
+    details = "; ".join(f"{p.path}: {p.message}" if p.path else p.message for p in problems)
+    return {
+        "uid": request.get("uid", ""),
+        "allowed": False,
+        "status": {
+            "status": "Failure",
+            "code": 422,
+            "reason": "Invalid",
+            "message": f'{kind}.{group} "{name}" is invalid: {details}',
+            "details": {
+                "name": name,
+                "group": group,
+                "kind": kind,
+                "causes": [
+                    {"field": p.path, "message": p.message, "reason": "FieldValueInvalid"} for p in problems
+                ],
+            },
+        },
+    }
+
+
+def admission_review(response: Doc) -> Doc:
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def _escape(key: str) -> str:
+    """A JSON pointer token (RFC 6901): ``kueue.x-k8s.io/queue-name`` -> ``kueue.x-k8s.io~1queue-name``."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+# --- Jobs -------------------------------------------------------------------------------------
+
+
+def _managed_by_owner(job: Doc) -> bool:
+    for ref in (job.get("metadata") or {}).get("ownerReferences") or []:
+        group = str(ref.get("apiVersion", "")).partition("/")[0]
+        if ref.get("controller") and group in MANAGED_OWNER_GROUPS:
+            return True
+    return False
+
+
+async def mutate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLookup | None) -> Doc:
+    """Upstream's Job defaulting: default LocalQueue, then suspend what Kueue will manage."""
+    job = request.get("object") or {}
+    if request.get("operation") != "CREATE" or _managed_by_owner(job):
+        return _allowed(request)
+    metadata = job.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    namespace = metadata.get("namespace") or request.get("namespace") or ""
+    patch: list[Doc] = []
+    queue = labels.get(QUEUE_NAME_LABEL, "")
+    defaulting = not queue and config.local_queue_defaulting and queues is not None
+    if defaulting and queues is not None and await queues(namespace, config.default_queue_name):
+        queue = config.default_queue_name
+        if metadata.get("labels") is not None:
+            patch.append(
+                {"op": "add", "path": f"/metadata/labels/{_escape(QUEUE_NAME_LABEL)}", "value": queue}
+            )
+        else:
+            patch.append({"op": "add", "path": "/metadata/labels", "value": {QUEUE_NAME_LABEL: queue}})
+    if (queue or config.manage_jobs_without_queue_name) and not (job.get("spec") or {}).get("suspend"):
+        patch.append({"op": "add", "path": "/spec/suspend", "value": True})
+    return _allowed(request, patch)
+
+
+# --- Kueue objects ----------------------------------------------------------------------------
+
+
+def _options(config: WebhookConfig) -> manifests.LoadOptions:
+    return manifests.LoadOptions(feature_gates=dict(config.feature_gates))
+
+
+def _missing(original: Any, defaulted: Any, path: str, out: list[Doc]) -> None:
+    """JSON-patch ``add`` operations for what `defaulted` has and `original` lacks."""
+    if isinstance(original, dict) and isinstance(defaulted, dict):
+        for key, value in defaulted.items():
+            pointer = f"{path}/{_escape(key)}"
+            if key not in original:
+                out.append({"op": "add", "path": pointer, "value": value})
+            else:
+                _missing(original[key], value, pointer, out)
+    elif isinstance(original, list) and isinstance(defaulted, list) and len(original) == len(defaulted):
+        for index, (old, new) in enumerate(zip(original, defaulted, strict=True)):
+            _missing(old, new, f"{path}/{index}", out)
+
+
+def default_kueue_object(request: Doc, config: WebhookConfig) -> Doc:
+    """Add the defaults our models give (never rewrite what is there); bad input is left
+    for the validating webhook to refuse with its reasons."""
+    obj = request.get("object") or {}
+    if request.get("operation") not in ("CREATE", "UPDATE") or request.get("subResource"):
+        return _allowed(request)
+    try:
+        model = manifests.parse_object(obj, options=_options(config))
+    except ValidationError:
+        return _allowed(request)
+    wire = manifests.to_manifest(model)
+    patch: list[Doc] = []
+    for key, value in wire.items():
+        if key in ("apiVersion", "kind", "metadata", "status"):
+            continue
+        if key not in obj:
+            patch.append({"op": "add", "path": f"/{_escape(key)}", "value": value})
+        else:
+            _missing(obj[key], value, f"/{_escape(key)}", patch)
+    return _allowed(request, patch)
+
+
+def validate_kueue_object(request: Doc, config: WebhookConfig) -> Doc:
+    """Upstream's webhook rules on create and update, with the field path of each problem."""
+    operation = request.get("operation")
+    obj = request.get("object") or {}
+    if operation not in ("CREATE", "UPDATE"):
+        return _allowed(request)
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return _allowed(request)  # being deleted: let finalizers go
+    options = _options(config)
+    problems: list[FieldProblem] = []
+    try:
+        new = manifests.parse_object(obj, options=options)
+    except ValidationError as err:
+        problems = list(err.problems)
+    else:
+        old_doc = request.get("oldObject")
+        if operation == "UPDATE" and old_doc:
+            try:
+                old = manifests.parse_object(old_doc, options=options)
+            except ValidationError:
+                # An object stored before a rule existed must stay updatable: check only the change.
+                old = None
+            if old is not None:
+                problems = validation.validate_update(old, new)
+    return _denied(request, problems) if problems else _allowed(request)
+
+
+# --- the app ---------------------------------------------------------------------------------
+
+
+def create_app(config: WebhookConfig, queues: LocalQueueLookup | None, ready: Callable[[], bool]) -> FastAPI:
+    """The ASGI app; `ready` says whether /readyz may answer ok."""
+    app = FastAPI(title="pykueue webhooks", docs_url=None, redoc_url=None, openapi_url=None)
+
+    async def review_of(request: Request) -> Doc:
+        body = await request.json()
+        if not isinstance(body, dict) or not isinstance(body.get("request"), dict):
+            raise ValueError("not an AdmissionReview")
+        review: Doc = body["request"]
+        return review
+
+    def bad_request(exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": f"bad review: {exc}"}, status_code=400)
+
+    @app.post(JOB_PATH)
+    async def job_webhook(request: Request) -> Any:
+        try:
+            review = await review_of(request)
+        except ValueError as exc:
+            return bad_request(exc)
+        return admission_review(await mutate_job(review, config, queues))
+
+    @app.post(MUTATE_KUEUE_PATH)
+    async def mutate_kueue(request: Request) -> Any:
+        try:
+            review = await review_of(request)
+        except ValueError as exc:
+            return bad_request(exc)
+        return admission_review(default_kueue_object(review, config))
+
+    @app.post(VALIDATE_KUEUE_PATH)
+    async def validate_kueue(request: Request) -> Any:
+        try:
+            review = await review_of(request)
+        except ValueError as exc:
+            return bad_request(exc)
+        return admission_review(validate_kueue_object(review, config))
+
+    @app.post(CONVERT_PATH)
+    async def convert(request: Request) -> Any:
+        try:
+            body = await request.json()
+        except ValueError as exc:
+            return bad_request(exc)
+        if not isinstance(body, dict):
+            return bad_request(ValueError("not a ConversionReview"))
+        return conversion_webhook.review(body)
+
+    @app.get("/healthz")
+    async def healthz() -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    @app.get("/readyz")
+    async def readyz() -> PlainTextResponse:
+        if ready():
+            return PlainTextResponse("ok")
+        return PlainTextResponse("certificate not ready", status_code=503)
+
+    return app
+
+
+def store_lookup(kube: certs.KubeAccess) -> LocalQueueLookup:
+    """A `LocalQueueLookup` that asks the API server (the controller may pass its cache instead)."""
+
+    async def exists(namespace: str, name: str) -> bool:
+        try:
+            await kube.get("LocalQueue", namespace, name)
+        except NotFound:
+            return False
+        return True
+
+    return exists
+
+
+class _Server(uvicorn.Server):
+    # The program around us owns SIGTERM/SIGINT; uvicorn must not take them over.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class WebhookServer:
+    """The HTTPS webhook server inside an asyncio program.
+
+    server = WebhookServer(config, kube, queues=lookup)
+    await server.start()        # certificate ensured + published, socket bound, serving
+    ...                         # server.port, server.certificates.ca_bundle
+    await server.stop()
+    """
+
+    def __init__(
+        self,
+        config: WebhookConfig,
+        kube: certs.KubeAccess,
+        queues: LocalQueueLookup | None = None,
+        *,
+        rotate: bool = True,
+    ) -> None:
+        self.config = config
+        self.kube = kube
+        self.queues = queues if queues is not None else store_lookup(kube)
+        self.rotate = rotate
+        self.ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ssl_context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self.certificates: certs.Certificates | None = None
+        self.rotator = certs.Rotator(kube, config.certs, self._use)
+        self.app = create_app(config, self.queues, lambda: self.certificates is not None)
+        self._socket: socket.socket | None = None
+        self._server: _Server | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def port(self) -> int:
+        if self._socket is None:
+            return self.config.port
+        port: int = self._socket.getsockname()[1]
+        return port
+
+    def _use(self, certificates: certs.Certificates) -> None:
+        certificates.load_into(self.ssl_context)
+        self.certificates = certificates
+        log.info("webhook server certificate valid until %s", certificates.serving.not_after)
+
+    async def start(self) -> None:
+        """Get the certificate, bind the port (0 picks a free one) and serve in the background."""
+        await self.rotator.refresh()
+        family = socket.AF_INET6 if ":" in self.config.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.config.host, self.config.port))
+        sock.set_inheritable(True)
+        self._socket = sock
+        uv_config = uvicorn.Config(
+            self.app,
+            host=self.config.host,
+            port=self.port,
+            log_level="warning",
+            lifespan="off",
+            ssl_context_factory=lambda _config, _default: self.ssl_context,
+        )
+        self._server = _Server(uv_config)
+        self._tasks.append(asyncio.create_task(self._server.serve(sockets=[sock]), name="webhook-server"))
+        if self.rotate:
+            self._tasks.append(asyncio.create_task(self.rotator.run(), name="webhook-cert-rotation"))
+        while not self._server.started:
+            if self._tasks[0].done():
+                self._tasks[0].result()  # raises what stopped it
+                raise RuntimeError("webhook server stopped during start-up")
+            await asyncio.sleep(0.02)
+        log.info("webhook server listening on https://%s:%d", self.config.host, self.port)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        for task in self._tasks[1:]:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+
+async def serve_webhooks(
+    config: WebhookConfig,
+    kube: certs.KubeAccess,
+    queues: LocalQueueLookup | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Run the webhook server until `stop` is set (or the task is cancelled)."""
+    server = WebhookServer(config, kube, queues)
+    await server.start()
+    try:
+        await (stop or asyncio.Event()).wait()
+    finally:
+        await server.stop()
