@@ -13,6 +13,7 @@ import typer
 import pykueue.cli.controller_command as controller_command
 from pykueue.cli import (
     demo_command,
+    manifests_command,
     scenario_command,
     simulate_command,
     standalone_commands,
@@ -31,6 +32,7 @@ app = typer.Typer(
 for module in (validate_command, scenario_command, demo_command, simulate_command, up_command, standalone_commands):
     module.register(app)
 controller_command.register(app)
+manifests_command.register(app)
 
 
 @app.command()

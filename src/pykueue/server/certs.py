@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -225,7 +226,10 @@ class Certificates:
     def check(self) -> None:
         """ValueError unless the serving certificate is signed by the CA and matches its key."""
         serving = self.serving.certificate
-        serving.verify_directly_issued_by(self.ca.certificate)
+        try:
+            serving.verify_directly_issued_by(self.ca.certificate)
+        except InvalidSignature:
+            raise ValueError("tls.crt is not signed by the CA in ca.crt") from None
         key = serialization.load_pem_private_key(self.serving.key, password=None)
         if key.public_key().public_bytes(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo

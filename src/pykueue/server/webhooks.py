@@ -83,6 +83,18 @@ class WebhookConfig:
     default_queue_name: str = "default"
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
 
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> WebhookConfig:
+        """The in-cluster settings the Deployment of `pykueue manifests` passes as environment:
+        ``POD_NAMESPACE``, ``PYKUEUE_WEBHOOK_SECRET``, ``PYKUEUE_WEBHOOK_SERVICE``."""
+        defaults = certs.CertConfig()
+        cert_config = certs.CertConfig(
+            namespace=environ.get("POD_NAMESPACE", defaults.namespace),
+            secret_name=environ.get("PYKUEUE_WEBHOOK_SECRET", defaults.secret_name),
+            service_name=environ.get("PYKUEUE_WEBHOOK_SERVICE", defaults.service_name),
+        )
+        return cls(certs=cert_config, **overrides)
+
 
 # --- AdmissionReview plumbing ----------------------------------------------------------------
 

@@ -1,0 +1,172 @@
+"""`pykueue manifests`: accepted by a real API server (server-side dry run), and least privilege."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from pykueue.cli.main import app
+from pykueue.server import deploy
+
+from .controlplane import KubeCluster
+from .crd_helpers import install_crds
+
+pytestmark = pytest.mark.kube
+
+
+def _render(namespace: str, image: str = "registry.example/pykueue:test") -> tuple[str, list[dict[str, Any]]]:
+    result = CliRunner().invoke(app, ["manifests", "--namespace", namespace, "--image", image])
+    assert result.exit_code == 0, result.output
+    docs = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    return result.stdout, docs
+
+
+def _of(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [doc for doc in docs if doc["kind"] == kind]
+
+
+def test_cli_prints_every_piece_once(kube_namespace: str) -> None:
+    _, docs = _render(kube_namespace)
+    kinds = [doc["kind"] for doc in docs]
+    assert kinds.count("CustomResourceDefinition") == 11
+    for kind in (
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Secret",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "Service",
+        "Deployment",
+    ):
+        assert kinds.count(kind) == 1, kind
+    # Everything namespaced lands in the namespace asked for, and the CRDs convert through
+    # the Service there.
+    namespaced = [
+        d
+        for d in docs
+        if d["kind"] in ("ServiceAccount", "Role", "RoleBinding", "Secret", "Service", "Deployment")
+    ]
+    assert {d["metadata"]["namespace"] for d in namespaced} == {kube_namespace}
+    service = _of(docs, "CustomResourceDefinition")[0]["spec"]["conversion"]["webhook"]["clientConfig"][
+        "service"
+    ]
+    assert service == {"namespace": kube_namespace, "name": deploy.SERVICE, "path": "/convert", "port": 443}
+    container = _of(docs, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "registry.example/pykueue:test"
+
+
+def test_deployment_is_locked_down() -> None:
+    _, docs = _render("kueue-system")
+    pod = _of(docs, "Deployment")[0]["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    (container,) = pod["containers"]
+    assert container["command"] == ["pykueue"] and container["args"][0] == "controller"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["ports"] == [{"name": "webhook", "containerPort": 9443, "protocol": "TCP"}]
+    service = _of(docs, "Service")[0]
+    assert service["spec"]["ports"][0]["targetPort"] == "webhook"
+
+
+def test_rbac_has_no_wildcards() -> None:
+    _, docs = _render("kueue-system")
+    rules = [rule for d in docs if d["kind"] in ("ClusterRole", "Role") for rule in d["rules"]]
+    assert rules
+    for rule in rules:
+        for key in ("apiGroups", "resources", "verbs", "resourceNames"):
+            assert "*" not in rule.get(key, []), rule
+            assert not any("*" in value for value in rule.get(key, []) if value), rule
+    verbs = {verb for rule in rules for verb in rule["verbs"]}
+    assert not verbs & {"escalate", "bind", "impersonate", "deletecollection"}
+
+
+def test_manifests_pass_server_side_dry_run(kube_apiserver: KubeCluster, kube_namespace: str) -> None:
+    install_crds(kube_apiserver)
+    text, docs = _render(kube_namespace)
+    out = kube_apiserver.kubectl("apply", "--dry-run=server", "-f", "-", input=text)
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == len(docs)
+    assert all(line.endswith("(server dry run)") for line in lines), out
+    assert "deployment.apps/pykueue-controller-manager created (server dry run)" in out
+
+
+@pytest.fixture
+def applied_rbac(kube_apiserver: KubeCluster, kube_namespace: str) -> Iterator[str]:
+    _, docs = _render(kube_namespace)
+    rbac = [
+        d
+        for d in docs
+        if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+    ]
+    text = yaml.safe_dump_all(rbac)
+    kube_apiserver.kubectl("apply", "-f", "-", input=text)
+    try:
+        yield f"system:serviceaccount:{kube_namespace}:{deploy.SERVICE_ACCOUNT}"
+    finally:
+        kube_apiserver.kubectl("delete", "--ignore-not-found", "-f", "-", input=text)
+
+
+CAN = [
+    ("update", "jobs.batch", ""),
+    ("patch", "jobs.batch", ""),
+    ("watch", "pods", ""),
+    ("create", "workloads.kueue.x-k8s.io", ""),
+    ("update", "clusterqueues.kueue.x-k8s.io#status", ""),
+    ("patch", "workloads.kueue.x-k8s.io#status", ""),
+    ("list", "localqueues.kueue.x-k8s.io", ""),
+    ("create", "events", ""),
+    ("get", "priorityclasses.scheduling.k8s.io", ""),
+    ("update", f"mutatingwebhookconfigurations/{deploy.MUTATING_WEBHOOK}", ""),
+    ("patch", "customresourcedefinitions/clusterqueues.kueue.x-k8s.io", ""),
+    ("update", f"secrets/{deploy.SECRET}", "OWN"),
+    ("create", "leases.coordination.k8s.io", "OWN"),
+]
+CANNOT = [
+    ("delete", "jobs.batch", ""),
+    ("create", "pods", ""),
+    ("update", "clusterqueues.kueue.x-k8s.io", ""),
+    ("update", "resourceflavors.kueue.x-k8s.io#status", ""),
+    ("update", "jobs.batch#status", ""),
+    ("get", "secrets/other", "OWN"),
+    ("get", f"secrets/{deploy.SECRET}", "default"),
+    ("list", "secrets", "OWN"),
+    ("update", "mutatingwebhookconfigurations/someone-elses", ""),
+    ("update", "customresourcedefinitions/widgets.example.com", ""),
+    ("create", "leases.coordination.k8s.io", "default"),
+    ("update", "nodes", ""),
+]
+
+
+def _can(cluster: KubeCluster, user: str, verb: str, resource: str, namespace: str) -> bool:
+    # "kind/name" names one object; "kind#sub" is a subresource.
+    resource, _, sub = resource.partition("#")
+    args = ["auth", "can-i", verb, resource, f"--as={user}"]
+    args += [f"--subresource={sub}"] if sub else []
+    args += [f"--namespace={namespace}"] if namespace else ["--all-namespaces"]
+    return cluster.kubectl(*args, check=False).strip() == "yes"
+
+
+def test_rbac_allows_what_the_controller_needs_and_nothing_more(
+    kube_apiserver: KubeCluster, kube_namespace: str, applied_rbac: str
+) -> None:
+    def ns(where: str) -> str:
+        return kube_namespace if where == "OWN" else where
+
+    for verb, resource, where in CAN:
+        assert _can(kube_apiserver, applied_rbac, verb, resource, ns(where)), f"cannot {verb} {resource}"
+    for verb, resource, where in CANNOT:
+        assert not _can(kube_apiserver, applied_rbac, verb, resource, ns(where)), (
+            f"may {verb} {resource} in {where}"
+        )

@@ -1,0 +1,321 @@
+"""The webhook decisions as pure functions of an AdmissionReview / ConversionReview."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from pykueue.api import manifests
+from pykueue.server import conversion_webhook, webhooks
+
+CONFIG = webhooks.WebhookConfig()
+QUEUE = "kueue.x-k8s.io/queue-name"
+
+
+def _patch(response: dict[str, Any]) -> list[dict[str, Any]]:
+    if "patch" not in response:
+        return []
+    assert response["patchType"] == "JSONPatch"
+    patch: list[dict[str, Any]] = json.loads(base64.b64decode(response["patch"]))
+    return patch
+
+
+def _job_review(labels: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": "j", "namespace": "team-a", **extra}
+    if labels is not None:
+        metadata["labels"] = labels
+    return {
+        "uid": "u1",
+        "operation": "CREATE",
+        "namespace": "team-a",
+        "object": {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": {"template": {}}},
+    }
+
+
+def _lookup(*existing: tuple[str, str]) -> webhooks.LocalQueueLookup:
+    async def exists(namespace: str, name: str) -> bool:
+        return (namespace, name) in existing
+
+    return exists
+
+
+def _mutate(
+    review: dict[str, Any], config: webhooks.WebhookConfig = CONFIG, queues: Any = None
+) -> dict[str, Any]:
+    return asyncio.run(webhooks.mutate_job(review, config, queues))
+
+
+def test_queue_named_job_is_suspended() -> None:
+    response = _mutate(_job_review({QUEUE: "q"}))
+    assert response["allowed"] is True and response["uid"] == "u1"
+    assert _patch(response) == [{"op": "add", "path": "/spec/suspend", "value": True}]
+
+
+def test_job_without_queue_is_untouched_unless_managed_or_defaulted() -> None:
+    assert _patch(_mutate(_job_review({"a": "b"}), queues=_lookup())) == []
+    managed = webhooks.WebhookConfig(manage_jobs_without_queue_name=True)
+    assert _patch(_mutate(_job_review(None), managed)) == [
+        {"op": "add", "path": "/spec/suspend", "value": True}
+    ]
+
+
+def test_default_local_queue_label_is_added_when_it_exists() -> None:
+    queues = _lookup(("team-a", "default"))
+    assert _patch(_mutate(_job_review({"a": "b"}), queues=queues)) == [
+        {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name", "value": "default"},
+        {"op": "add", "path": "/spec/suspend", "value": True},
+    ]
+    assert _patch(_mutate(_job_review(None), queues=queues))[0] == {
+        "op": "add",
+        "path": "/metadata/labels",
+        "value": {QUEUE: "default"},
+    }
+    off = webhooks.WebhookConfig(local_queue_defaulting=False)
+    assert _patch(_mutate(_job_review(None), off, queues)) == []
+    assert _patch(_mutate(_job_review(None), queues=_lookup(("team-b", "default")))) == []
+
+
+def test_jobs_of_managed_owners_and_updates_are_left_alone() -> None:
+    owned = _job_review(
+        {QUEUE: "q"},
+        ownerReferences=[
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "name": "js",
+                "uid": "1",
+                "controller": True,
+            }
+        ],
+    )
+    assert _patch(_mutate(owned)) == []
+    update = {**_job_review({QUEUE: "q"}), "operation": "UPDATE"}
+    assert _patch(_mutate(update)) == []
+    already = _job_review({QUEUE: "q"})
+    already["object"]["spec"]["suspend"] = True
+    assert _patch(_mutate(already)) == []
+
+
+def _cq_review(
+    spec: dict[str, Any], operation: str = "CREATE", old: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    obj = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": spec,
+    }
+    review: dict[str, Any] = {
+        "uid": "u2",
+        "operation": operation,
+        "kind": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "ClusterQueue"},
+        "object": obj,
+    }
+    if old is not None:
+        review["oldObject"] = {**obj, "spec": old}
+    return review
+
+
+def _group(cpu: dict[str, str], covered: str = "cpu", flavor: str = "f") -> dict[str, Any]:
+    return {
+        "coveredResources": [covered],
+        "flavors": [{"name": flavor, "resources": [{"name": covered, **cpu}]}],
+    }
+
+
+def test_validation_denies_with_the_field_path() -> None:
+    review = _cq_review(
+        {"cohortName": "c", "resourceGroups": [_group({"nominalQuota": "1", "lendingLimit": "2"})]}
+    )
+    response = webhooks.validate_kueue_object(review, CONFIG)
+    assert response["allowed"] is False
+    status = response["status"]
+    assert status["code"] == 422 and status["reason"] == "Invalid"
+    path = "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit"
+    assert status["message"].startswith(f'ClusterQueue.kueue.x-k8s.io "cq" is invalid: {path}: ')
+    assert status["details"]["causes"][0]["field"] == path
+
+
+def test_validation_allows_valid_objects_deletions_and_checks_updates() -> None:
+    good = _cq_review({"resourceGroups": [_group({"nominalQuota": "1"})]})
+    assert webhooks.validate_kueue_object(good, CONFIG)["allowed"] is True
+    deleting = _cq_review({"resourceGroups": [_group({"nominalQuota": "-1"})]})
+    deleting["object"]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert webhooks.validate_kueue_object(deleting, CONFIG)["allowed"] is True
+    lq = {
+        "uid": "u3",
+        "operation": "UPDATE",
+        "kind": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "LocalQueue"},
+        "object": {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "q", "namespace": "a"},
+            "spec": {"clusterQueue": "new"},
+        },
+        "oldObject": {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "q", "namespace": "a"},
+            "spec": {"clusterQueue": "old"},
+        },
+    }
+    response = webhooks.validate_kueue_object(lq, CONFIG)
+    assert response["allowed"] is False
+    assert response["status"]["details"]["causes"][0]["field"] == "spec.clusterQueue"
+
+
+def test_defaulting_adds_missing_defaults_without_rewriting_values() -> None:
+    review = _cq_review(
+        {
+            "resourceGroups": [_group({"nominalQuota": 4})],
+            "preemption": {"withinClusterQueue": "LowerPriority"},
+        }
+    )
+    before = copy.deepcopy(review)
+    patch = _patch(webhooks.default_kueue_object(review, CONFIG))
+    assert review == before
+    ops = {op["path"]: op["value"] for op in patch}
+    assert ops["/spec/queueingStrategy"] == "BestEffortFIFO"
+    assert ops["/spec/preemption/reclaimWithinCohort"] == "Never"
+    assert "/spec/preemption/withinClusterQueue" not in ops
+    # 4 stays the number 4 (no rewrite to "4").
+    assert not any(path.endswith("nominalQuota") for path in ops)
+    assert all(op["op"] == "add" for op in patch)
+    # Nothing to add once defaulted; bad input is left to validation.
+    model = manifests.parse_object(review["object"])
+    assert (
+        _patch(webhooks.default_kueue_object({**review, "object": manifests.to_manifest(model)}, CONFIG))
+        == []
+    )
+    assert _patch(webhooks.default_kueue_object(_cq_review({"queueingStrategy": "Fastest"}), CONFIG)) == []
+
+
+# --- conversion -------------------------------------------------------------------------------
+
+V2 = "kueue.x-k8s.io/v1beta2"
+V1 = "kueue.x-k8s.io/v1beta1"
+
+ROUND_TRIPS = [
+    {
+        "apiVersion": V2,
+        "kind": "ClusterQueue",
+        "metadata": {"name": "a", "labels": {"x": "y"}},
+        "spec": {"cohortName": "team", "queueingStrategy": "StrictFIFO"},
+        "status": {"pendingWorkloads": 3},
+    },
+    {
+        "apiVersion": V2,
+        "kind": "LocalQueue",
+        "metadata": {"name": "q", "namespace": "n"},
+        "spec": {"clusterQueue": "a"},
+        "status": {"flavorsUsage": [{"name": "f", "resources": [{"name": "cpu", "total": "1"}]}]},
+    },
+    {
+        "apiVersion": V2,
+        "kind": "MultiKueueCluster",
+        "metadata": {"name": "w"},
+        "spec": {"clusterSource": {"kubeConfig": {"location": "s", "locationType": "Secret"}}},
+    },
+    {
+        "apiVersion": V2,
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "n"},
+        "spec": {
+            "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+        },
+        "status": {
+            "accumulatedPastExecutionTimeSeconds": 7,
+            "admission": {
+                "clusterQueue": "a",
+                "podSetAssignments": [
+                    {
+                        "name": "main",
+                        "topologyAssignment": {
+                            "levels": ["rack", "host"],
+                            "slices": [
+                                {
+                                    "domainCount": 2,
+                                    "podCounts": {"individual": [1, 3]},
+                                    "valuesPerLevel": [
+                                        {"universal": "r1"},
+                                        {"individual": {"prefix": "node-", "roots": ["a", "b"]}},
+                                    ],
+                                }
+                            ],
+                        },
+                    }
+                ],
+            },
+        },
+    },
+]
+
+
+@pytest.mark.parametrize("doc", ROUND_TRIPS, ids=[d["kind"] for d in ROUND_TRIPS])
+def test_v1beta2_survives_a_trip_through_v1beta1(doc: dict[str, Any]) -> None:
+    down = conversion_webhook.convert(doc, V1)
+    assert down["apiVersion"] == V1 and down["metadata"] == doc["metadata"]
+    up = conversion_webhook.convert(down, V2)
+    assert up == doc
+
+
+def test_down_conversion_uses_v1beta1_names() -> None:
+    cq, _, mkc, wl = (conversion_webhook.convert(d, V1) for d in ROUND_TRIPS)
+    assert cq["spec"] == {"cohort": "team", "queueingStrategy": "StrictFIFO"}
+    assert mkc["spec"] == {"kubeConfig": {"location": "s", "locationType": "Secret"}}
+    assert wl["spec"] == {
+        "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
+        "priorityClassName": "high",
+    }
+    assert wl["status"]["accumulatedPastExexcutionTimeSeconds"] == 7
+    topology = wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    assert topology == {
+        "levels": ["rack", "host"],
+        "domains": [{"values": ["r1", "node-a"], "count": 1}, {"values": ["r1", "node-b"], "count": 3}],
+    }
+
+
+def test_conversion_review_success_and_failure() -> None:
+    body = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "request": {
+            "uid": "c1",
+            "desiredAPIVersion": V2,
+            "objects": [conversion_webhook.convert(ROUND_TRIPS[0], V1)],
+        },
+    }
+    answer = conversion_webhook.review(body)
+    assert answer["response"]["uid"] == "c1"
+    assert answer["response"]["result"] == {"status": "Success"}
+    assert answer["response"]["convertedObjects"] == [ROUND_TRIPS[0]]
+    bad = copy.deepcopy(body)
+    bad["request"]["objects"] = [
+        {"apiVersion": V1, "kind": "ClusterQueue", "metadata": {"name": "x"}, "spec": {"cohortName": "c"}}
+    ]
+    failed = conversion_webhook.review(bad)["response"]
+    assert failed["result"]["status"] == "Failure"
+    assert "spec.cohortName" in failed["result"]["message"]
+    assert "convertedObjects" not in failed
+    other = copy.deepcopy(body)
+    other["request"]["desiredAPIVersion"] = "kueue.x-k8s.io/v1alpha1"
+    assert "cannot convert" in conversion_webhook.review(other)["response"]["result"]["message"]
+
+
+def test_config_from_the_deployment_environment() -> None:
+    config = webhooks.WebhookConfig.from_env(
+        {"POD_NAMESPACE": "queues", "PYKUEUE_WEBHOOK_SECRET": "s", "PYKUEUE_WEBHOOK_SERVICE": "svc"},
+        manage_jobs_without_queue_name=True,
+    )
+    assert (config.certs.namespace, config.certs.secret_name, config.certs.service_name) == (
+        "queues",
+        "s",
+        "svc",
+    )
+    assert config.certs.service_hosts()[0] == "svc.queues.svc"
+    assert config.manage_jobs_without_queue_name is True
