@@ -97,10 +97,20 @@ class KubeManager:
     async def reconcile(self) -> int:
         """One pass of all three reconcilers; the number of writes made."""
         self.passes += 1
+        self._evict_deactivated()
         writes = await self.admission.reconcile()
         writes += await self.statuses.write(self.admission.state, self.admission.cache)
         writes += await self.jobs.reconcile()
         return writes
+
+    def _evict_deactivated(self) -> None:
+        # The engine keeps a deactivated workload out of the queues but leaves an admitted one
+        # alone; upstream evicts it (reason Deactivated), which stops its job. Done here until
+        # the engine does it itself.
+        state = self.admission.state
+        for key, wl in list(state.workloads.items()):
+            if wl.admission is not None and not wl.active:
+                state.evict(key, "Deactivated", "The workload is deactivated")
 
     async def sync(self) -> dict[str, str]:
         """List everything: the engine's kinds first, then Workloads and jobs for the job reconciler."""

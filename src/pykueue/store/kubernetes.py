@@ -256,6 +256,8 @@ class KubernetesStore:
     retry: Retry = field(default_factory=Retry)
     watch_timeout_seconds: int = 300
     field_manager: str = "pykueue"
+    # Tests hand in an `httpx.MockTransport`; None means real connections.
+    transport: httpx.AsyncBaseTransport | None = None
     _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
     # The keys (and versions) of each kind as last listed, for the 410 re-list diff.
     _listed: dict[str, dict[Key, str]] = field(default_factory=dict, init=False, repr=False)
@@ -268,7 +270,8 @@ class KubernetesStore:
         if self._client is None:
             self._client = httpx.AsyncClient(
                 base_url=self.config.server,
-                verify=self.config.ssl_context(),
+                verify=self.config.ssl_context() if self.transport is None else True,
+                transport=self.transport,
                 timeout=httpx.Timeout(30.0, read=None),
                 headers={"Accept": "application/json", "User-Agent": "pykueue"},
             )

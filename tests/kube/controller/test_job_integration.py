@@ -1,0 +1,227 @@
+"""The batch/v1 Job integration end to end: cohorts, preemption, flavors on pods, partial admission.
+
+Every test names its cluster-scoped objects after its namespace, so tests never
+see each other's queues, and removes them afterwards (the ``kueue`` fixture).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..conftest import NodeFactory
+from .conftest import ControllerThread, Kueue, condition, is_true, job_manifest, wait
+
+
+def _flavor(name: str, node_labels: dict[str, str] | None = None, tolerations: Any = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if node_labels:
+        spec["nodeLabels"] = node_labels
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def _cluster_queue(
+    name: str,
+    flavor: str,
+    cpu: str,
+    *,
+    cohort: str | None = None,
+    borrowing_limit: str | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    cpu_quota: dict[str, Any] = {"name": "cpu", "nominalQuota": cpu}
+    if borrowing_limit is not None:
+        cpu_quota["borrowingLimit"] = borrowing_limit
+    body: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    {"name": flavor, "resources": [cpu_quota, {"name": "memory", "nominalQuota": "64Gi"}]}
+                ],
+            }
+        ],
+        **spec,
+    }
+    if cohort:
+        body["cohortName"] = cohort
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
+def _local_queue(namespace: str, name: str, cluster_queue: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cluster_queue},
+    }
+
+
+def _admitted(kueue: Kueue, job: dict[str, Any]) -> dict[str, Any] | None:
+    workload = kueue.workload_of(job)
+    return workload if is_true(workload, "Admitted") else None
+
+
+def _running(kueue: Kueue, namespace: str, name: str) -> bool:
+    return kueue.job(namespace, name)["spec"].get("suspend") is False
+
+
+def test_borrowing_across_a_cohort_shows_in_cluster_queue_status(
+    kueue: Kueue, controller: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    fake_nodes(2)
+    ns = kube_namespace
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-a", f"{ns}-flavor", "2", cohort=f"{ns}-cohort"))
+    kueue.apply(_cluster_queue(f"{ns}-b", f"{ns}-flavor", "4", cohort=f"{ns}-cohort"))
+    kueue.apply(_local_queue(ns, "queue-a", f"{ns}-a"))
+    job = kueue.create_job(ns, job_manifest("wide", "queue-a", parallelism=5, run_duration="30s"))
+
+    wait(lambda: _admitted(kueue, job), 30, "the 5-cpu job admitted in a 2-cpu queue")
+    wait(lambda: _running(kueue, ns, "wide"), 30, "the job running")
+
+    def borrowed() -> dict[str, str] | None:
+        status = kueue.cluster_queue(f"{ns}-a").get("status") or {}
+        for flavor in status.get("flavorsReservation") or []:
+            for res in flavor["resources"]:
+                if res["name"] == "cpu" and res["total"] == "5":
+                    return dict(res)
+        return None
+
+    assert wait(borrowed, 30, "ClusterQueue a reserving 5 cpu")["borrowed"] == "3"
+    status = kueue.cluster_queue(f"{ns}-a")["status"]
+    assert status["admittedWorkloads"] == 1 and status["reservingWorkloads"] == 1
+
+
+def test_reclaim_preempts_the_borrower_which_is_suspended_and_resumed_later(
+    kueue: Kueue, controller: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    fake_nodes(2)
+    ns = kube_namespace
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-a", f"{ns}-flavor", "2", cohort=f"{ns}-cohort"))
+    kueue.apply(
+        _cluster_queue(
+            f"{ns}-b", f"{ns}-flavor", "4", cohort=f"{ns}-cohort", preemption={"reclaimWithinCohort": "Any"}
+        )
+    )
+    kueue.apply(_local_queue(ns, "queue-a", f"{ns}-a"))
+    kueue.apply(_local_queue(ns, "queue-b", f"{ns}-b"))
+    borrower = kueue.create_job(ns, job_manifest("borrower", "queue-a", parallelism=5, run_duration="4s"))
+    wait(lambda: _admitted(kueue, borrower) and _running(kueue, ns, "borrower"), 30, "the borrower running")
+
+    owner = kueue.create_job(ns, job_manifest("owner", "queue-b", parallelism=3, run_duration="2s"))
+    wait(lambda: _admitted(kueue, owner), 30, "the owner admitted by reclaiming its quota")
+    victim = wait(
+        lambda: (w := kueue.workload_of(borrower)) and is_true(w, "Evicted") and w, 30, "the borrower evicted"
+    )
+    preempted = condition(victim, "Preempted")
+    assert preempted is not None and preempted["reason"] == "InCohortReclamation", preempted
+    assert is_true(victim, "Requeued")
+    wait(lambda: kueue.job(ns, "borrower")["spec"].get("suspend") is True, 30, "the borrower suspended")
+
+    wait(lambda: is_true(kueue.job(ns, "owner"), "Complete"), 60, "the owner to complete")
+    wait(lambda: _admitted(kueue, borrower) and _running(kueue, ns, "borrower"), 60, "the borrower resumed")
+    wait(lambda: is_true(kueue.job(ns, "borrower"), "Complete"), 60, "the borrower to complete")
+
+
+def test_flavor_node_selector_and_tolerations_reach_the_pods_and_are_restored(
+    kueue: Kueue, controller: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    pool = f"pool-{ns}"
+    on_demand = {n["metadata"]["name"] for n in fake_nodes(1, labels={"pool": "other"})}
+    spot = {
+        n["metadata"]["name"]
+        for n in fake_nodes(2, labels={"pool": pool}, taints=[f"spot-{ns}=true:NoSchedule"])
+    }
+    toleration = {"key": f"spot-{ns}", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    kueue.apply(_flavor(f"{ns}-spot", {"pool": pool}, [toleration]))
+    kueue.apply(_cluster_queue(f"{ns}-cq", f"{ns}-spot", "8"))
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
+    job = kueue.create_job(ns, job_manifest("placed", "queue", parallelism=2, run_duration="20s"))
+
+    wait(lambda: _admitted(kueue, job) and _running(kueue, ns, "placed"), 30, "the job running")
+    template = kueue.job(ns, "placed")["spec"]["template"]["spec"]
+    assert template["nodeSelector"] == {"pool": pool}
+    assert toleration in template["tolerations"]
+    pods = wait(
+        lambda: (
+            (p := kueue.pods_of(ns, "placed"))
+            and len(p) == 2
+            and all(x["spec"].get("nodeName") for x in p)
+            and p
+        ),
+        30,
+        "two pods bound",
+    )
+    for pod in pods:
+        assert pod["spec"]["nodeSelector"] == {"pool": pool}
+        assert pod["spec"]["nodeName"] in spot and pod["spec"]["nodeName"] not in on_demand
+
+    # Deactivating the Workload evicts it: the Job is suspended and its template restored.
+    workload = kueue.workload_of(job)
+    assert workload is not None
+    kueue.cluster.kubectl(
+        "patch",
+        "workload",
+        workload["metadata"]["name"],
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec":{"active":false}}',
+    )
+    restored = wait(
+        lambda: (
+            (j := kueue.job(ns, "placed"))["spec"].get("suspend") is True
+            and "nodeSelector" not in j["spec"]["template"]["spec"]
+            and j
+        ),
+        30,
+        "the job suspended with its template restored",
+    )
+    assert "tolerations" not in restored["spec"]["template"]["spec"]
+
+
+def test_partial_admission_lowers_parallelism(
+    kueue: Kueue, controller: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    fake_nodes(2)
+    ns = kube_namespace
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-cq", f"{ns}-flavor", "9"))
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
+    manifest = job_manifest(
+        "partial",
+        "queue",
+        parallelism=20,
+        completions=20,
+        run_duration="1s",
+        annotations={"kueue.x-k8s.io/job-min-parallelism": "5"},
+    )
+    job = kueue.create_job(ns, manifest)
+
+    workload = wait(lambda: _admitted(kueue, job), 30, "partial admission")
+    assert workload["spec"]["podSets"][0]["count"] == 20
+    assert workload["spec"]["podSets"][0]["minCount"] == 5
+    assert workload["status"]["admission"]["podSetAssignments"][0]["count"] == 9
+    running = wait(
+        lambda: (j := kueue.job(ns, "partial"))["spec"].get("suspend") is False and j, 30, "running"
+    )
+    assert running["spec"]["parallelism"] == 9
+    assert running["spec"]["completions"] == 20
+    wait(lambda: is_true(kueue.job(ns, "partial"), "Complete"), 90, "the job to complete")
+    wait(lambda: is_true(kueue.workload_of(job), "Finished"), 30, "Workload Finished")
