@@ -1,0 +1,174 @@
+"""Every scenario file runs through the engine and matches its `expect` blocks.
+
+The shared public scenarios (../shared/scenarios/public, next to the repository) and
+the project's own (tests/scenarios/**) run the way `pykueue scenario check` runs them:
+loader.load, runner.run, then scenario_command.check. Plus the CLI's promises:
+`scenario run --json` is deterministic byte for byte, and an invalid file is a clear
+error naming the file and the place in it, with no partial output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pykueue.cli.main import app
+from pykueue.cli.scenario_command import check
+from pykueue.scenario import loader, runner
+
+ROOT = Path(__file__).parents[1]
+PUBLIC = ROOT.parent / "shared" / "scenarios" / "public"
+OWN = ROOT / "tests" / "scenarios"
+
+
+def _public_files() -> list[Path]:
+    if not PUBLIC.is_dir():
+        raise RuntimeError(f"the shared public scenarios are missing: {PUBLIC} is not a directory")
+    return sorted([*PUBLIC.glob("*.yaml"), *PUBLIC.glob("*.yml")])
+
+
+def _own_files() -> list[Path]:
+    return sorted([*OWN.rglob("*.yaml"), *OWN.rglob("*.yml")])
+
+
+def _params(files: list[Path], base: Path) -> list[object]:
+    return [pytest.param(path, id=str(path.relative_to(base))) for path in files]
+
+
+def test_public_scenarios_are_there() -> None:
+    assert PUBLIC.is_dir(), f"the shared public scenarios are missing: {PUBLIC}"
+    assert _public_files(), f"no scenario files in {PUBLIC}"
+
+
+def _run_and_check(path: Path) -> None:
+    scenario = loader.load(path)
+    document = runner.run(scenario)
+    problems = check(scenario, document)
+    assert not problems, f"{path}: {scenario.name}\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("path", _params(_public_files(), PUBLIC))
+def test_public_scenario(path: Path) -> None:
+    _run_and_check(path)
+
+
+@pytest.mark.parametrize("path", _params(_own_files(), OWN))
+def test_own_scenario(path: Path) -> None:
+    _run_and_check(path)
+
+
+cli = CliRunner()
+
+# One file with preemption, borrowing and several cycles, so the output has events to order.
+DETERMINISM_FILE = PUBLIC / "102-upstream-preempt-workloads-in-clusterqueue-and-cohort.yaml"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(DETERMINISM_FILE, id=DETERMINISM_FILE.name),
+        pytest.param(
+            PUBLIC / "105-upstream-with-fair-sharing-schedule-workload-with-lowest-share-first.yaml"
+        ),
+    ],
+)
+def test_scenario_run_json_is_byte_for_byte_deterministic(path: Path) -> None:
+    first = cli.invoke(app, ["scenario", "run", str(path), "--json"])
+    second = cli.invoke(app, ["scenario", "run", str(path), "--json"])
+    assert first.exit_code == 0, first.output
+    assert first.stdout_bytes == second.stdout_bytes
+    document = json.loads(first.stdout)
+    assert document["format"] == 1
+    for key in ("admitted", "preempted", "pending", "inadmissible", "finished", "conditions", "events"):
+        assert key in document
+
+
+def test_scenario_run_json_of_several_files_is_a_list_and_deterministic() -> None:
+    files = [str(p) for p in _public_files()]
+    first = cli.invoke(app, ["scenario", "run", *files, "--json"])
+    second = cli.invoke(app, ["scenario", "run", *files, "--json"])
+    assert first.exit_code == 0, first.output
+    assert first.stdout_bytes == second.stdout_bytes
+    documents = json.loads(first.stdout)
+    assert isinstance(documents, list)
+    assert len(documents) == len(files)
+
+
+VALID = """\
+format: 1
+name: a valid scenario
+objects:
+- apiVersion: kueue.x-k8s.io/v1beta2
+  kind: ResourceFlavor
+  metadata: {name: default}
+- apiVersion: kueue.x-k8s.io/v1beta2
+  kind: ClusterQueue
+  metadata: {name: cq}
+  spec:
+    namespaceSelector: {}
+    resourceGroups:
+    - coveredResources: [cpu]
+      flavors:
+      - name: default
+        resources: [{name: cpu, nominalQuota: "4"}]
+- apiVersion: kueue.x-k8s.io/v1beta2
+  kind: LocalQueue
+  metadata: {name: lq, namespace: team}
+  spec: {clusterQueue: cq}
+steps:
+- cycle: 1
+"""
+
+INVALID = {
+    # name: (text replacement applied to VALID, words the error must contain besides the file)
+    "unknown-step": (("- cycle: 1", "- jump: 1"), ["steps[0]", "jump"]),
+    "bad-quantity": (('nominalQuota: "4"', 'nominalQuota: "four"'), ["objects[1]", "nominalQuota"]),
+    "unknown-kind": (("kind: ResourceFlavor", "kind: ResourceFlavour"), ["objects[0]", "ResourceFlavour"]),
+    "missing-name": (("name: a valid scenario\n", ""), ["name"]),
+    "unknown-top-level-key": (("format: 1\n", "format: 1\nsurprise: true\n"), ["surprise"]),
+}
+
+
+def test_the_valid_base_of_the_invalid_files_is_valid(tmp_path: Path) -> None:
+    path = tmp_path / "valid.yaml"
+    path.write_text(VALID, encoding="utf-8")
+    result = cli.invoke(app, ["scenario", "run", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["name"] == "a valid scenario"
+
+
+@pytest.mark.parametrize("case", sorted(INVALID))
+def test_invalid_scenario_is_a_clear_error_and_no_json(tmp_path: Path, case: str) -> None:
+    (old, new), words = INVALID[case]
+    assert old in VALID
+    path = tmp_path / f"{case}.yaml"
+    path.write_text(VALID.replace(old, new), encoding="utf-8")
+
+    with pytest.raises(loader.ScenarioError) as info:
+        runner.run(loader.load(path))
+    message = str(info.value)
+    assert str(path) in message
+    for word in words:
+        assert word in message, message
+
+    result = cli.invoke(app, ["scenario", "run", str(path), "--json"])
+    assert result.exit_code != 0
+    assert result.stdout.strip() == "", f"partial output on stdout: {result.stdout!r}"
+    assert str(path) in result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_one_invalid_file_among_valid_ones_gives_no_partial_result(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(VALID, encoding="utf-8")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(VALID.replace("- cycle: 1", "- jump: 1"), encoding="utf-8")
+    result = cli.invoke(app, ["scenario", "run", str(good), str(bad), "--json"])
+    assert result.exit_code != 0
+    assert result.stdout.strip() == ""
+    assert str(bad) in result.stderr
