@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pykueue.sim import driver
+from pykueue.sim.trace import parse_csv
+
 from .helpers import cluster_queue, design, run, times
 
 HEADER = "name,submit,queue,priority,runtime,checkpoint,count,requests\n"
@@ -83,3 +86,21 @@ def test_upstream_time_to_admission_counts_to_the_last_admission():
     # low: created 0, last admitted 40; high: 0 -> (40 + 0) / 2 = 20 s
     assert summary["checker"]["workloadClasses"]["default"]["averageTimeToAdmissionMs"] == 20_000
     assert summary["checker"]["cmd"]["wallMs"] == 140_000
+
+
+def test_a_cycle_time_admits_one_head_per_queue_per_cycle():
+    # With cycles of 1 s: a (t=0), b (t=0.1) and c (t=0.2) in one queue are admitted at 0, 1, 2: the
+    # busy scheduler takes one head per queue per cycle; the other queue's job x goes in the first
+    # cycle too; d arrives at 3.5 to an idle scheduler and is admitted at once.
+    trace = HEADER + (
+        "a,0,team/main,0,10,,1,cpu=1\n"
+        "b,0.1,team/main,0,10,,1,cpu=1\n"
+        "c,0.2,team/main,0,10,,1,cpu=1\n"
+        "x,0,other/main,0,10,,1,cpu=1\n"
+        "d,3.5,team/main,0,10,,1,cpu=1\n"
+    )
+    cqs = design(cluster_queue("team", "8"), cluster_queue("other", "8"))
+    jobs = cqs.check(parse_csv(trace, "trace.csv"))
+    result = driver.simulate(cqs, jobs, driver.Options(cycle_time=1_000_000))
+    assert [times(result, name)["first"] for name in "abcxd"] == [0, 1, 2, 0, 3.5]
+    assert times(result, "c")["finish"] == 12

@@ -130,6 +130,13 @@ def _write_jobs_csv(path: Path, run: driver.Run) -> None:
             )
 
 
+def _cycle_time(text: str) -> int:
+    try:
+        return trace.duration(text, "--cycle-time")
+    except trace.FieldProblem as problem:
+        raise InputError(f"--cycle-time: {problem}") from problem
+
+
 def dumps(summary: dict[str, Any]) -> str:
     """The summary as stable JSON text (byte-identical for equal runs)."""
     return json.dumps(summary, indent=2, sort_keys=True) + "\n"
@@ -151,6 +158,9 @@ def simulate(
         None, "--progress/--no-progress", help="Show a progress bar (default: on a terminal)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON summary instead of the tables."),
+    cycle_time: str = typer.Option(
+        "0", "--cycle-time", help="How long one scheduling cycle takes (e.g. 10ms); 0 settles at each event."
+    ),
 ) -> None:
     """Replay a trace (or an upstream generator file) on a quota design in virtual time."""
     console = Console(stderr=as_json, highlight=False)
@@ -162,7 +172,7 @@ def simulate(
         checked = design.check(jobs)
         show = progress if progress is not None else sys.stderr.isatty()
         bar, update = _progress_bar(Console(stderr=True), show)
-        options = driver.Options(seed=seed, progress=update)
+        options = driver.Options(seed=seed, progress=update, cycle_time=_cycle_time(cycle_time))
         if bar is not None:
             with bar:
                 run = driver.simulate(design, checked, options)
@@ -208,6 +218,9 @@ def plan_command(
     progress: bool | None = typer.Option(
         None, "--progress/--no-progress", help="Show a progress bar (default: on a terminal)."
     ),
+    cycle_time: str = typer.Option(
+        "0", "--cycle-time", help="How long one scheduling cycle takes (e.g. 10ms); 0 settles at each event."
+    ),
 ) -> None:
     """Run one trace on several quota designs and show them side by side."""
     console = Console(highlight=False)
@@ -218,7 +231,7 @@ def plan_command(
         _unique_names(designs)
         show = progress if progress is not None else sys.stderr.isatty()
         bar, update = _progress_bar(Console(stderr=True), show)
-        options = driver.Options(seed=seed, progress=update)
+        options = driver.Options(seed=seed, progress=update, cycle_time=_cycle_time(cycle_time))
         if bar is not None:
             with bar:
                 outcomes = plan.run_all(designs, jobs, source, options)

@@ -19,6 +19,12 @@ the engine (no job ends, none arrives), so a tick would only re-run cycles that
 decide nothing, and would round admission times to the tick. Settling is exact
 and does work only when something happens.
 
+With ``Options.cycle_time`` > 0 a cycle takes that long instead, as in a real
+Kueue whose scheduler loop admits one head per ClusterQueue per cycle: after a
+cycle that did something the next one runs ``cycle_time`` later (events in
+between wait for it); after a quiet cycle the scheduler sleeps until the next
+event. This bounds admission throughput the way upstream's loop does.
+
 Determinism: jobs are ordered by submission time, ties by trace order;
 completions at one instant by admission order; the only randomness is each
 workload's uid (upstream's last tie-breaker between equal priority and equal
@@ -30,8 +36,9 @@ from __future__ import annotations
 import gc
 import heapq
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pykueue.engine import scheduler
 from pykueue.engine.state import State
@@ -49,6 +56,7 @@ class Options:
     seed: int = 0
     progress: Progress | None = None
     progress_every: int = 200  # instants between progress callbacks
+    cycle_time: int = 0  # microseconds one scheduling cycle takes; 0: settle at each instant
 
 
 @dataclass(slots=True)
@@ -61,10 +69,24 @@ class Run:
     seed: int
     cycles: int
     instants: int
+    cycle_time: int = 0
     notes: list[str] = field(default_factory=list)
 
-    def summary(self, source: str) -> dict[str, object]:
-        return self.recorder.summary(self.design.name, source, self.seed, self.notes)
+    def summary(self, source: str) -> dict[str, Any]:
+        return self.recorder.summary(self.design.name, source, self.seed, self.notes, self.model())
+
+    def model(self) -> dict[str, str]:
+        if self.cycle_time:
+            cycles = (
+                f"each scheduling cycle takes {self.cycle_time / 1000:g} ms; after a cycle that did "
+                "something the next runs that much later, after a quiet one the scheduler waits for an event"
+            )
+        else:
+            cycles = (
+                "events at one instant are applied together (completions, then arrivals); "
+                "scheduling cycles then run at that instant until one changes nothing; cycles take no time"
+            )
+        return {"clock": "virtual, microseconds", "cycles": cycles}
 
 
 @dataclass(slots=True)
@@ -80,105 +102,123 @@ class _Running:
 def simulate(design: Design, jobs: list[Job], options: Options | None = None) -> Run:
     """Run ``jobs`` (already checked against ``design``) to the end and return the run."""
     options = options or Options()
-    state = design.state()
-    rng = random.Random(options.seed)
-    order = sorted(range(len(jobs)), key=lambda i: jobs[i].submit)
-    jobs = [jobs[i] for i in order]
-    cq_of = [state.local_queues[job.queue_key].cluster_queue for job in jobs]
-    index_of = {job.key: i for i, job in enumerate(jobs)}
-    recorder = Recorder(state, jobs, cq_of, design.cq_classes)
-    live = [_Running() for _ in jobs]
-    completions: list[tuple[int, int, int, int]] = []  # (time, sequence, job, epoch)
-    sequence = 0
-    next_job = 0
-    finished = 0
-    cycles = 0
-    instants = 0
+    loop = _Loop(design, jobs, options)
     gc.collect()
-    frozen = gc.isenabled()
     gc.freeze()  # the loaded design and the job list are long-lived: keep them out of collections
     try:
-        while next_job < len(jobs) or completions:
-            now = min(
-                jobs[next_job].submit if next_job < len(jobs) else completions[0][0],
-                completions[0][0] if completions else jobs[next_job].submit,
-            )
-            state.advance_clock(now)
-            instants += 1
-            dirty: set[str] = set()
-            while completions and completions[0][0] == now:
-                _, _, i, epoch = heapq.heappop(completions)
-                if live[i].epoch != epoch:
-                    continue
-                key = jobs[i].key
-                state.finish(key)
-                state.delete_workload(key)  # drop the finished record: the recorder has what it needs
-                recorder.finished(i, now)
-                dirty.add(cq_of[i])
-                finished += 1
-            while next_job < len(jobs) and jobs[next_job].submit == now:
-                i = next_job
-                next_job += 1
-                state.add_workload(jobs[i].workload(f"{rng.getrandbits(64):016x}"))
-                recorder.arrived(i, now)
-                dirty.add(cq_of[i])
-            for kind, key in _settle(state):
-                cycles += 0 if kind else 1
-                if not kind:
-                    continue
-                i = index_of[key]
-                run = live[i]
-                dirty.add(cq_of[i])
-                if kind == "admitted":
-                    wl = state.workloads[key]
-                    run.started = now
-                    run.holding = _holding(wl.usage())
-                    recorder.admitted(i, now)
-                    sequence += 1
-                    heapq.heappush(
-                        completions, (now + jobs[i].runtime - run.progress, sequence, i, run.epoch)
-                    )
-                else:
-                    ran = now - run.started
-                    kept = saved_progress(run.progress, ran, jobs[i].checkpoint)
-                    lost = run.progress + ran - kept
-                    run.progress = kept
-                    run.epoch += 1
-                    recorder.preempted(i, now, lost, run.holding)
-            state.events.clear()  # the recorder keeps what matters; the audit trail would only grow
-            recorder.settled(state, now, dirty)
-            if options.progress is not None and instants % options.progress_every == 0:
-                options.progress(finished, len(jobs), now)
+        loop.run()
     finally:
         gc.unfreeze()
-        if not frozen:
-            gc.disable()
-    if options.progress is not None:
-        options.progress(finished, len(jobs), recorder.end)
-    return Run(design, jobs, recorder, options.seed, cycles, instants)
+    return Run(design, loop.jobs, loop.recorder, options.seed, loop.cycles, loop.instants, options.cycle_time)
 
 
-def _settle(state: State) -> Iterator[tuple[str, str]]:
-    """Run cycles at the current instant until nothing more happens.
+class _Loop:
+    """The state of one run: the engine, the jobs in submission order, the completion heap."""
 
-    Yields ``("", "")`` after each cycle, then its preemptions and admissions, so the
-    caller reads each admitted workload before a later cycle could preempt it.
-    """
-    for _ in range(MAX_CYCLES_PER_INSTANT):
-        parked = _parked(state)
-        result = scheduler.run_cycle(state)
-        yield "", ""
+    def __init__(self, design: Design, jobs: list[Job], options: Options) -> None:
+        self.options = options
+        self.state = design.state()
+        self.rng = random.Random(options.seed)
+        self.jobs = sorted(jobs, key=lambda job: job.submit)  # stable: trace order within an instant
+        self.cq_of = [self.state.local_queues[job.queue_key].cluster_queue for job in self.jobs]
+        self.index_of = {job.key: i for i, job in enumerate(self.jobs)}
+        self.recorder = Recorder(self.state, self.jobs, self.cq_of, design.cq_classes)
+        self.live = [_Running() for _ in self.jobs]
+        self.completions: list[tuple[int, int, int, int]] = []  # (time, sequence, job, epoch)
+        self.sequence = 0
+        self.next_job = 0
+        self.finished = 0
+        self.cycles = 0
+        self.instants = 0
+        self.next_cycle: int | None = None  # with a cycle time: when the busy scheduler runs next
+
+    def next_instant(self) -> int | None:
+        times = []
+        if self.next_job < len(self.jobs):
+            times.append(self.jobs[self.next_job].submit)
+        if self.completions:
+            times.append(self.completions[0][0])
+        if self.next_cycle is not None:
+            times.append(self.next_cycle)
+        return min(times) if times else None
+
+    def run(self) -> None:
+        progress = self.options.progress
+        while (now := self.next_instant()) is not None:
+            self.state.advance_clock(now)
+            self.instants += 1
+            dirty: set[str] = set()
+            self.complete(now, dirty)
+            self.submit(now, dirty)
+            if not self.options.cycle_time:
+                self.settle(now, dirty)
+            elif self.next_cycle is None or self.next_cycle <= now:
+                quiet = self.cycle(now, dirty)
+                self.next_cycle = None if quiet else now + self.options.cycle_time
+            self.state.events.clear()  # the recorder keeps what matters; the audit trail would only grow
+            self.recorder.settled(self.state, now, dirty)
+            if progress is not None and self.instants % self.options.progress_every == 0:
+                progress(self.finished, len(self.jobs), now)
+        if progress is not None:
+            progress(self.finished, len(self.jobs), self.recorder.end)
+
+    def complete(self, now: int, dirty: set[str]) -> None:
+        while self.completions and self.completions[0][0] == now:
+            _, _, i, epoch = heapq.heappop(self.completions)
+            if self.live[i].epoch != epoch:
+                continue  # preempted since this completion was scheduled
+            key = self.jobs[i].key
+            self.state.finish(key)
+            self.state.delete_workload(key)  # drop the finished record: the recorder has what it needs
+            self.recorder.finished(i, now)
+            dirty.add(self.cq_of[i])
+            self.finished += 1
+
+    def submit(self, now: int, dirty: set[str]) -> None:
+        while self.next_job < len(self.jobs) and self.jobs[self.next_job].submit == now:
+            i = self.next_job
+            self.next_job += 1
+            self.state.add_workload(self.jobs[i].workload(f"{self.rng.getrandbits(64):016x}"))
+            self.recorder.arrived(i, now)
+            dirty.add(self.cq_of[i])
+
+    def settle(self, now: int, dirty: set[str]) -> None:
+        """Run cycles at ``now`` until one admits, preempts and parks nothing."""
+        for _ in range(MAX_CYCLES_PER_INSTANT):
+            if self.cycle(now, dirty):
+                return
+        raise EngineError(f"the scheduler did not settle within {MAX_CYCLES_PER_INSTANT} cycles at t={now}us")
+
+    def cycle(self, now: int, dirty: set[str]) -> bool:
+        """One scheduling cycle at ``now``, its decisions applied to the jobs; True when it was quiet."""
+        parked = _parked(self.state)
+        result = scheduler.run_cycle(self.state)
+        self.cycles += 1
         for key in result.preempted:
-            yield "preempted", key
+            self.preempted(self.index_of[key], now, dirty)
         for key in result.admitted:
-            yield "admitted", key
-        if result.heads == 0:
-            return
-        if not result.changed and _parked(state) == parked:
-            return
-    raise EngineError(
-        f"the scheduler did not settle within {MAX_CYCLES_PER_INSTANT} cycles at t={state.now}us"
-    )
+            self.admitted(self.index_of[key], now, dirty)
+        return result.heads == 0 or (not result.changed and _parked(self.state) == parked)
+
+    def admitted(self, i: int, now: int, dirty: set[str]) -> None:
+        run = self.live[i]
+        run.started = now
+        run.holding = _holding(self.state.workloads[self.jobs[i].key].usage())
+        self.recorder.admitted(i, now)
+        self.sequence += 1
+        end = now + self.jobs[i].runtime - run.progress
+        heapq.heappush(self.completions, (end, self.sequence, i, run.epoch))
+        dirty.add(self.cq_of[i])
+
+    def preempted(self, i: int, now: int, dirty: set[str]) -> None:
+        run = self.live[i]
+        ran = now - run.started
+        kept = saved_progress(run.progress, ran, self.jobs[i].checkpoint)
+        lost = run.progress + ran - kept
+        run.progress = kept
+        run.epoch += 1  # its scheduled completion is void
+        self.recorder.preempted(i, now, lost, run.holding)
+        dirty.add(self.cq_of[i])
 
 
 def _parked(state: State) -> int:

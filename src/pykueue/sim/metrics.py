@@ -221,8 +221,10 @@ class Recorder:
         )
         return distribution(values)
 
-    def summary(self, design: str, source: str, seed: int, notes: list[str]) -> dict[str, Any]:
-        return _summary(self, design, source, seed, notes)
+    def summary(
+        self, design: str, source: str, seed: int, notes: list[str], model: dict[str, str]
+    ) -> dict[str, Any]:
+        return _summary(self, design, source, seed, notes, model)
 
 
 def jain(values: list[float]) -> float | None:
@@ -266,7 +268,9 @@ def _hours(milli_micros: float) -> float:
     return round(milli_micros / 1000 / HOUR, 4)
 
 
-def _summary(rec: Recorder, design: str, source: str, seed: int, notes: list[str]) -> dict[str, Any]:
+def _summary(
+    rec: Recorder, design: str, source: str, seed: int, notes: list[str], model: dict[str, str]
+) -> dict[str, Any]:
     jobs = rec.jobs
     n = len(jobs)
     end = rec.end
@@ -360,11 +364,7 @@ def _summary(rec: Recorder, design: str, source: str, seed: int, notes: list[str
         "design": design,
         "input": source,
         "seed": seed,
-        "model": {
-            "clock": "virtual, microseconds",
-            "cycles": "events at one instant are applied together (completions, then arrivals); "
-            "scheduling cycles then run at that instant until one changes nothing; cycles take no time",
-        },
+        "model": model,
         "notes": notes,
         "totals": totals,
         "ideal": ideal,

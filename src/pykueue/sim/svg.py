@@ -28,7 +28,7 @@ PALETTE = (
 )
 WIDTH = 720
 HEIGHT = 260
-LEFT, RIGHT, TOP, BOTTOM = 60, 170, 14, 34
+LEFT, RIGHT, TOP, BOTTOM = 60, 170, 30, 34
 
 
 def colour(index: int) -> str:
@@ -43,11 +43,9 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     magnitude = 10 ** math.floor(math.log10(raw))
     step = min((m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw), default=raw)
     start = math.floor(low / step) * step
-    ticks = []
-    value = start
-    while value <= high + step * 1e-9:
-        ticks.append(round(value, 10))
-        value += step
+    ticks = [round(start, 10)]
+    while ticks[-1] < high - step * 1e-9:
+        ticks.append(round(start + step * len(ticks), 10))
     return ticks
 
 
@@ -67,7 +65,7 @@ def _frame(
     sy: Callable[[float], float],
 ) -> list[str]:
     parts = [
-        f'<text x="{LEFT}" y="{TOP - 2}" class="t">{escape(title)}</text>',
+        f'<text x="{LEFT}" y="{TOP - 12}" class="t">{escape(title)}</text>',
         f'<line x1="{LEFT}" y1="{HEIGHT - BOTTOM}" x2="{WIDTH - RIGHT}" y2="{HEIGHT - BOTTOM}" class="ax"/>',
         f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{HEIGHT - BOTTOM}" class="ax"/>',
     ]
@@ -97,8 +95,8 @@ def _frame(
 
 def _legend(names: Sequence[str], styles: Sequence[str] | None = None) -> list[str]:
     parts = []
-    for index, name in enumerate(names[:14]):
-        y = TOP + 10 + index * 15
+    for index, name in enumerate(names[:13]):
+        y = TOP + index * 15
         x = WIDTH - RIGHT + 10
         dash = f' stroke-dasharray="{styles[index]}"' if styles and styles[index] else ""
         parts.append(
@@ -108,9 +106,9 @@ def _legend(names: Sequence[str], styles: Sequence[str] | None = None) -> list[s
         parts.append(
             f'<text x="{x + 20}" y="{y}" class="tk"><title>{escape(name)}</title>{escape(label)}</text>'
         )
-    if len(names) > 14:
+    if len(names) > 13:
         parts.append(
-            f'<text x="{WIDTH - RIGHT + 10}" y="{TOP + 10 + 14 * 15}" class="tk">+{len(names) - 14} more</text>'
+            f'<text x="{WIDTH - RIGHT + 10}" y="{TOP + 13 * 15}" class="tk">+{len(names) - 13} more</text>'
         )
     return parts
 
@@ -228,7 +226,7 @@ def bar_chart(
     names = [name for name, _ in series]
     parts.extend(_legend(names))
     if markers and marker_label:
-        y = TOP + 10 + len(names) * 15
+        y = TOP + len(names) * 15
         x = WIDTH - RIGHT + 10
         parts.append(f'<line x1="{x}" y1="{y - 4}" x2="{x + 16}" y2="{y - 4}" class="mark"/>')
         parts.append(f'<text x="{x + 20}" y="{y}" class="tk">{escape(marker_label)}</text>')

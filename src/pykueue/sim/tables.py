@@ -21,6 +21,10 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _short(value: Any) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
 def summary_table(summary: dict[str, Any]) -> Table:
     table = Table(title=f"simulation of {summary['design']}", title_justify="left")
     table.add_column("figure")
@@ -52,26 +56,28 @@ def queues_table(summary: dict[str, Any]) -> Table:
         f" (the {len(shown)} with the longest mean wait of {len(names)})" if len(names) > len(shown) else ""
     )
     table = Table(title=title, title_justify="left")
+    longest = max((len(name) for name in shown), default=12)
+    table.add_column("ClusterQueue", no_wrap=True, min_width=min(24, longest))
+    unit = "GPU-h" if "gpu" in primary.lower() else f"{primary}-h"
     for column in (
-        "ClusterQueue",
         "jobs",
-        "use % nominal",
-        "avg borrowed",
-        "mean wait s",
-        "p90 wait s",
-        "preempted",
-        f"lost {primary}-h",
+        "use\n%",
+        "bor-\nrowed",
+        "mean\nwait s",
+        "p90\nwait s",
+        "pre-\nempted",
+        f"lost\n{unit}",
     ):
-        table.add_column(column, justify="left" if column == "ClusterQueue" else "right")
+        table.add_column(column, justify="right", no_wrap=True)
     for name in shown:
         q = queues[name]
         table.add_row(
             name,
             _fmt(q["jobs"]),
-            _fmt(q["averageUsagePercentOfNominal"]),
+            _short(q["averageUsagePercentOfNominal"]),
             _fmt(q["averageBorrowed"]),
-            _fmt(q["wait"].get("mean")),
-            _fmt(q["wait"].get("p90")),
+            _short(q["wait"].get("mean")),
+            _short(q["wait"].get("p90")),
             _fmt(q["preemptions"]),
             _fmt(q["lostResourceHours"].get(primary, 0.0)),
         )

@@ -59,7 +59,9 @@ class TraceError(InputError):
         super().__init__(text)
 
 
-class _Problem(Exception):
+class FieldProblem(Exception):
+    """One bad field of one row (located by the caller)."""
+
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
@@ -153,7 +155,7 @@ def _build(
         where = f"{source}:{number}"
         try:
             job = _job(row, number, where, csv_cells)
-        except _Problem as problem:
+        except FieldProblem as problem:
             problems.append(f"{where} {problem.field}: {problem.message}")
             continue
         if job.key in seen:
@@ -169,21 +171,21 @@ def _build(
 def _job(row: Mapping[str, Any], number: int, where: str, csv_cells: bool) -> Job:
     for required in ("submit", "queue", "runtime"):
         if row.get(required) in (None, ""):
-            raise _Problem(required, "required")
+            raise FieldProblem(required, "required")
     queue = row["queue"]
     if not isinstance(queue, str) or queue.count("/") != 1 or not all(queue.split("/")):
-        raise _Problem("queue", f"expected namespace/localqueue, got {queue!r}")
+        raise FieldProblem("queue", f"expected namespace/localqueue, got {queue!r}")
     namespace, local_queue = queue.split("/")
     name = str(row.get("name") or f"job-{number}")
     submit = duration(row["submit"], "submit")
     runtime = duration(row["runtime"], "runtime")
     if runtime == 0:
-        raise _Problem("runtime", "must be positive")
+        raise FieldProblem("runtime", "must be positive")
     checkpoint = None
     if row.get("checkpoint") not in (None, ""):
         checkpoint = duration(row["checkpoint"], "checkpoint")
         if checkpoint == 0:
-            raise _Problem("checkpoint", "must be positive (leave it out for no checkpoints)")
+            raise FieldProblem("checkpoint", "must be positive (leave it out for no checkpoints)")
     priority, priority_class = _priority(row.get("priority"))
     pod_sets = _pod_sets(row, csv_cells)
     job_class = str(row.get("class") or priority_class or "default")
@@ -205,7 +207,7 @@ def _job(row: Mapping[str, Any], number: int, where: str, csv_cells: bool) -> Jo
 def duration(value: Any, field: str) -> int:
     """Seconds (a number) or a Go duration, as non-negative microseconds."""
     if isinstance(value, bool):
-        raise _Problem(field, f"expected seconds or a duration, got {value!r}")
+        raise FieldProblem(field, f"expected seconds or a duration, got {value!r}")
     try:
         if isinstance(value, int | float):
             micros = int(Fraction(str(value)) * SECOND)
@@ -216,9 +218,9 @@ def duration(value: Any, field: str) -> int:
             except (ValueError, ZeroDivisionError):
                 micros = intake.parse_duration(text)
     except ValueError as exc:
-        raise _Problem(field, f"expected seconds or a duration like 90s or 1h30m, got {value!r}") from exc
+        raise FieldProblem(field, f"expected seconds or a duration like 90s or 1h30m, got {value!r}") from exc
     if micros < 0:
-        raise _Problem(field, f"must not be negative (got {value})")
+        raise FieldProblem(field, f"must not be negative (got {value})")
     return micros
 
 
@@ -227,7 +229,7 @@ def _priority(value: Any) -> tuple[int, str]:
     if value is None or value == "":
         return 0, ""
     if isinstance(value, bool):
-        raise _Problem("priority", f"expected an integer or a priority class name, got {value!r}")
+        raise FieldProblem("priority", f"expected an integer or a priority class name, got {value!r}")
     if isinstance(value, int):
         return value, ""
     text = str(value).strip()
@@ -235,7 +237,7 @@ def _priority(value: Any) -> tuple[int, str]:
         return int(text), ""
     except ValueError:
         if isinstance(value, float):
-            raise _Problem("priority", f"expected an integer, got {value!r}") from None
+            raise FieldProblem("priority", f"expected an integer, got {value!r}") from None
         return 0, text
 
 
@@ -243,31 +245,31 @@ def _pod_sets(row: Mapping[str, Any], csv_cells: bool) -> tuple[PodSetSpec, ...]
     raw = row.get("podSets")
     if raw is not None:
         if any(row.get(k) not in (None, "") for k in ("count", "minCount", "requests")):
-            raise _Problem("podSets", "give either podSets or count/minCount/requests, not both")
+            raise FieldProblem("podSets", "give either podSets or count/minCount/requests, not both")
         if isinstance(raw, str):
             try:
                 raw = json.loads(raw)
             except json.JSONDecodeError as exc:
-                raise _Problem("podSets", f"not a JSON list ({exc.msg})") from exc
+                raise FieldProblem("podSets", f"not a JSON list ({exc.msg})") from exc
         if not isinstance(raw, list) or not raw:
-            raise _Problem("podSets", "expected a non-empty list of {name, count, minCount, requests}")
+            raise FieldProblem("podSets", "expected a non-empty list of {name, count, minCount, requests}")
         result = []
         names: set[str] = set()
         for index, item in enumerate(raw):
             field = f"podSets[{index}]"
             if not isinstance(item, dict):
-                raise _Problem(field, "expected an object {name, count, minCount, requests}")
+                raise FieldProblem(field, "expected an object {name, count, minCount, requests}")
             unknown = [k for k in item if k not in ("name", "count", "minCount", "requests")]
             if unknown:
-                raise _Problem(f"{field}.{unknown[0]}", "unknown field")
+                raise FieldProblem(f"{field}.{unknown[0]}", "unknown field")
             name = str(item.get("name") or ("main" if index == 0 else f"ps{index}"))
             if name in names:
-                raise _Problem(f"{field}.name", f"duplicate pod set name {name}")
+                raise FieldProblem(f"{field}.name", f"duplicate pod set name {name}")
             names.add(name)
             result.append(_pod_set(name, item, field + ".", csv_cells=False))
         return tuple(result)
     if row.get("requests") in (None, ""):
-        raise _Problem("requests", "required (per-pod requests such as cpu=1;memory=2Gi), or podSets")
+        raise FieldProblem("requests", "required (per-pod requests such as cpu=1;memory=2Gi), or podSets")
     return (_pod_set("main", row, "", csv_cells),)
 
 
@@ -277,20 +279,20 @@ def _pod_set(name: str, item: Mapping[str, Any], prefix: str, csv_cells: bool) -
     if item.get("minCount") not in (None, ""):
         min_count = _count(item["minCount"], prefix + "minCount", minimum=1)
         if min_count > count:
-            raise _Problem(prefix + "minCount", f"must not exceed count ({min_count} > {count})")
+            raise FieldProblem(prefix + "minCount", f"must not exceed count ({min_count} > {count})")
     requests = _requests(item.get("requests"), prefix + "requests", csv_cells)
     return PodSetSpec(name, count, requests, min_count)
 
 
 def _count(value: Any, field: str, minimum: int) -> int:
     if isinstance(value, bool):
-        raise _Problem(field, f"expected an integer, got {value!r}")
+        raise FieldProblem(field, f"expected an integer, got {value!r}")
     try:
         number = int(str(value).strip()) if not isinstance(value, int) else value
     except ValueError:
-        raise _Problem(field, f"expected an integer, got {value!r}") from None
+        raise FieldProblem(field, f"expected an integer, got {value!r}") from None
     if number < minimum:
-        raise _Problem(field, f"must be at least {minimum} (got {number})")
+        raise FieldProblem(field, f"must be at least {minimum} (got {number})")
     return number
 
 
@@ -304,22 +306,24 @@ def _requests(value: Any, field: str, csv_cells: bool) -> dict[str, int]:
             if not part.strip():
                 continue
             if "=" not in part:
-                raise _Problem(field, f"expected resource=quantity pairs like cpu=1;memory=2Gi, got {part!r}")
+                raise FieldProblem(
+                    field, f"expected resource=quantity pairs like cpu=1;memory=2Gi, got {part!r}"
+                )
             key, _, amount = part.partition("=")
             pairs.append((key.strip(), amount.strip()))
     else:
-        raise _Problem(field, 'expected per-pod requests, e.g. {"cpu": "1", "memory": "2Gi"}')
+        raise FieldProblem(field, 'expected per-pod requests, e.g. {"cpu": "1", "memory": "2Gi"}')
     if not pairs:
-        raise _Problem(field, "at least one resource is required")
+        raise FieldProblem(field, "at least one resource is required")
     result: dict[str, int] = {}
     for resource, amount in pairs:
         if not resource:
-            raise _Problem(field, "empty resource name")
+            raise FieldProblem(field, "empty resource name")
         try:
             milli = quantity.parse(amount)
         except quantity.QuantityError as exc:
-            raise _Problem(f"{field}.{resource}", str(exc)) from exc
+            raise FieldProblem(f"{field}.{resource}", str(exc)) from exc
         if milli < 0:
-            raise _Problem(f"{field}.{resource}", f"must not be negative (got {amount})")
+            raise FieldProblem(f"{field}.{resource}", f"must not be negative (got {amount})")
         result[resource] = resource_units(resource, milli)
     return result

@@ -1,0 +1,135 @@
+"""Simulator benchmark: upstream's scheduler-performance shapes, run unchanged in virtual time.
+
+* baseline (30 ClusterQueues in 5 cohorts, 15,000 workloads): target <= 20 s;
+* large-scale (1,000 ClusterQueues in 10 cohorts, 50,000 workloads): target <= 120 s, <= 2 GiB.
+
+Wall seconds are the target; the process CPU seconds are printed too, since the
+two cores are shared and a busy neighbour stretches wall time, not CPU time.
+
+Besides speed it prints, for the baseline, what the simulation says about the
+shape: ClusterQueue usage and time to admission per class next to the ideal
+(total demand / total nominal capacity) and upstream's published real-cluster
+averages (test/performance/scheduler/configs/baseline/rangespec.yaml).
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pykueue.sim import driver, generator
+from pykueue.sim.design import Design
+
+BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench" / "kueue-scheduler-perf"
+UPSTREAM_BASELINE = {
+    "wallMs": 351_116,
+    "usagePercent": 55.9,
+    "timeToAdmissionMs": {"large": 16_501, "medium": 76_768, "small": 215_468},
+}
+TARGETS = {"baseline": 20.0, "large-scale": 120.0}
+
+
+@dataclass
+class Shape:
+    name: str
+    queues: int
+    jobs: int
+    load_seconds: float
+    simulate_seconds: float
+    summary_seconds: float
+    cpu_seconds: float
+    cycles: int
+    instants: int
+    summary: dict[str, Any] = field(repr=False)
+
+    @property
+    def seconds(self) -> float:
+        return self.load_seconds + self.simulate_seconds + self.summary_seconds
+
+
+@dataclass
+class Result:
+    shapes: list[Shape]
+    peak_rss_mib: float
+
+
+def run_shape(name: str) -> Shape:
+    path = BENCH / name / "generator.yaml"
+    cpu_started = time.process_time()
+    started = time.perf_counter()
+    generated = generator.load(path)
+    design = Design(name, generated.objects, generated.cq_classes)
+    jobs = design.check(generated.jobs)
+    loaded = time.perf_counter()
+    result = driver.simulate(design, jobs, driver.Options(seed=0))
+    simulated = time.perf_counter()
+    summary = result.summary(str(path))
+    done = time.perf_counter()
+    return Shape(
+        name=name,
+        queues=len(generated.cq_classes),
+        jobs=len(jobs),
+        load_seconds=loaded - started,
+        simulate_seconds=simulated - loaded,
+        summary_seconds=done - simulated,
+        cpu_seconds=time.process_time() - cpu_started,
+        cycles=result.cycles,
+        instants=result.instants,
+        summary=summary,
+    )
+
+
+def run(names: tuple[str, ...] = ("baseline", "large-scale")) -> Result:
+    shapes = [run_shape(name) for name in names]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return Result(shapes, peak)
+
+
+def _baseline_figures(shape: Shape) -> list[str]:
+    summary = shape.summary
+    checker = summary["checker"]
+    usage = checker["clusterQueueClasses"]["cq"]["usagePercent"]
+    ideal = summary["ideal"]
+    lines = [
+        "  baseline figures (simulated | ideal | upstream real cluster):",
+        f"    wall time:        {checker['cmd']['wallMs'] / 1000:8.1f} s | "
+        f"{ideal['makespanSeconds']:6.1f} s | {UPSTREAM_BASELINE['wallMs'] / 1000:6.1f} s",
+        f"    CQ class usage:   {usage:8.1f} % | "
+        f"{ideal['usagePercentAtSimulatedMakespan']['cpu']:6.1f} % of the simulated wall, 100 % at the ideal wall "
+        f"| {UPSTREAM_BASELINE['usagePercent']:.1f} %",
+    ]
+    for cls in ("large", "medium", "small"):
+        simulated = checker["workloadClasses"][cls]["averageTimeToAdmissionMs"] / 1000
+        upstream = UPSTREAM_BASELINE["timeToAdmissionMs"][cls] / 1000
+        lines.append(f"    time to admission {cls:<6} {simulated:7.1f} s | {0.0:6.1f} s | {upstream:6.1f} s")
+    totals = summary["totals"]
+    lines.append(
+        f"    preemptions {totals['preemptions']:,}, lost {totals['lostResourceHours'].get('cpu', 0):.2f} "
+        f"CPU-hours of {totals['demandResourceHours']['cpu']:.2f} demanded"
+    )
+    return lines
+
+
+def report(result: Result) -> str:
+    lines = []
+    for shape in result.shapes:
+        target = TARGETS.get(shape.name)
+        verdict = f" (target <= {target:.0f} s)" if target else ""
+        lines.append(
+            f"sim {shape.name}: {shape.queues} ClusterQueues, {shape.jobs:,} workloads: {shape.seconds:.1f} s{verdict} "
+            f"= load {shape.load_seconds:.1f} + simulate {shape.simulate_seconds:.1f} + summary {shape.summary_seconds:.1f} "
+            f"(CPU {shape.cpu_seconds:.1f} s); "
+            f"{shape.cycles:,} cycles at {shape.instants:,} instants, virtual wall "
+            f"{shape.summary['checker']['cmd']['wallMs'] / 1000:.1f} s"
+        )
+        if shape.name == "baseline":
+            lines.extend(_baseline_figures(shape))
+    lines.append(f"  peak RSS: {result.peak_rss_mib:.0f} MiB (target <= 2048 MiB)")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report(run()))
