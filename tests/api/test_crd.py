@@ -202,3 +202,13 @@ def test_conversion_strategy_follows_the_webhook_argument() -> None:
 def test_types_without_a_structural_schema_are_refused() -> None:
     with pytest.raises(crd.SchemaError, match="union"):
         crd.type_schema(int | str)
+
+
+def test_v1beta1_schema_is_open_only_where_the_versions_differ() -> None:
+    by_kind = {m["spec"]["names"]["kind"]: m for m in crd.crds()}
+    v1beta1 = by_kind["ClusterQueue"]["spec"]["versions"][1]["schema"]["openAPIV3Schema"]
+    assert v1beta1["properties"]["spec"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert by_kind["ClusterQueue"]["spec"]["versions"][1]["subresources"] == {"status": {}}
+    wpc = by_kind["WorkloadPriorityClass"]["spec"]["versions"][1]["schema"]["openAPIV3Schema"]
+    assert wpc["required"] == ["value"]
+    assert wpc["properties"]["value"] == {"type": "integer", "format": "int32"}

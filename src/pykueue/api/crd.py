@@ -652,20 +652,20 @@ def object_schema(kind: Kind) -> Schema:
 
 
 def _open_schema(kind: Kind) -> Schema:
-    # v1beta1 objects are validated after conversion (webhook); here only the envelope.
-    props: dict[str, Schema] = {
-        "apiVersion": {"type": "string"},
-        "kind": {"type": "string"},
-        "metadata": {"type": "object"},
-        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    """v1beta1: spec and status left open (their objects are converted by the webhook and
+    validated there as v1beta2); top-level fields that did not change between the
+    versions (WorkloadPriorityClass ``value``) keep their v1beta2 schema."""
+    stored = object_schema(kind)
+    open_object: Schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    props = {
+        name: open_object if name in ("spec", "status") else node
+        for name, node in stored["properties"].items()
     }
-    if kind.status:
-        props["status"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    if kind.name == "WorkloadPriorityClass":
-        props = {k: v for k, v in props.items() if k != "spec"}
-        props["value"] = {"type": "integer", "format": "int32"}
-        props["description"] = {"type": "string"}
-    return {"type": "object", "properties": props}
+    schema: Schema = {"type": "object", "properties": props}
+    required = [name for name in stored.get("required", []) if name not in ("spec", "status")]
+    if required:
+        schema["required"] = required
+    return schema
 
 
 def crd(kind: Kind, webhook: WebhookClientConfig | None = None) -> dict[str, Any]:
