@@ -2,18 +2,23 @@
 
 ``controller`` connects with ``--kubeconfig`` (or the pod's service account when
 none is given), lists and watches the queueing kinds, Workloads and Jobs, and runs
-`pykueue.controllers.kube_manager.KubeManager` until SIGTERM or SIGINT.
+`pykueue.controllers.kube_manager.KubeManager` until SIGTERM or SIGINT. With
+``--webhooks`` (what the Deployment of ``pykueue manifests`` passes) the webhook
+server of `pykueue.server.webhooks` runs in the same event loop; its "does this
+LocalQueue exist" question is answered from the controller's informer cache.
 
-``install`` server-side-applies manifests (``-f`` files, e.g. the output of
-``pykueue manifests``; by default the CRDs generated from our models), CRDs
-first, and waits until every CRD is Established, so a queue manifest applied
-right after it is accepted.
+``install`` server-side-applies manifests, CRDs first, and waits until every CRD
+is Established, so a queue manifest applied right after it is accepted. By default
+it applies what ``pykueue manifests`` prints (`pykueue.server.deploy.render`: CRDs,
+RBAC, webhook configurations, Service, Deployment); ``--crds-only`` applies just the
+CRDs, for a controller run outside the cluster; ``-f`` applies files.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -21,8 +26,12 @@ from typing import Any
 import typer
 import yaml
 
+from pykueue.api import crd
+from pykueue.controllers.kube_manager import KubeManager
 from pykueue.errors import PykueueError
+from pykueue.server import deploy, webhooks
 from pykueue.store import kubernetes
+from pykueue.store.base import Key
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +41,32 @@ def _connect(kubeconfig: Path | None, context: str | None) -> kubernetes.Kuberne
     return kubernetes.KubernetesStore(config)
 
 
-async def _run_controller(store: kubernetes.KubernetesStore, resync: float) -> None:
-    from pykueue.controllers.kube_manager import KubeManager
+def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> webhooks.LocalQueueLookup:
+    """LocalQueue lookups for the Job webhook: the informer cache once synced, else the API."""
+    ask_api = webhooks.store_lookup(store)
 
+    async def exists(namespace: str, name: str) -> bool:
+        if manager.passes == 0:
+            return await ask_api(namespace, name)
+        return Key("LocalQueue", namespace, name) in manager.admission.cache
+
+    return exists
+
+
+async def _run_controller(
+    store: kubernetes.KubernetesStore, resync: float, webhook_config: webhooks.WebhookConfig | None
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     ready = asyncio.Event()
     manager = KubeManager(store, resync_seconds=resync)
+    server = None
+    if webhook_config is not None:
+        # Webhooks first: Jobs created while the controller lists are already suspended.
+        server = webhooks.WebhookServer(webhook_config, store, cached_queues(manager, store))
+        await server.start()
     task = asyncio.create_task(manager.run(stop, ready))
     waiter = asyncio.create_task(ready.wait())
     await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
@@ -50,6 +76,8 @@ async def _run_controller(store: kubernetes.KubernetesStore, resync: float) -> N
         await task
     finally:
         waiter.cancel()
+        if server is not None:
+            await server.stop()
         await store.close()
 
 
@@ -60,12 +88,19 @@ def controller(
     context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: current)."),
     resync: float = typer.Option(1.0, "--resync-seconds", help="Seconds between passes without events."),
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
+    serve_webhooks: bool = typer.Option(
+        False, "--webhooks", help="Also serve the webhooks (Job suspension, validation, conversion)."
+    ),
+    webhook_port: int = typer.Option(9443, "--webhook-port", help="HTTPS port of the webhook server."),
 ) -> None:
     """Run pykueue as a Kubernetes controller: admit queued Jobs and Workloads, write queue status."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    webhook_config = (
+        webhooks.WebhookConfig.from_env(os.environ, port=webhook_port) if serve_webhooks else None
+    )
     try:
         store = _connect(kubeconfig, context)
-        asyncio.run(_run_controller(store, resync))
+        asyncio.run(_run_controller(store, resync, webhook_config))
     except PykueueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -74,11 +109,14 @@ def controller(
 # ---------------------------------------------------------------------- install
 
 
-def default_manifests() -> list[dict[str, Any]]:
-    """What `install` applies without ``-f``: the CRDs generated from our models."""
-    from pykueue.api import crd
-
-    return crd.crds()
+def default_manifests(
+    crds_only: bool = True, namespace: str = "kueue-system", image: str = ""
+) -> list[dict[str, Any]]:
+    """What `install` applies without ``-f``: `pykueue manifests`' output, or only the CRDs."""
+    if crds_only:
+        return crd.crds()
+    config = deploy.DeployConfig(namespace=namespace, image=image or deploy.DEFAULT_IMAGE)
+    return deploy.render(config)
 
 
 def read_manifests(paths: list[Path]) -> list[dict[str, Any]]:
@@ -133,11 +171,14 @@ def install(
         [],
         "-f",
         "--filename",
-        help="Manifests to apply (e.g. `pykueue manifests` output); default: the CRDs.",
+        help="Manifest files to apply instead of the built-in ones.",
     ),
+    crds_only: bool = typer.Option(False, "--crds-only", help="Only the CRDs (a controller run elsewhere)."),
+    namespace: str = typer.Option("kueue-system", "--namespace", help="Namespace of the controller."),
+    image: str = typer.Option("", "--image", help="Controller image (default: the release image)."),
 ) -> None:
     """Apply pykueue's manifests to a cluster (server-side apply), CRDs first."""
-    docs = read_manifests(filenames) if filenames else default_manifests()
+    docs = read_manifests(filenames) if filenames else default_manifests(crds_only, namespace, image)
 
     async def go() -> list[str]:
         store = _connect(kubeconfig, context)

@@ -192,7 +192,7 @@ class JobReconciler:
         if is_admitted(workload):
             if adapter.is_suspended(job):
                 return await self._start(adapter, job, workload)
-            return 0
+            return await self._sync_reclaimable(adapter, job, workload)
         return await self._stop_or_check(adapter, job, workload)
 
     async def _create_workload(self, adapter: JobAdapter, job: Manifest) -> int:
@@ -220,6 +220,21 @@ class JobReconciler:
         if written:
             log.info("started %s as %s admits it", Key.of(job), Key.of(workload))
         return written
+
+    async def _sync_reclaimable(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> int:
+        wanted = adapter.reclaimable_pods(job)
+        status = workload.get("status") or {}
+        if wanted == (status.get("reclaimablePods") or []):
+            return 0
+        updated = copy.deepcopy(workload)
+        if wanted:
+            updated["status"]["reclaimablePods"] = wanted
+        else:
+            updated["status"].pop("reclaimablePods", None)
+        written = await self.store.update_status(updated)
+        self._put_workload(written)
+        log.info("%s: reclaimable pods %s", Key.of(workload), wanted)
+        return 1
 
     async def _stop_or_check(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> int:
         """The Workload holds no admission: the job must be suspended with its template restored."""

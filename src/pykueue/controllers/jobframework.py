@@ -15,6 +15,7 @@ adapter only knows its own kind's manifest:
     finished          done, and whether it succeeded, or None while it runs
     is_active         pods still exist (a stopped job has to wait for them to go)
     pods_ready        every pod the admission allows is running and ready
+    reclaimable_pods  pods of a running job that finished and need their quota no more
 
 Adapters change the manifest dict they are given, in place; the reconciler hands
 them a copy and writes it. Registering is explicit (`default_registry()`), so
@@ -178,6 +179,10 @@ class JobAdapter(Protocol):
     def is_active(self, job: Manifest) -> bool: ...
 
     def pods_ready(self, job: Manifest) -> bool: ...
+
+    def reclaimable_pods(self, job: Manifest) -> list[Manifest]:
+        """``[{name, count}]`` for Workload ``status.reclaimablePods``; empty when none."""
+        ...
 
 
 class Registry:

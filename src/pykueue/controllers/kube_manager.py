@@ -27,12 +27,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from pykueue.controllers import admission, jobframework
+from pykueue.api import manifests
+from pykueue.controllers import admission, jobframework, workload_status
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.job_reconciler import JobReconciler
 from pykueue.controllers.queue_status import QueueStatusWriter
+from pykueue.engine import loading
 from pykueue.engine.config import EngineConfig
-from pykueue.errors import PykueueError, StoreError
+from pykueue.errors import InputError, PykueueError, StoreError
 from pykueue.store.base import Key, Manifest, Store, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,8 @@ class KubeManager:
                 self.admission.cache[key] = event.object
             else:
                 self.admission.handle(event)
+                if kind == "Workload" and previous is not None and event.type != "DELETED":
+                    self._reapply_reclaimable(previous, event.object)
         if kind in self.jobs.kinds():
             self.jobs.handle(event)
 
@@ -102,6 +106,23 @@ class KubeManager:
         writes += await self.statuses.write(self.admission.state, self.admission.cache)
         writes += await self.jobs.reconcile()
         return writes
+
+    def _reapply_reclaimable(self, previous: Manifest, current: Manifest) -> None:
+        # The admission controller skips a Workload change that touches only its status, but
+        # status.reclaimablePods changes the quota an admitted workload holds. Feed the new
+        # status to the engine until the admission controller does it itself.
+        def reclaimable(obj: Manifest) -> object:
+            return (obj.get("status") or {}).get("reclaimablePods") or []
+
+        if reclaimable(previous) == reclaimable(current) or workload_status.is_finished(current):
+            return
+        key = Key.of(current)
+        try:
+            parsed = manifests.parse_object(current, source=str(key))
+        except InputError as exc:
+            log.warning("ignoring %s: %s", key, exc)
+            return
+        loading.apply(self.admission.state, parsed)
 
     def _evict_deactivated(self) -> None:
         # The engine keeps a deactivated workload out of the queues but leaves an admitted one

@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,8 +19,11 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
+from pykueue.api import crd
 from pykueue.cli import controller_command
 from pykueue.controllers.kube_manager import KubeManager
+from pykueue.errors import NotFound
+from pykueue.server import certs, deploy, webhooks
 from pykueue.store import kubernetes
 
 from ..controlplane import ApiError, KubeCluster
@@ -26,6 +31,10 @@ from ..controlplane import ApiError, KubeCluster
 T = TypeVar("T")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+WEBHOOK_CONFIGURATIONS = (
+    ("MutatingWebhookConfiguration", deploy.MUTATING_WEBHOOK),
+    ("ValidatingWebhookConfiguration", deploy.VALIDATING_WEBHOOK),
+)
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +42,9 @@ def kueue_crds(kwok_cluster: KubeCluster) -> list[str]:
     async def install() -> list[str]:
         store = kubernetes.KubernetesStore(kubernetes.load_kubeconfig(kwok_cluster.kubeconfig))
         try:
-            return await controller_command.apply_all(store, controller_command.default_manifests())
+            return await controller_command.apply_all(
+                store, controller_command.default_manifests(crds_only=True)
+            )
         finally:
             await store.close()
 
@@ -68,8 +79,10 @@ def wait(probe: Callable[[], T | None], timeout: float, what: str, interval: flo
 class ControllerThread:
     """The controller on its own asyncio loop in a daemon thread."""
 
-    def __init__(self, kubeconfig: str) -> None:
+    def __init__(self, kubeconfig: str, webhook_namespace: str = "") -> None:
         self.kubeconfig = kubeconfig
+        # With a namespace, the webhook server runs on the same loop, registered by URL.
+        self.webhook_namespace = webhook_namespace
         self.ready = threading.Event()
         self.error: BaseException | None = None
         self.manager: KubeManager | None = None
@@ -98,6 +111,7 @@ class ControllerThread:
         self._stop = asyncio.Event()
         store = kubernetes.KubernetesStore(kubernetes.load_kubeconfig(self.kubeconfig))
         self.manager = KubeManager(store, resync_seconds=0.3)
+        server = await self._start_webhooks(store, self.manager) if self.webhook_namespace else None
         ready = asyncio.Event()
         waiter = asyncio.ensure_future(ready.wait())
         waiter.add_done_callback(lambda _: self.ready.set())
@@ -105,7 +119,31 @@ class ControllerThread:
             await self.manager.run(self._stop, ready)
         finally:
             waiter.cancel()
+            if server is not None:
+                for name in WEBHOOK_CONFIGURATIONS:
+                    with contextlib.suppress(NotFound):
+                        await store.delete(name[0], "", name[1])
+                await server.stop()
             await store.close()
+
+    async def _start_webhooks(
+        self, store: kubernetes.KubernetesStore, manager: KubeManager
+    ) -> webhooks.WebhookServer:
+        config = webhooks.WebhookConfig(
+            host="127.0.0.1",
+            port=0,
+            certs=certs.CertConfig(namespace=self.webhook_namespace, hosts=("127.0.0.1", "localhost")),
+        )
+        queues = controller_command.cached_queues(manager, store)
+        server = webhooks.WebhookServer(config, store, queues, rotate=False)
+        await server.start()
+        assert server.certificates is not None
+        client = crd.WebhookClientConfig(
+            url=f"https://127.0.0.1:{server.port}", ca_bundle=server.certificates.ca_bundle
+        )
+        await store.apply(deploy.mutating_webhook_configuration(client, self.webhook_namespace))
+        await store.apply(deploy.validating_webhook_configuration(client, self.webhook_namespace))
+        return server
 
     def stop(self, timeout: float = 30.0) -> None:
         if self._stop is not None and not self._loop.is_closed():
@@ -138,6 +176,19 @@ def controller(kwok_cluster: KubeCluster, kueue_crds: list[str]) -> Iterator[Con
         yield thread
     finally:
         thread.stop()
+
+
+@pytest.fixture
+def controller_with_webhooks(kwok_cluster: KubeCluster, kueue_crds: list[str]) -> Iterator[ControllerThread]:
+    """The controller and the webhook server (Job suspension, validation) on one loop."""
+    system = f"pykueue-system-{secrets.token_hex(3)}"
+    kwok_cluster.create_namespace(system)
+    thread = ControllerThread(str(kwok_cluster.kubeconfig), webhook_namespace=system).start()
+    try:
+        yield thread
+    finally:
+        thread.stop()
+        kwok_cluster.delete(f"/api/v1/namespaces/{system}")
 
 
 class Kueue:

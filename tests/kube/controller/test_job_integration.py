@@ -225,3 +225,29 @@ def test_partial_admission_lowers_parallelism(
     assert running["spec"]["completions"] == 20
     wait(lambda: is_true(kueue.job(ns, "partial"), "Complete"), 90, "the job to complete")
     wait(lambda: is_true(kueue.workload_of(job), "Finished"), 30, "Workload Finished")
+
+
+def test_reclaimable_pods_free_quota_before_the_job_ends(
+    kueue: Kueue, controller: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    fake_nodes(1)
+    ns = kube_namespace
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-cq", f"{ns}-flavor", "2"))
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
+    # Two pods at a time, three completions: after the first two succeed one pod is left,
+    # and the other cpu goes back to the queue while the third pod still runs.
+    long = kueue.create_job(
+        ns, job_manifest("long", "queue", parallelism=2, completions=3, run_duration="8s")
+    )
+    wait(lambda: _admitted(kueue, long), 30, "the first job admitted")
+    waiting = kueue.create_job(ns, job_manifest("waiting", "queue", parallelism=1, run_duration="1s"))
+    reclaimed = wait(
+        lambda: (w := kueue.workload_of(long)) and w["status"].get("reclaimablePods") and w,
+        30,
+        "reclaimable pods",
+    )
+    assert reclaimed["status"]["reclaimablePods"] == [{"name": "main", "count": 1}]
+    wait(lambda: _admitted(kueue, waiting), 30, "the second job admitted on the reclaimed cpu")
+    assert not is_true(kueue.job(ns, "long"), "Complete"), "admitted only after the first job ended"
+    wait(lambda: is_true(kueue.job(ns, "long"), "Complete"), 60, "the first job to complete")

@@ -169,3 +169,16 @@ def test_an_unsuspended_queued_job_is_suspended_until_admitted_and_pending_expla
     wait(lambda: is_true(kueue.workload_of(job), "Admitted"), 30, "admission after the quota grew")
     wait(lambda: is_true(kueue.job("default", name), "Complete"), 60, "the Job to complete")
     wait(lambda: _usage_is_zero(kueue.cluster_queue("cluster-queue")), 30, "ClusterQueue usage back to 0")
+
+
+def test_with_the_webhook_the_sample_job_is_suspended_at_creation_and_runs_to_the_end(
+    kueue: Kueue, controller_with_webhooks: ControllerThread, fake_nodes: NodeFactory
+) -> None:
+    fake_nodes(2)
+    kueue.apply(QUICKSTART_QUEUES)
+    job = kueue.create_job("default", _sample_job(suspend=False))  # exactly as upstream's docs give it
+    assert job["spec"]["suspend"] is True, "the Job webhook suspends a queue-named Job at creation"
+    name = job["metadata"]["name"]
+    wait(lambda: is_true(kueue.workload_of(job), "Admitted"), 30, "the Workload admitted")
+    wait(lambda: is_true(kueue.job("default", name), "Complete"), 60, "the Job to complete")
+    wait(lambda: _usage_is_zero(kueue.cluster_queue("cluster-queue")), 30, "ClusterQueue usage back to 0")

@@ -131,6 +131,20 @@ class BatchJobAdapter:
         status = job.get("status") or {}
         return int(status.get("active") or 0) > 0 or int(status.get("terminating") or 0) > 0
 
+    def reclaimable_pods(self, job: Manifest) -> list[Manifest]:
+        # Once fewer completions remain than pods run at once, the surplus pods never come
+        # back: their quota can go to other workloads (upstream's ReclaimablePods).
+        spec, status = _spec(job), job.get("status") or {}
+        parallelism = 1 if spec.get("parallelism") is None else int(spec["parallelism"])
+        succeeded = int(status.get("succeeded") or 0)
+        if parallelism <= 1 or succeeded == 0:
+            return []
+        completions = parallelism if spec.get("completions") is None else int(spec["completions"])
+        remaining = completions - succeeded
+        if remaining >= parallelism:
+            return []
+        return [{"name": POD_SET, "count": parallelism - max(remaining, 0)}]
+
     def pods_ready(self, job: Manifest) -> bool:
         status = job.get("status") or {}
         ready = int(status.get("ready") or 0) + int(status.get("succeeded") or 0)
