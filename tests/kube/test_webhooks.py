@@ -12,7 +12,10 @@ import base64
 import dataclasses
 import datetime
 import secrets
+import ssl
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -331,3 +334,16 @@ def test_certificate_is_stored_published_and_rotated(harness: Harness, kube_name
     # A second refresh with the normal policy keeps what is there.
     again = harness.run(certs.Rotator(harness.store, config, harness.server._use, current=second).refresh())
     assert again.serving.cert == second.serving.cert
+
+
+def test_probes_answer_over_tls_trusted_by_the_published_bundle(harness: Harness) -> None:
+    assert harness.server.certificates is not None
+    context = ssl.create_default_context(cadata=harness.server.certificates.ca_bundle.decode())
+    base = f"https://127.0.0.1:{harness.server.port}"
+    for path in ("/healthz", "/readyz"):
+        with urllib.request.urlopen(base + path, context=context, timeout=10) as response:
+            assert response.read() == b"ok"
+    bad = urllib.request.Request(base + webhooks.VALIDATE_KUEUE_PATH, data=b"[]", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(bad, context=context, timeout=10)
+    assert err.value.code == 400
