@@ -151,3 +151,24 @@ def test_plan_needs_two_designs():
     )
     assert result.exit_code == 2
     assert "give --queues at least twice" in result.output
+
+
+def test_progress_bar_can_be_forced_off_a_terminal():
+    code, out = simulate_with_progress()
+    assert code == 0
+    assert "simulation of queues" in out
+
+
+def simulate_with_progress() -> tuple[int, str]:
+    result = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "--queues",
+            str(EXAMPLES / "queues.yaml"),
+            "--trace",
+            str(EXAMPLES / "trace.jsonl"),
+            "--progress",
+        ],
+    )
+    return result.exit_code, result.stdout

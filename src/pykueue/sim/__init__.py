@@ -3,6 +3,7 @@
     jobs        what one trace row is (pod sets, runtime, checkpoints) and its engine workload
     trace       reading a trace (CSV or JSONL), every problem named by file, line and field
     generator   upstream Kueue's scheduler-performance generator files, built as upstream does
+    yamlpaths   YAML with a line number per field path, for located messages
     design      the queue objects of one quota design, loaded into an engine state, and the
                 checks that every job can run there at all
     driver      the event loop: arrivals, settled scheduling cycles, preemption losses, completions

@@ -20,7 +20,7 @@ from rich.table import Table
 from pykueue.sim import driver, svg
 from pykueue.sim.design import Design
 from pykueue.sim.jobs import SECOND, Job
-from pykueue.sim.report_html import _table, headline_rows, page
+from pykueue.sim.report_html import headline_rows, page, table_html
 
 HIGHER_IS_BETTER = ("finished", "utilisation", "fairness")
 NEUTRAL = ("jobs", "ideal makespan")
@@ -89,7 +89,7 @@ def render_html(outcomes: list[Outcome]) -> str:
     sections = [
         "<p class='note'>Same trace and seed on every design; green is better and red worse than the "
         f"first design ({escape(names[0])}).</p>",
-        "<h2>Side by side</h2>" + _table(header, body_rows, classes),
+        "<h2>Side by side</h2>" + table_html(header, body_rows, classes),
     ]
     sections.append(_queue_waits(outcomes))
     waits = []
@@ -159,4 +159,4 @@ def _queue_waits(outcomes: list[Outcome]) -> str:
             + [""]
             + [verdict("utilisation", uses[0], u) for u in uses[1:]]
         )
-    return "<h2>Per ClusterQueue</h2>" + _table(header, body, classes)
+    return "<h2>Per ClusterQueue</h2>" + table_html(header, body, classes)

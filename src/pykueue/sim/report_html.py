@@ -45,7 +45,7 @@ def groups(rec: Recorder) -> list[tuple[str, list[str]]]:
     return [*((name, [name]) for name in top), (f"{len(rest)} others", rest)]
 
 
-def _table(header: list[str], rows: list[list[Any]], classes: list[list[str]] | None = None) -> str:
+def table_html(header: list[str], rows: list[list[Any]], classes: list[list[str]] | None = None) -> str:
     head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
     body = []
     for r, row in enumerate(rows):
@@ -112,7 +112,7 @@ def sections(run: Run, summary: dict[str, Any]) -> list[str]:
     for note in summary["notes"]:
         out.append(f"<p class='note'>note: {escape(note)}</p>")
     out.append(
-        "<h2>Summary</h2>" + _table(["figure", "value"], [list(row) for row in headline_rows(summary)])
+        "<h2>Summary</h2>" + table_html(["figure", "value"], [list(row) for row in headline_rows(summary)])
     )
     out.append(_checker(summary))
     grid = rec.grid()
@@ -160,7 +160,7 @@ def _checker(summary: dict[str, Any]) -> str:
     return (
         "<h2>Upstream checker figures</h2><p class='note'>As upstream's scheduler-performance recorder "
         "computes them (rangespec.yaml's cmd.maxWallMs, clusterQueueClassesMinUsage, "
-        "wlClassesMaxAvgTimeToAdmissionMs).</p>" + _table(["figure", "value"], rows)
+        "wlClassesMaxAvgTimeToAdmissionMs).</p>" + table_html(["figure", "value"], rows)
     )
 
 
@@ -219,7 +219,7 @@ def _waits(rec: Recorder, summary: dict[str, Any]) -> str:
         ]
         for cls, v in summary["classes"].items()
     ]
-    table = _table(["class", "jobs", "mean (s)", "p50", "p90", "p99", "max"], rows)
+    table = table_html(["class", "jobs", "mean (s)", "p50", "p90", "p99", "max"], rows)
     return f"<h2>Wait-time distributions</h2>{cdf}{table}{bars}"
 
 
@@ -278,4 +278,4 @@ def _queue_table(summary: dict[str, Any], primary: str) -> str:
         "preemptions",
         f"lost {primary}-h",
     ]
-    return "<h2>ClusterQueues</h2>" + _table(header, rows)
+    return "<h2>ClusterQueues</h2>" + table_html(header, rows)

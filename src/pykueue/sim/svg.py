@@ -29,6 +29,8 @@ PALETTE = (
 WIDTH = 720
 HEIGHT = 260
 LEFT, RIGHT, TOP, BOTTOM = 60, 170, 30, 34
+LABEL_CHARS = 20  # category labels of bar charts, rotated below the axis
+LABEL_SPACE = 90  # pixels they need
 
 
 def colour(index: int) -> str:
@@ -113,9 +115,11 @@ def _legend(names: Sequence[str], styles: Sequence[str] | None = None) -> list[s
     return parts
 
 
-def _wrap(parts: list[str]) -> str:
+def _wrap(parts: list[str], extra: int = 0) -> str:
+    """The svg element; ``extra`` pixels below the usual height hold rotated category labels."""
     body = "".join(parts)
-    return f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}">{body}</svg>'
+    height = HEIGHT + extra
+    return f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}">{body}</svg>'
 
 
 def line_chart(
@@ -218,10 +222,11 @@ def bar_chart(
             )
         if k % label_every == 0:
             cx = base + slot * 0.4
-            label = category if len(category) <= 14 else category[:13] + "…"
+            label = category if len(category) <= LABEL_CHARS else category[: LABEL_CHARS - 1] + "…"
             parts.append(
-                f'<text x="{cx:.1f}" y="{HEIGHT - BOTTOM + 12}" class="tk" text-anchor="end" '
-                f'transform="rotate(-30 {cx:.1f} {HEIGHT - BOTTOM + 12})">{escape(label)}</text>'
+                f'<text x="{cx:.1f}" y="{HEIGHT - BOTTOM + 10}" class="tk" text-anchor="end" '
+                f'transform="rotate(-60 {cx:.1f} {HEIGHT - BOTTOM + 10})"><title>{escape(category)}</title>'
+                f"{escape(label)}</text>"
             )
     names = [name for name, _ in series]
     parts.extend(_legend(names))
@@ -230,7 +235,7 @@ def bar_chart(
         x = WIDTH - RIGHT + 10
         parts.append(f'<line x1="{x}" y1="{y - 4}" x2="{x + 16}" y2="{y - 4}" class="mark"/>')
         parts.append(f'<text x="{x + 20}" y="{y}" class="tk">{escape(marker_label)}</text>')
-    return _wrap(parts)
+    return _wrap(parts, LABEL_SPACE)
 
 
 def cdf_chart(title: str, series: Sequence[tuple[str, Sequence[float]]], x_label: str) -> str:
