@@ -172,3 +172,39 @@ def simulate_with_progress() -> tuple[int, str]:
         ],
     )
     return result.exit_code, result.stdout
+
+
+GENERATOR = (
+    "cohorts:\n- className: c\n  count: 1\n  queuesSets:\n  - className: q\n    count: 2\n    nominalQuota: 2\n"
+    "    borrowingLimit: 2\n    reclaimWithinCohort: Any\n    workloadsSets:\n    - count: 3\n      creationIntervalMs: 100\n"
+    "      workloads:\n      - {className: w, runtimeMs: 1000, priority: 1, request: 2}\n"
+)
+
+
+def test_rangespec_rules_pass_and_fail(tmp_path: Path):
+    generator = tmp_path / "generator.yaml"
+    generator.write_text(GENERATOR)
+    # wall 3100 ms; usage: 4 CPUs in use from 0.1 s to 3.1 s of 4 CPUs x 3.1 s = 96.77 %;
+    # average time to admission (0 + 0 + 900 + 900 + 1800 + 1800) / 6 = 900 ms
+    passing = tmp_path / "pass.yaml"
+    passing.write_text(
+        "cmd: {maxWallMs: 3100}\nclusterQueueClassesMinUsage: {q: 96.77}\nwlClassesMaxAvgTimeToAdmissionMs: {w: 900}\n"
+    )
+    result = CliRunner().invoke(app, ["simulate", "--generator", str(generator), "--rangespec", str(passing)])
+    assert result.exit_code == 0, result.output
+    assert "FAIL" not in result.stdout
+    failing = tmp_path / "fail.yaml"
+    failing.write_text(
+        "cmd: {maxWallMs: 3000}\nclusterQueueClassesMinUsage: {q: 99}\nwlClassesMaxAvgTimeToAdmissionMs: {}\n"
+    )
+    result = CliRunner().invoke(app, ["simulate", "--generator", str(generator), "--rangespec", str(failing)])
+    assert result.exit_code == 1
+    assert result.stdout.count("FAIL") == 3  # the wall time, the usage, and class w unknown to the range file
+
+
+def test_generator_errors_keep_their_brackets(tmp_path: Path):
+    generator = tmp_path / "generator.yaml"
+    generator.write_text(GENERATOR.replace("count: 2", "count: two"))
+    result = CliRunner().invoke(app, ["simulate", "--generator", str(generator)])
+    assert result.exit_code == 2
+    assert "generator.yaml:6 cohorts[0].queuesSets[0].count: expected an integer" in result.output

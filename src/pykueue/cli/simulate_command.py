@@ -18,11 +18,12 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pykueue.api import manifests
 from pykueue.errors import EngineError, InputError
-from pykueue.sim import driver, generator, plan, report_html, tables, trace
+from pykueue.sim import checker, driver, generator, plan, report_html, tables, trace
 from pykueue.sim.design import Design
 from pykueue.sim.jobs import SECOND, Job
 
@@ -130,6 +131,10 @@ def _write_jobs_csv(path: Path, run: driver.Run) -> None:
             )
 
 
+def _error(kind: str, exc: Exception) -> None:
+    Console(stderr=True, highlight=False).print(f"[red]{kind}:[/red] {escape(str(exc))}", soft_wrap=True)
+
+
 def _cycle_time(text: str) -> int:
     try:
         return trace.duration(text, "--cycle-time")
@@ -161,6 +166,11 @@ def simulate(
     cycle_time: str = typer.Option(
         "0", "--cycle-time", help="How long one scheduling cycle takes (e.g. 10ms); 0 settles at each event."
     ),
+    rangespec: Path | None = typer.Option(
+        None,
+        "--rangespec",
+        help="Check the figures against upstream's rangespec.yaml; exit 1 when one fails.",
+    ),
 ) -> None:
     """Replay a trace (or an upstream generator file) on a quota design in virtual time."""
     console = Console(stderr=as_json, highlight=False)
@@ -169,6 +179,7 @@ def simulate(
         if len(designs) > 1:
             raise InputError("simulate takes one design; use `pykueue plan` to compare several")
         design = designs[0]
+        spec = checker.load(rangespec) if rangespec is not None else None
         checked = design.check(jobs)
         show = progress if progress is not None else sys.stderr.isatty()
         bar, update = _progress_bar(Console(stderr=True), show)
@@ -188,19 +199,24 @@ def simulate(
             if generator_path is not None and not queues:
                 (out / "design.yaml").write_text(manifests.dump_yaml(design.objects), encoding="utf-8")
     except InputError as exc:
-        Console(stderr=True, highlight=False).print(f"[red]error:[/red] {exc}", markup=True, soft_wrap=True)
+        _error("error", exc)
         raise typer.Exit(2) from exc
     except EngineError as exc:
-        Console(stderr=True, highlight=False).print(f"[red]engine error:[/red] {exc}", soft_wrap=True)
+        _error("engine error", exc)
         raise typer.Exit(1) from exc
     if as_json:
         sys.stdout.write(dumps(summary))
-        return
-    console.print(tables.summary_table(summary))
-    console.print(tables.checker_table(summary))
-    console.print(tables.queues_table(summary))
-    if out is not None:
-        console.print(f"wrote {out / 'summary.json'}, {out / 'report.html'}, {out / 'jobs.csv'}")
+    else:
+        console.print(tables.summary_table(summary))
+        console.print(tables.checker_table(summary))
+        console.print(tables.queues_table(summary))
+        if out is not None:
+            console.print(f"wrote {out / 'summary.json'}, {out / 'report.html'}, {out / 'jobs.csv'}")
+    if spec is not None:
+        verdicts = checker.check(spec, summary)
+        console.print(tables.verdicts_table(verdicts, str(rangespec)))
+        if not all(v.ok for v in verdicts):
+            raise typer.Exit(1)
 
 
 def plan_command(
@@ -243,10 +259,10 @@ def plan_command(
                 (out / f"summary-{outcome.name}.json").write_text(dumps(outcome.summary), encoding="utf-8")
             (out / "plan.html").write_text(plan.render_html(outcomes), encoding="utf-8")
     except InputError as exc:
-        Console(stderr=True, highlight=False).print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        _error("error", exc)
         raise typer.Exit(2) from exc
     except EngineError as exc:
-        Console(stderr=True, highlight=False).print(f"[red]engine error:[/red] {exc}", soft_wrap=True)
+        _error("engine error", exc)
         raise typer.Exit(1) from exc
     console.print(plan.table(outcomes))
     if out is not None:

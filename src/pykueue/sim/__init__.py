@@ -12,6 +12,7 @@
     report_html the self-contained HTML report of one run
     tables      the rich terminal tables
     plan        two designs on one trace, side by side
+    checker     upstream's checker rules (rangespec.yaml) on a summary
 
 The simulator never computes quota itself: it feeds the engine (`pykueue.engine`)
 and reads back its decisions, exactly as the controllers do.

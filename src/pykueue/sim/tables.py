@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
+from pykueue.sim.checker import Verdict
 from pykueue.sim.report_html import headline_rows
 
 MAX_QUEUE_ROWS = 20
@@ -81,4 +82,14 @@ def queues_table(summary: dict[str, Any]) -> Table:
             _fmt(q["preemptions"]),
             _fmt(q["lostResourceHours"].get(primary, 0.0)),
         )
+    return table
+
+
+def verdicts_table(verdicts: list[Verdict], source: str) -> Table:
+    table = Table(title=f"upstream checker rules of {source}", title_justify="left")
+    for column in ("rule", "limit", "simulated", ""):
+        table.add_column(column, justify="left" if column == "rule" else "right")
+    for verdict in verdicts:
+        mark = "[green]ok[/green]" if verdict.ok else "[red]FAIL[/red]"
+        table.add_row(verdict.rule, verdict.limit, verdict.actual, mark)
     return table
