@@ -55,7 +55,7 @@ Progress = Callable[[int, int, int], None]  # (jobs finished, jobs in total, vir
 class Options:
     seed: int = 0
     progress: Progress | None = None
-    progress_every: int = 200  # instants between progress callbacks
+    progress_every: int = 1  # instants between progress callbacks
     cycle_time: int = 0  # microseconds one scheduling cycle takes; 0: settle at each instant
 
 

@@ -24,19 +24,18 @@ def load(text: str, source: str) -> tuple[Any, dict[str, int]]:
     lines: dict[str, int] = {}
     if node is None:
         return None, lines
-    return _convert(node, "", lines), lines
+    return _convert(node, "", lines, yaml.SafeLoader("")), lines
 
 
-def _convert(node: yaml.Node, path: str, lines: dict[str, int]) -> Any:
+def _convert(node: yaml.Node, path: str, lines: dict[str, int], scalars: yaml.SafeLoader) -> Any:
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
             key = str(key_node.value)
             child = f"{path}.{key}" if path else key
-            result[key] = _convert(value_node, child, lines)
+            result[key] = _convert(value_node, child, lines, scalars)
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_convert(item, f"{path}[{index}]", lines) for index, item in enumerate(node.value)]
-    constructor = yaml.SafeLoader("")
-    return constructor.construct_object(node)
+        return [_convert(item, f"{path}[{index}]", lines, scalars) for index, item in enumerate(node.value)]
+    return scalars.construct_object(node)
