@@ -13,9 +13,9 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
-## run: pykueue's main job on its embedded default
+## run: standalone pykueue with the example queues and jobs of examples/standalone/ (Ctrl-C to stop)
 run: $(STAMP)
-	$(BIN)/pykueue demo
+	$(BIN)/pykueue up --demo --config examples/standalone/config.yaml --port 0
 
 ## test: every check (ruff, mypy, import-linter, pytest)
 test: lint typecheck layers unit

@@ -337,6 +337,8 @@ class LocalExecutor:
         pod = Pod(key, index, process, devices, log_path, grace)
         self.pods.setdefault(key, {})[index] = pod
         self.starts += 1
+        gpus_text = f", GPUs {','.join(devices)}" if devices else ""
+        self.record(f"{key.namespace}/{key.name}: pod {index} started (pid {process.pid}{gpus_text})")
         if not run.start_time:
             run.start_time = _now_text()
         self._spawn(self._watch_pod(pod))

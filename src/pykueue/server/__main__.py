@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
+import signal
 import sys
 from pathlib import Path
 
@@ -20,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--demo", action="store_true")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>` prints every thread's stack
     options = runtime.Options(
         data_dir=args.data,
         host=args.host,

@@ -251,6 +251,11 @@ async def _demo(
             await _apply_files(store, admin, [path], console)
         except PykueueError as exc:
             console.record("demo", f"refused: {exc}")
+    console.record(
+        "demo",
+        "all demo jobs submitted; in another terminal try: pykueue get clusterqueues | pykueue get jobs"
+        " | pykueue describe workload eval -n research | pykueue logs train-big -n research",
+    )
 
 
 async def _pump_decisions(admission: StandaloneAdmission, console: Console, stop: asyncio.Event) -> None:
@@ -320,13 +325,14 @@ async def _main(options: Options, config: Config) -> None:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, request_stop)
+    loop.add_signal_handler(signal.SIGUSR2, _dump_tasks)  # where every coroutine waits, for bug reports
     tasks = [
         asyncio.create_task(_supervised("manager", lambda: manager.run(stop), stop, console)),
         asyncio.create_task(_supervised("executor", lambda: executor.run(stop), stop, console)),
-        asyncio.create_task(_pump_decisions(admission, console, stop), name="decisions"),
     ]
+    helpers = [asyncio.create_task(_pump_decisions(admission, console, stop), name="decisions")]
     if options.demo and config.demo:
-        tasks.append(asyncio.create_task(_demo(store, admin, config.demo, console), name="demo"))
+        helpers.append(asyncio.create_task(_demo(store, admin, config.demo, console), name="demo"))
     for path in client_paths:
         write_client_config(path, url, token)
     print(f"pykueue is serving {url}", flush=True)
@@ -341,13 +347,18 @@ async def _main(options: Options, config: Config) -> None:
     done, _ = await asyncio.wait([serving, *tasks], return_when=asyncio.FIRST_COMPLETED)
     failed = [t for t in done if not t.cancelled() and t.exception() is not None]
     request_stop()
-    await asyncio.gather(serving, *tasks, return_exceptions=True)
+    await asyncio.gather(serving, *tasks, *helpers, return_exceptions=True)
     await executor.stop_all(SHUTDOWN_GRACE_SECONDS)
     store.close()
     if failed:
         error = failed[0].exception()
         assert error is not None
         raise error
+
+
+def _dump_tasks() -> None:
+    for task in asyncio.all_tasks():
+        task.print_stack(file=sys.stderr)
 
 
 class _ToConsole(logging.Handler):
