@@ -71,6 +71,8 @@ class JobReconciler:
     # ResourceFlavor manifests by name, read when a Workload is admitted (the admission cache).
     flavors: Callable[[], Mapping[str, Manifest]]
     clock: Callable[[], datetime] = _utc_now
+    # The value of a priority class by (kind, name), None when unknown (the engine's view).
+    priority_of: Callable[[str, str], int | None] | None = None
     jobs: dict[Key, Manifest] = field(default_factory=dict)
     workloads: dict[Key, Manifest] = field(default_factory=dict)
     dirty: set[Key] = field(default_factory=set)
@@ -196,7 +198,14 @@ class JobReconciler:
         return await self._stop_or_check(adapter, job, workload)
 
     async def _create_workload(self, adapter: JobAdapter, job: Manifest) -> int:
-        wanted = jobframework.workload_for(adapter, job)
+        wanted = jobframework.workload_for(adapter, job, self.priority_of)
+        ref = wanted["spec"].get("priorityClassRef")
+        if ref is not None and self.priority_of is not None and "priority" not in wanted["spec"]:
+            # As upstream: no Workload until its priority class exists (it may just not have
+            # reached our cache yet); the job is looked at again on the next pass.
+            log.debug("%s waits for %s %s", Key.of(job), ref["kind"], ref["name"])
+            self.dirty.add(Key.of(job))
+            return 0
         try:
             created = await self.store.create(wanted)
         except AlreadyExists:

@@ -30,7 +30,7 @@ so no annotation on the job is needed to remember the original.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -230,8 +230,14 @@ def workload_name(kind: str, job_name: str, job_uid: str) -> str:
     return f"{prefix}-{digest}"
 
 
-def workload_for(adapter: JobAdapter, job: Manifest) -> Manifest:
-    """The Workload that queues ``job``: owned by it, with its pod sets, queue and priority class."""
+def workload_for(
+    adapter: JobAdapter, job: Manifest, priority_of: Callable[[str, str], int | None] | None = None
+) -> Manifest:
+    """The Workload that queues ``job``: owned by it, with its pod sets, queue and priority class.
+
+    ``priority_of(kind, name)`` gives a priority class's value; as upstream, the Workload's
+    ``spec.priority`` is that value when it is created, and stays so if the class changes.
+    """
     meta = job.get("metadata") or {}
     labels = meta.get("labels") or {}
     spec: Manifest = {"queueName": adapter.queue_name(job), "podSets": adapter.pod_sets(job)}
@@ -256,6 +262,11 @@ def workload_for(adapter: JobAdapter, job: Manifest) -> Manifest:
                 "kind": "PriorityClass",
                 "name": pod_class,
             }
+    ref = spec.get("priorityClassRef")
+    if ref is not None and priority_of is not None:
+        value = priority_of(ref["kind"], ref["name"])
+        if value is not None:
+            spec["priority"] = value
     return {
         "apiVersion": WORKLOAD_API_VERSION,
         "kind": "Workload",

@@ -69,8 +69,11 @@ class KubeManager:
 
     def __post_init__(self) -> None:
         self.admission = AdmissionController(self.store, self.config, self.clock)
-        self.jobs = JobReconciler(self.store, self.registry, self.flavors, self.clock)
+        self.jobs = JobReconciler(self.store, self.registry, self.flavors, self.clock, self.priority_of)
         self.statuses = QueueStatusWriter(self.store, self.clock)
+
+    def priority_of(self, kind: str, name: str) -> int | None:
+        return self.admission.state.priority_values.get((kind, name))
 
     def flavors(self) -> Mapping[str, Manifest]:
         return {key.name: obj for key, obj in self.admission.cache.items() if key.kind == "ResourceFlavor"}

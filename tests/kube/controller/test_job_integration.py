@@ -251,3 +251,60 @@ def test_reclaimable_pods_free_quota_before_the_job_ends(
     wait(lambda: _admitted(kueue, waiting), 30, "the second job admitted on the reclaimed cpu")
     assert not is_true(kueue.job(ns, "long"), "Complete"), "admitted only after the first job ended"
     wait(lambda: is_true(kueue.job(ns, "long"), "Complete"), 60, "the first job to complete")
+
+
+def test_a_higher_priority_job_preempts_within_its_cluster_queue(
+    kueue: Kueue, controller: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    fake_nodes(1)
+    ns = kube_namespace
+    for name, value in ((f"{ns}-low", 10), (f"{ns}-high", 1000)):
+        kueue.apply(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+        )
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(
+        _cluster_queue(f"{ns}-cq", f"{ns}-flavor", "2", preemption={"withinClusterQueue": "LowerPriority"})
+    )
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
+    low_job = job_manifest("low", "queue", parallelism=2, run_duration="3s")
+    low_job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = f"{ns}-low"
+    low = kueue.create_job(ns, low_job)
+    wait(lambda: _admitted(kueue, low) and _running(kueue, ns, "low"), 30, "the low-priority job running")
+
+    high_job = job_manifest("high", "queue", parallelism=2, run_duration="1s")
+    high_job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = f"{ns}-high"
+    high = kueue.create_job(ns, high_job)
+    workload = wait(lambda: _admitted(kueue, high), 30, "the high-priority job admitted")
+    assert workload["spec"]["priorityClassRef"]["name"] == f"{ns}-high"
+    assert workload["spec"]["priority"] == 1000
+    victim = wait(
+        lambda: (w := kueue.workload_of(low)) and is_true(w, "Preempted") and w, 30, "low preempted"
+    )
+    assert condition(victim, "Preempted")["reason"] == "InClusterQueue"  # type: ignore[index]
+    wait(lambda: is_true(kueue.job(ns, "high"), "Complete"), 60, "the high-priority job to complete")
+    wait(lambda: is_true(kueue.job(ns, "low"), "Complete"), 60, "the low-priority job resumed and completed")
+
+
+def test_a_failed_job_finishes_its_workload_and_releases_the_quota(
+    kueue: Kueue, controller: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    fake_nodes(1)
+    ns = kube_namespace
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-cq", f"{ns}-flavor", "2"))
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
+    failing = job_manifest("failing", "queue", parallelism=2)
+    failing["spec"]["backoffLimit"] = 0
+    failing["spec"]["template"]["metadata"]["annotations"]["pykueue.test/fail"] = "true"
+    job = kueue.create_job(ns, failing)
+    finished = wait(lambda: (w := kueue.workload_of(job)) and is_true(w, "Finished") and w, 60, "Finished")
+    assert condition(finished, "Finished")["reason"] == "Failed"  # type: ignore[index]
+    assert is_true(kueue.job(ns, "failing"), "Failed")
+    after = kueue.create_job(ns, job_manifest("after", "queue", parallelism=2))
+    wait(lambda: _admitted(kueue, after), 30, "the next job admitted on the released quota")
