@@ -104,3 +104,15 @@ def test_a_cycle_time_admits_one_head_per_queue_per_cycle():
     result = driver.simulate(cqs, jobs, driver.Options(cycle_time=1_000_000))
     assert [times(result, name)["first"] for name in "abcxd"] == [0, 1, 2, 0, 3.5]
     assert times(result, "c")["finish"] == 12
+
+
+def test_jobs_that_can_never_be_admitted_are_reported_unfinished():
+    # The queue only selects namespaces labelled team=a; the namespace has no labels.
+    queue = cluster_queue("team", "4").replace(
+        "namespaceSelector: {}", "namespaceSelector: {matchLabels: {team: a}}"
+    )
+    result = run(design(queue), HEADER + "a,0,team/main,0,10,,1,cpu=1\n")
+    summary = result.summary("t")
+    assert summary["totals"]["finished"] == 0
+    assert summary["unfinishedJobs"] == ["team/a"]
+    assert summary["totals"]["wait"] == {"count": 0}
