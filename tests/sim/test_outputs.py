@@ -143,6 +143,7 @@ def test_plan_shows_designs_side_by_side(tmp_path: Path):
     assert 'class="worse"' in html or 'class="better"' in html
     assert (tmp_path / "summary-queues.json").exists()
     assert (tmp_path / "summary-queues-capped.json").exists()
+    assert (tmp_path / "report-queues-capped.html").exists()
 
 
 def test_plan_needs_two_designs():

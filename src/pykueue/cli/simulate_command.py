@@ -257,6 +257,9 @@ def plan_command(
             out.mkdir(parents=True, exist_ok=True)
             for outcome in outcomes:
                 (out / f"summary-{outcome.name}.json").write_text(dumps(outcome.summary), encoding="utf-8")
+                (out / f"report-{outcome.name}.html").write_text(
+                    report_html.render(outcome.run, outcome.summary), encoding="utf-8"
+                )
             (out / "plan.html").write_text(plan.render_html(outcomes), encoding="utf-8")
     except InputError as exc:
         _error("error", exc)
