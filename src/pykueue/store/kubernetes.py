@@ -255,6 +255,7 @@ class KubernetesStore:
     config: KubeConfig
     retry: Retry = field(default_factory=Retry)
     watch_timeout_seconds: int = 300
+    request_timeout_seconds: float = 30.0
     field_manager: str = "pykueue"
     # Tests hand in an `httpx.MockTransport`; None means real connections.
     transport: httpx.AsyncBaseTransport | None = None
@@ -272,7 +273,7 @@ class KubernetesStore:
                 base_url=self.config.server,
                 verify=self.config.ssl_context() if self.transport is None else True,
                 transport=self.transport,
-                timeout=httpx.Timeout(30.0, read=None),
+                timeout=httpx.Timeout(self.request_timeout_seconds),
                 headers={"Accept": "application/json", "User-Agent": "pykueue"},
             )
         return self._client
@@ -471,7 +472,11 @@ class KubernetesStore:
     async def _stream(
         self, path: str, params: Mapping[str, str]
     ) -> AsyncGenerator[tuple[str, Manifest], None]:
-        async with self.client.stream("GET", path, params=dict(params), headers=self._headers()) as response:
+        # The server ends a watch after timeoutSeconds; a read that outlasts it means a dead link.
+        timeout = httpx.Timeout(self.request_timeout_seconds, read=self.watch_timeout_seconds + 30.0)
+        async with self.client.stream(
+            "GET", path, params=dict(params), headers=self._headers(), timeout=timeout
+        ) as response:
             if response.status_code == 410:
                 raise Gone(path)
             if response.status_code >= 300:
