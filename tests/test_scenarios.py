@@ -10,6 +10,9 @@ error naming the file and the place in it, with no partial output.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from typer.testing import CliRunner
 
 from pykueue.cli.main import app
 from pykueue.cli.scenario_command import check
+from pykueue.errors import InputError
 from pykueue.scenario import loader, runner
 
 ROOT = Path(__file__).parents[1]
@@ -62,19 +66,8 @@ def test_own_scenario(path: Path) -> None:
 
 cli = CliRunner()
 
-# One file with preemption, borrowing and several cycles, so the output has events to order.
-DETERMINISM_FILE = PUBLIC / "102-upstream-preempt-workloads-in-clusterqueue-and-cohort.yaml"
 
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(DETERMINISM_FILE, id=DETERMINISM_FILE.name),
-        pytest.param(
-            PUBLIC / "105-upstream-with-fair-sharing-schedule-workload-with-lowest-share-first.yaml"
-        ),
-    ],
-)
+@pytest.mark.parametrize("path", _params(_public_files(), PUBLIC))
 def test_scenario_run_json_is_byte_for_byte_deterministic(path: Path) -> None:
     first = cli.invoke(app, ["scenario", "run", str(path), "--json"])
     second = cli.invoke(app, ["scenario", "run", str(path), "--json"])
@@ -95,6 +88,40 @@ def test_scenario_run_json_of_several_files_is_a_list_and_deterministic() -> Non
     documents = json.loads(first.stdout)
     assert isinstance(documents, list)
     assert len(documents) == len(files)
+
+
+def test_scenario_run_json_is_identical_across_processes_with_other_hash_seeds() -> None:
+    """Set and dict orders must not leak into the output: two processes, two PYTHONHASHSEEDs."""
+    files = [str(p) for p in [*_public_files(), *_own_files()] if _loads(p)]
+    outputs = []
+    for seed in ("1", "2"):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from pykueue.cli.main import main; main()",
+                "scenario",
+                "run",
+                *files,
+                "--json",
+            ],
+            capture_output=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=False,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr.decode()
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1]
+
+
+def _loads(path: Path) -> bool:
+    """Does the file load and run (files other developers are still writing may not)?"""
+    try:
+        runner.run(loader.load(path))
+    except InputError:
+        return False
+    return True
 
 
 VALID = """\
@@ -123,12 +150,12 @@ steps:
 """
 
 INVALID = {
-    # name: (text replacement applied to VALID, words the error must contain besides the file)
-    "unknown-step": (("- cycle: 1", "- jump: 1"), ["steps[0]", "jump"]),
-    "bad-quantity": (('nominalQuota: "4"', 'nominalQuota: "four"'), ["objects[1]", "nominalQuota"]),
-    "unknown-kind": (("kind: ResourceFlavor", "kind: ResourceFlavour"), ["objects[0]", "ResourceFlavour"]),
-    "missing-name": (("name: a valid scenario\n", ""), ["name"]),
-    "unknown-top-level-key": (("format: 1\n", "format: 1\nsurprise: true\n"), ["surprise"]),
+    # case: (text replacement applied to VALID, the place named right after the file, other words)
+    "unknown-step": (("- cycle: 1", "- jump: 1"), "steps[0]", ["jump"]),
+    "bad-quantity": (('nominalQuota: "4"', 'nominalQuota: "four"'), "objects[1]", ["nominalQuota", "four"]),
+    "unknown-kind": (("kind: ResourceFlavor", "kind: ResourceFlavour"), "objects[0]", ["ResourceFlavour"]),
+    "missing-name": (("name: a valid scenario\n", ""), "name", []),
+    "unknown-top-level-key": (("format: 1\n", "format: 1\nsurprise: true\n"), "", ["surprise"]),
 }
 
 
@@ -140,27 +167,33 @@ def test_the_valid_base_of_the_invalid_files_is_valid(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["name"] == "a valid scenario"
 
 
+def _names_the_place(message: str, path: Path, where: str, words: list[str]) -> None:
+    place = f"{path} {where}" if where else f"{path}:"
+    assert place in message, f"expected {place!r} in {message!r}"
+    for word in words:
+        assert word in message, f"expected {word!r} in {message!r}"
+
+
 @pytest.mark.parametrize("case", sorted(INVALID))
 def test_invalid_scenario_is_a_clear_error_and_no_json(tmp_path: Path, case: str) -> None:
-    (old, new), words = INVALID[case]
+    (old, new), where, words = INVALID[case]
     assert old in VALID
-    path = tmp_path / f"{case}.yaml"
+    path = tmp_path / "scenario.yaml"
     path.write_text(VALID.replace(old, new), encoding="utf-8")
 
     with pytest.raises(loader.ScenarioError) as info:
         runner.run(loader.load(path))
-    message = str(info.value)
-    assert str(path) in message
-    for word in words:
-        assert word in message, message
+    _names_the_place(str(info.value), path, where, words)
 
     result = cli.invoke(app, ["scenario", "run", str(path), "--json"])
     assert result.exit_code != 0
     assert result.stdout.strip() == "", f"partial output on stdout: {result.stdout!r}"
-    assert str(path) in result.stderr
-    for word in words:
-        assert word in result.stderr, result.stderr
+    _names_the_place(result.stderr, path, where, words)
     assert "Traceback" not in result.output
+
+    checked = cli.invoke(app, ["scenario", "check", str(path)])
+    assert checked.exit_code != 0
+    _names_the_place(checked.stderr, path, where, words)
 
 
 def test_one_invalid_file_among_valid_ones_gives_no_partial_result(tmp_path: Path) -> None:

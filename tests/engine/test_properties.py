@@ -142,9 +142,11 @@ def quotas(
 
 
 @st.composite
-def clusters(draw: st.DrawFn, never_preempt: bool = False) -> ClusterPlan:
-    fair = draw(st.booleans())
-    two_level = draw(st.booleans())
+def clusters(
+    draw: st.DrawFn, never_preempt: bool = False, fair: bool | None = None, two_level: bool | None = None
+) -> ClusterPlan:
+    fair = draw(st.booleans()) if fair is None else fair
+    two_level = draw(st.booleans()) if two_level is None else two_level
     cohorts: list[tuple[str, str, dict[str, Quota]]] = []
     if two_level:
         root_flavors = draw(st.sampled_from([(), ("f0",), ("f0", "f1")]))
@@ -378,7 +380,7 @@ def check_quota(s: State) -> None:
                 limit = quota.nominal + quota.borrowing_limit
                 assert used <= limit, f"(a) {name} {fr}: {used} > nominal+borrowingLimit {limit}"
     roots = {id(n.root()): n.root() for n in s.nodes.values()}
-    for name, node in s.nodes.items():
+    for name, node in [*s.nodes.items(), *s.cohort_nodes.items()]:
         frs = set(node.root().subtree_quota) | set(node.usage)
         for fr in sorted(frs):
             assert cohort_tree.available(node, fr) >= 0, f"(a) {name} {fr}: over-admitted subtree"
@@ -415,12 +417,10 @@ def check_places(s: State, live: set[str]) -> None:
         places[key] += 1
         assert key not in s.workloads
     for queue in s.queues.values():
-        for wl in queue.active():
+        for wl in [*queue.active(), *queue.inadmissible.values()]:
             places[wl.key] += 1
-            assert wl.admission is None, f"(b) {wl.key} queued while admitted"
-        for key, wl in queue.inadmissible.items():
-            places[key] += 1
-            assert wl.admission is None, f"(b) {key} parked while admitted"
+            assert wl.admission is None, f"(b) {wl.key} waits in {queue.name} while admitted"
+            assert s.route_of(wl) == queue.name, f"(b) {wl.key} waits in the wrong queue {queue.name}"
     for bucket in s.unrouted.values():
         for key in bucket:
             places[key] += 1
@@ -500,12 +500,16 @@ class Flapping(AssertionError):
     """`runner.settle` found no fixed point: the same decisions undo each other forever."""
 
 
-# A few dozen workloads settle in far fewer cycles; more means decisions undo each other.
-SETTLE_LIMIT = 500
+def settle_limit(s: State) -> int:
+    """Far more cycles than settling these workloads takes, unless decisions undo each other.
+
+    Kept small (instead of the runner's 10000) so that a flapping example shrinks quickly.
+    """
+    return 50 + 5 * len(s.workloads)
 
 
 def settle(s: State) -> None:
-    limit, runner.MAX_SETTLE_CYCLES = runner.MAX_SETTLE_CYCLES, SETTLE_LIMIT
+    limit, runner.MAX_SETTLE_CYCLES = runner.MAX_SETTLE_CYCLES, settle_limit(s)
     start = len(s.events)
     try:
         runner.settle(s, "property settle")
