@@ -58,7 +58,7 @@ def check(spec: dict[str, Any], summary: dict[str, Any]) -> list[Verdict]:
         verdicts.append(Verdict("wall time (ms)", f"<= {max_wall}", str(wall), wall <= max_wall))
     minimums = spec.get("clusterQueueClassesMinUsage") or {}
     for cls, values in figures["clusterQueueClasses"].items():
-        rule = f"ClusterQueue class {cls} usage (%)"
+        rule = f"ClusterQueue class {cls}: usage (%)"
         usage = values["usagePercent"]
         if cls not in minimums:
             verdicts.append(Verdict(rule, "unexpected class", str(usage), False))
@@ -67,7 +67,7 @@ def check(spec: dict[str, Any], summary: dict[str, Any]) -> list[Verdict]:
         verdicts.append(Verdict(rule, f">= {minimums[cls]}", str(usage), ok))
     maximums = spec.get("wlClassesMaxAvgTimeToAdmissionMs") or {}
     for cls, values in figures["workloadClasses"].items():
-        rule = f"workload class {cls} average time to admission (ms)"
+        rule = f"class {cls}: avg time to admission (ms)"
         actual = values["averageTimeToAdmissionMs"]
         if cls not in maximums:
             verdicts.append(Verdict(rule, "unexpected class", str(actual), False))
