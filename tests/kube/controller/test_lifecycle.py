@@ -45,6 +45,8 @@ def test_queue_status_counts_reservations_and_conditions_as_upstream(
     kueue.apply(_cluster_queue(f"{ns}-cq", f"{ns}-flavor", "3"))
     kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
     first = kueue.create_job(ns, job_manifest("first", "queue", parallelism=2, run_duration="60s"))
+    # Created in the same second, the two would be ordered by uid: let the first in before.
+    wait(lambda: is_true(kueue.workload_of(first), "Admitted"), 30, "the first job admitted")
     second = kueue.create_job(ns, job_manifest("second", "queue", parallelism=2, run_duration="1s"))
 
     def cq_settled() -> dict[str, Any] | None:
