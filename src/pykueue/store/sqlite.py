@@ -101,7 +101,7 @@ class SQLiteStore:
             raise Unavailable(f"cannot open the store {self.path}: {exc}") from exc
         self._trim_log()
         self._lock = asyncio.Lock()
-        self._changed: asyncio.Event | None = None
+        self._waiters: set[asyncio.Future[None]] = set()
 
     def close(self) -> None:
         self._writer.close()
@@ -308,15 +308,22 @@ class SQLiteStore:
     # ---------------------------------------------------------------- watching
 
     def _notify(self) -> None:
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def _wait_for_change(self) -> None:
-        if self._changed is None:
-            self._changed = asyncio.Event()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), timeout=self._poll)
+        # A plain future resolved by a write or by a timer: unlike asyncio.wait_for (3.11),
+        # a cancellation arriving together with a wake-up is never swallowed.
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiters.add(waiter)
+        timer = loop.call_later(self._poll, _wake, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiters.discard(waiter)
 
     async def watch(self, kind: str, since: str) -> AsyncIterator[WatchEvent]:
         after = int(since or 0)
@@ -338,6 +345,11 @@ class SQLiteStore:
 
     def version(self) -> str:
         return str(self._reader.execute("SELECT version FROM counter").fetchone()[0])
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _spec_of(obj: Manifest) -> Any:

@@ -1,0 +1,275 @@
+"""Helpers for standalone tests: the real `pykueue up` as a child process, its HTTP API and CLI.
+
+Every server gets its own data folder (a real SQLite file) and config home
+under ``tmp_path`` and a free loopback port. Teardown kills the server and
+every process that carries its store marker (the pods), so no test leaves a
+process behind, whatever it did to the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+BIN = Path(sys.executable).parent
+EXAMPLES = Path(__file__).parents[2] / "examples" / "standalone"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail at the deadline."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s (last value: {last!r})")
+
+
+def marked_processes(db: Path) -> list[int]:
+    needle = f"PYKUEUE_STORE={db.resolve()}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                if needle in environ.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def kill_marked(db: Path) -> None:
+    for pid in marked_processes(db):
+        for kill in (
+            lambda: os.killpg(os.getpgid(pid), signal.SIGKILL),
+            lambda: os.kill(pid, signal.SIGKILL),
+        ):
+            try:
+                kill()
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+@dataclass
+class Server:
+    """One `pykueue up` child process and ways to talk to it."""
+
+    root: Path
+    config: Path | None
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    token: str = ""
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def db(self) -> Path:
+        return self.data / "pykueue.db"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["XDG_CONFIG_HOME"] = str(self.root / "config")
+        env.pop("PYKUEUE_SERVER", None)
+        env.pop("PYKUEUE_TOKEN", None)
+        return env
+
+    def start(self) -> None:
+        args = [str(BIN / "pykueue"), "up", "--data", str(self.data), "--port", str(self.port), "--quiet"]
+        if self.config is not None:
+            args += ["--config", str(self.config)]
+        out = open(self.root / f"server-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115 - lives with the child
+        self.process = subprocess.Popen(args, env=self.env(), stdout=out, stderr=subprocess.STDOUT)
+
+        def healthy() -> bool:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise AssertionError(f"pykueue up exited with {self.process.returncode}")
+            try:
+                return httpx.get(self.url + "/healthz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(healthy, timeout=60)
+        self.token = json.loads((self.data / "client.json").read_text())["token"]
+
+    def kill(self) -> None:
+        """kill -9 the server (its pods live on, as after a crash)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        self.kill()
+        kill_marked(self.db)
+
+    # ------------------------------------------------------------ the API
+
+    def request(self, method: str, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {token if token is not None else self.token}"}
+        return httpx.request(method, self.url + path, headers=headers, timeout=60, **kwargs)
+
+    def api(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self.request(method, path, **kwargs)
+        assert response.status_code < 400, response.text
+        return response.json()
+
+    def apply(self, docs: list[dict[str, Any]] | str, token: str | None = None) -> httpx.Response:
+        text = docs if isinstance(docs, str) else yaml.safe_dump_all(docs)
+        return self.request(
+            "POST", "/api/v1/apply", token=token, json={"files": [{"name": "test.yaml", "text": text}]}
+        )
+
+    def jobs(self) -> dict[str, dict[str, Any]]:
+        return {f"{r['namespace']}/{r['name']}": r for r in self.api("GET", "/api/v1/jobs")}
+
+    def cli(
+        self, *args: str, token: str | None = None, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        env = self.env()
+        env["PYKUEUE_SERVER"] = self.url
+        env["PYKUEUE_TOKEN"] = token if token is not None else self.token
+        return subprocess.run(
+            [str(BIN / "pykueue"), *args], env=env, capture_output=True, text=True, timeout=120, input=stdin
+        )
+
+
+def write_config(tmp_path: Path, queues: str, gpus: int = 0, flavor: str = "a100") -> Path:
+    folder = tmp_path / "cfg"
+    folder.mkdir(exist_ok=True)
+    (folder / "queues.yaml").write_text(queues)
+    config: dict[str, Any] = {"manifests": ["queues.yaml"]}
+    if gpus:
+        config["node"] = {"gpus": [{"flavor": flavor, "count": gpus}]}
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def cluster_queue(
+    name: str, cpu: str, gpus: int = 0, cohort: str = "", flavor: str = "a100", **spec: Any
+) -> str:
+    resources = [{"name": "cpu", "nominalQuota": cpu}]
+    covered = ["cpu"]
+    if gpus:
+        resources.append({"name": "nvidia.com/gpu", "nominalQuota": str(gpus)})
+        covered.append("nvidia.com/gpu")
+    body: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {"coveredResources": covered, "flavors": [{"name": flavor, "resources": resources}]}
+        ],
+        **spec,
+    }
+    if cohort:
+        body["cohortName"] = cohort
+    return yaml.safe_dump_all(
+        [
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": name},
+                "spec": body,
+            },
+        ]
+    )
+
+
+def flavor_and_queue(flavor: str, cq: str, namespace: str, lq: str = "main") -> str:
+    return yaml.safe_dump_all(
+        [
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}},
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": lq, "namespace": namespace},
+                "spec": {"clusterQueue": cq},
+            },
+        ]
+    )
+
+
+def job(
+    name: str,
+    script: str,
+    namespace: str = "default",
+    queue: str = "main",
+    cpu: str = "1",
+    gpus: int = 0,
+    priority_class: str = "",
+    grace: int | None = None,
+    backoff_limit: int | None = None,
+    parallelism: int | None = None,
+) -> dict[str, Any]:
+    requests: dict[str, str] = {"cpu": cpu}
+    if gpus:
+        requests["nvidia.com/gpu"] = str(gpus)
+    labels = {"kueue.x-k8s.io/queue-name": queue}
+    if priority_class:
+        labels["kueue.x-k8s.io/priority-class"] = priority_class
+    pod: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [
+            {"name": "main", "command": ["sh", "-c", script], "resources": {"requests": requests}}
+        ],
+    }
+    if grace is not None:
+        pod["terminationGracePeriodSeconds"] = grace
+    spec: dict[str, Any] = {"template": {"spec": pod}}
+    if backoff_limit is not None:
+        spec["backoffLimit"] = backoff_limit
+    if parallelism is not None:
+        spec["parallelism"] = parallelism
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }
+
+
+def intervals(folder: Path) -> dict[str, tuple[float, float, str]]:
+    """Per job file: (start, end, payload) written by jobs as `start T payload` / `end T` lines."""
+    out: dict[str, tuple[float, float, str]] = {}
+    for path in sorted(folder.glob("*.txt")):
+        lines = path.read_text().split("\n")
+        start = next(line.split(" ", 2) for line in lines if line.startswith("start "))
+        end = next(line.split(" ") for line in lines if line.startswith("end "))
+        out[path.stem] = (float(start[1]), float(end[1]), start[2] if len(start) > 2 else "")
+    return out
+
+
+def max_overlap(spans: list[tuple[float, float]]) -> int:
+    points = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans], key=lambda p: (p[0], p[1]))
+    best = current = 0
+    for _, delta in points:
+        current += delta
+        best = max(best, current)
+    return best

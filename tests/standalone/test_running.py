@@ -1,0 +1,125 @@
+"""Jobs run as real processes within their quota, with GPUs never shared, through API and CLI."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+
+from .helpers import (
+    Server,
+    cluster_queue,
+    flavor_and_queue,
+    intervals,
+    job,
+    max_overlap,
+    wait_until,
+    write_config,
+)
+
+RECORD = 'f={out}/$PYKUEUE_JOB.txt; echo "start $(date +%s.%N) $CUDA_VISIBLE_DEVICES" > $f; {work}; echo "end $(date +%s.%N)" >> $f'
+
+
+def all_done(server: Server, count: int) -> bool:
+    jobs = server.jobs()
+    return len(jobs) == count and all(j["state"] in ("Succeeded", "Failed") for j in jobs.values())
+
+
+def test_quota_bounds_how_many_jobs_run_at_once(tmp_path: Path, start_server: Callable[..., Server]) -> None:
+    config = write_config(
+        tmp_path, cluster_queue("main", cpu="2") + "---\n" + flavor_and_queue("a100", "main", "default")
+    )
+    server = start_server(config)
+    out = tmp_path / "runs"
+    out.mkdir()
+    script = RECORD.format(out=out, work="sleep 0.6")
+    response = server.apply([job(f"sleeper-{i}", script, cpu="1") for i in range(6)])
+    assert response.status_code == 200, response.text
+    wait_until(lambda: all_done(server, 6), timeout=60)
+    assert {j["state"] for j in server.jobs().values()} == {"Succeeded"}
+    spans = intervals(out)
+    assert len(spans) == 6
+    # 2 CPUs of quota, 1 CPU per job: never more than 2 at once, and the quota was used.
+    assert max_overlap([(s, e) for s, e, _ in spans.values()]) == 2
+    cq = server.api("GET", "/api/v1/clusterqueues")[0]
+    assert cq["admitted"] == 0 and all(u["used"] == "0" for u in cq["usage"])
+
+
+def test_gpus_are_pinned_and_never_given_to_two_running_jobs(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    queues = cluster_queue("main", cpu="16", gpus=4) + "---\n" + flavor_and_queue("a100", "main", "default")
+    server = start_server(write_config(tmp_path, queues, gpus=4))
+    out = tmp_path / "runs"
+    out.mkdir()
+    script = RECORD.format(out=out, work="sleep 0.4")
+    wanted = {f"gpu-{i}": 1 + i % 2 for i in range(10)}
+    response = server.apply([job(name, script, gpus=count) for name, count in wanted.items()])
+    assert response.status_code == 200, response.text
+    wait_until(lambda: all_done(server, len(wanted)), timeout=90)
+    spans = intervals(out)
+    assert set(spans) == set(wanted)
+    for name, (_, _, devices) in spans.items():
+        got = devices.split(",")
+        assert len(got) == wanted[name] and set(got) <= {"0", "1", "2", "3"}, (name, devices)
+    for (a, (s1, e1, d1)), (b, (s2, e2, d2)) in itertools.combinations(spans.items(), 2):
+        if s1 < e2 and s2 < e1:  # ran at the same time
+            assert not set(d1.split(",")) & set(d2.split(",")), f"{a} [{d1}] and {b} [{d2}] shared a GPU"
+
+
+def test_cli_submit_get_describe_logs(tmp_path: Path, start_server: Callable[..., Server]) -> None:
+    queues = cluster_queue("main", cpu="2", gpus=2) + "---\n" + flavor_and_queue("a100", "main", "team-a")
+    server = start_server(write_config(tmp_path, queues, gpus=2))
+    submitted = server.cli(
+        "submit",
+        "--queue",
+        "main",
+        "-n",
+        "team-a",
+        "--name",
+        "hello",
+        "--gpus",
+        "1",
+        "--cpu",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        'echo "hello from $PYKUEUE_JOB on GPU $CUDA_VISIBLE_DEVICES"; env | grep -c PYKUEUE_PREEMPTED; true',
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    assert "Job team-a/hello created" in submitted.stdout
+    wait_until(lambda: server.jobs().get("team-a/hello", {}).get("state") == "Succeeded", timeout=30)
+    logs = server.cli("logs", "hello", "-n", "team-a")
+    assert logs.returncode == 0
+    assert "hello from hello on GPU 0" in logs.stdout or "hello from hello on GPU 1" in logs.stdout
+    assert "\n0\n" in logs.stdout  # no PYKUEUE_PREEMPTED on a first run
+    listed = server.cli("get", "jobs")
+    assert "hello" in listed.stdout and "Succeeded" in listed.stdout
+    described = server.cli("describe", "workload", "hello", "-n", "team-a")
+    assert described.returncode == 0, described.stderr
+    assert "State:     Finished" in described.stdout
+    assert "image" not in described.stdout  # no image given, no warning
+    queues_out = server.cli("get", "clusterqueues")
+    assert "main" in queues_out.stdout and "a100/nvidia.com/gpu 0/2" in queues_out.stdout
+
+
+def test_failures_follow_backoff_limit(tmp_path: Path, start_server: Callable[..., Server]) -> None:
+    config = write_config(
+        tmp_path, cluster_queue("main", cpu="2") + "---\n" + flavor_and_queue("a100", "main", "default")
+    )
+    server = start_server(config)
+    counter = tmp_path / "attempts"
+    flaky = f"echo x >> {counter}; [ $(wc -l < {counter}) -ge 3 ]"  # fails twice, then succeeds
+    response = server.apply([job("flaky", flaky, backoff_limit=2), job("broken", "exit 3", backoff_limit=1)])
+    assert response.status_code == 200, response.text
+    wait_until(lambda: all_done(server, 2), timeout=60)
+    jobs = server.jobs()
+    assert jobs["default/flaky"]["state"] == "Succeeded" and jobs["default/flaky"]["failed"] == 2
+    assert jobs["default/broken"]["state"] == "Failed" and jobs["default/broken"]["failed"] == 2
+    workloads = {w["job"]: w for w in server.api("GET", "/api/v1/workloads")}
+    assert workloads["broken"]["state"] == "Failed"
+    described = server.api("GET", "/api/v1/describe/workload/default/broken")
+    assert "backoffLimit 1" in described["explanation"]["engineMessage"]
+    cq = server.api("GET", "/api/v1/clusterqueues")[0]
+    assert all(u["used"] == "0" for u in cq["usage"])  # finished and failed jobs gave their quota back
