@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import xml.dom.minidom
 from pathlib import Path
 
@@ -209,3 +212,28 @@ def test_generator_errors_keep_their_brackets(tmp_path: Path):
     result = CliRunner().invoke(app, ["simulate", "--generator", str(generator)])
     assert result.exit_code == 2
     assert "generator.yaml:6 cohorts[0].queuesSets[0].count: expected an integer" in result.output
+
+
+def test_same_bytes_across_processes_with_different_hash_seeds():
+    outputs = set()
+    for hash_seed in ("1", "2"):
+        completed = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from pykueue.cli.main import main; main()",
+                "simulate",
+                "--queues",
+                str(EXAMPLES / "queues.yaml"),
+                "--trace",
+                str(EXAMPLES / "trace.jsonl"),
+                "--json",
+                "--no-progress",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        )
+        outputs.add(completed.stdout)
+    assert len(outputs) == 1
