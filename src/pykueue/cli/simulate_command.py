@@ -89,6 +89,11 @@ def _progress_bar(console: Console, enabled: bool) -> tuple[Progress | None, dri
     return bar, update
 
 
+def seconds(value: int) -> str:
+    """Microseconds as seconds without trailing zeros; empty for a time that never came (-1)."""
+    return "" if value < 0 else f"{value / SECOND:.6f}".rstrip("0").rstrip(".")
+
+
 def _write_jobs_csv(path: Path, run: driver.Run) -> None:
     rec = run.recorder
     with path.open("w", newline="", encoding="utf-8") as handle:
@@ -109,10 +114,6 @@ def _write_jobs_csv(path: Path, run: driver.Run) -> None:
             ]
         )
         for i, job in enumerate(rec.jobs):
-
-            def seconds(value: int) -> str:
-                return "" if value < 0 else f"{value / SECOND:.6f}".rstrip("0").rstrip(".")
-
             wait = rec.first_admit[i] - job.submit if rec.first_admit[i] >= 0 else -1
             writer.writerow(
                 [
