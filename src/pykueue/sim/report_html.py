@@ -220,7 +220,11 @@ def _waits(rec: Recorder, summary: dict[str, Any]) -> str:
         for cls, v in summary["classes"].items()
     ]
     table = table_html(["class", "jobs", "mean (s)", "p50", "p90", "p99", "max"], rows)
-    return f"<h2>Wait-time distributions</h2>{cdf}{table}{bars}"
+    note = (
+        "<p class='note'>A wait is from submission to the first admission; upstream's time to "
+        "admission (above) runs to the last admission, so it also counts waits after preemptions.</p>"
+    )
+    return f"<h2>Wait-time distributions</h2>{note}{cdf}{table}{bars}"
 
 
 def _losses(summary: dict[str, Any], primary: str) -> str:
