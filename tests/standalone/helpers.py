@@ -8,6 +8,7 @@ process behind, whatever it did to the server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -62,14 +63,10 @@ def marked_processes(db: Path) -> list[int]:
 
 def kill_marked(db: Path) -> None:
     for pid in marked_processes(db):
-        for kill in (
-            lambda: os.killpg(os.getpgid(pid), signal.SIGKILL),
-            lambda: os.kill(pid, signal.SIGKILL),
-        ):
-            try:
-                kill()
-            except (ProcessLookupError, PermissionError):
-                pass
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @dataclass
