@@ -164,3 +164,18 @@ def test_cli_rejects_a_design_with_jobs_in_it(tmp_path: Path):
     )
     assert result.exit_code == 2
     assert "a design holds queue objects only; found Workload" in result.output
+
+
+def test_cli_reports_an_unwritable_out_folder(tmp_path: Path):
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(FLAVOR + cluster_queue("team", "4"))
+    good = tmp_path / "trace.csv"
+    good.write_text(HEADER + "a,0,team/main,5,cpu=1\n")
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file, not a folder")
+    result = CliRunner().invoke(
+        app,
+        ["simulate", "--queues", str(queues), "--trace", str(good), "--out", str(blocker), "--no-progress"],
+    )
+    assert result.exit_code == 2
+    assert "taken: cannot write the results" in result.output

@@ -13,6 +13,8 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +134,25 @@ def _write_jobs_csv(path: Path, run: driver.Run) -> None:
             )
 
 
+@contextmanager
+def _writing(out: Path) -> Iterator[None]:
+    """Create the output folder; a file system problem is bad input, not a traceback."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        yield
+    except OSError as exc:
+        raise InputError(f"{out}: cannot write the results: {exc.strerror or exc}") from exc
+
+
+def _write_plan(out: Path, outcomes: list[plan.Outcome]) -> None:
+    for outcome in outcomes:
+        (out / f"summary-{outcome.name}.json").write_text(dumps(outcome.summary), encoding="utf-8")
+        (out / f"report-{outcome.name}.html").write_text(
+            report_html.render(outcome.run, outcome.summary), encoding="utf-8"
+        )
+    (out / "plan.html").write_text(plan.render_html(outcomes), encoding="utf-8")
+
+
 def _error(kind: str, exc: Exception) -> None:
     Console(stderr=True, highlight=False).print(f"[red]{kind}:[/red] {escape(str(exc))}", soft_wrap=True)
 
@@ -193,12 +214,12 @@ def simulate(
         run.notes.extend(notes)
         summary = run.summary(source)
         if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "summary.json").write_text(dumps(summary), encoding="utf-8")
-            (out / "report.html").write_text(report_html.render(run, summary), encoding="utf-8")
-            _write_jobs_csv(out / "jobs.csv", run)
-            if generator_path is not None and not queues:
-                (out / "design.yaml").write_text(manifests.dump_yaml(design.objects), encoding="utf-8")
+            with _writing(out):
+                (out / "summary.json").write_text(dumps(summary), encoding="utf-8")
+                (out / "report.html").write_text(report_html.render(run, summary), encoding="utf-8")
+                _write_jobs_csv(out / "jobs.csv", run)
+                if generator_path is not None and not queues:
+                    (out / "design.yaml").write_text(manifests.dump_yaml(design.objects), encoding="utf-8")
     except InputError as exc:
         _error("error", exc)
         raise typer.Exit(2) from exc
@@ -255,13 +276,8 @@ def plan_command(
         else:
             outcomes = plan.run_all(designs, jobs, source, options)
         if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            for outcome in outcomes:
-                (out / f"summary-{outcome.name}.json").write_text(dumps(outcome.summary), encoding="utf-8")
-                (out / f"report-{outcome.name}.html").write_text(
-                    report_html.render(outcome.run, outcome.summary), encoding="utf-8"
-                )
-            (out / "plan.html").write_text(plan.render_html(outcomes), encoding="utf-8")
+            with _writing(out):
+                _write_plan(out, outcomes)
     except InputError as exc:
         _error("error", exc)
         raise typer.Exit(2) from exc
