@@ -28,6 +28,7 @@ import yaml
 
 from pykueue.api import crd
 from pykueue.controllers.kube_manager import KubeManager
+from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import PykueueError
 from pykueue.server import deploy, webhooks
 from pykueue.store import kubernetes
@@ -54,14 +55,17 @@ def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> we
 
 
 async def _run_controller(
-    store: kubernetes.KubernetesStore, resync: float, webhook_config: webhooks.WebhookConfig | None
+    store: kubernetes.KubernetesStore,
+    resync: float,
+    webhook_config: webhooks.WebhookConfig | None,
+    config: EngineConfig,
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     ready = asyncio.Event()
-    manager = KubeManager(store, resync_seconds=resync)
+    manager = KubeManager(store, config=config, resync_seconds=resync)
     server = None
     if webhook_config is not None:
         # Webhooks first: Jobs created while the controller lists are already suspended.
@@ -92,6 +96,9 @@ def controller(
         False, "--webhooks", help="Also serve the webhooks (Job suspension, validation, conversion)."
     ),
     webhook_port: int = typer.Option(9443, "--webhook-port", help="HTTPS port of the webhook server."),
+    fair_sharing: bool = typer.Option(
+        False, "--fair-sharing", help="Fair sharing between ClusterQueues (upstream's fairSharing.enable)."
+    ),
 ) -> None:
     """Run pykueue as a Kubernetes controller: admit queued Jobs and Workloads, write queue status."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -100,7 +107,8 @@ def controller(
     )
     try:
         store = _connect(kubeconfig, context)
-        asyncio.run(_run_controller(store, resync, webhook_config))
+        config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing))
+        asyncio.run(_run_controller(store, resync, webhook_config, config))
     except PykueueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -22,6 +22,7 @@ import yaml
 from pykueue.api import crd
 from pykueue.cli import controller_command
 from pykueue.controllers.kube_manager import KubeManager
+from pykueue.engine.config import EngineConfig
 from pykueue.errors import NotFound
 from pykueue.server import certs, deploy, webhooks
 from pykueue.store import kubernetes
@@ -79,8 +80,11 @@ def wait(probe: Callable[[], T | None], timeout: float, what: str, interval: flo
 class ControllerThread:
     """The controller on its own asyncio loop in a daemon thread."""
 
-    def __init__(self, kubeconfig: str, webhook_namespace: str = "") -> None:
+    def __init__(
+        self, kubeconfig: str, webhook_namespace: str = "", config: EngineConfig | None = None
+    ) -> None:
         self.kubeconfig = kubeconfig
+        self.config = config or EngineConfig()
         # With a namespace, the webhook server runs on the same loop, registered by URL.
         self.webhook_namespace = webhook_namespace
         self.ready = threading.Event()
@@ -110,7 +114,7 @@ class ControllerThread:
     async def _main(self) -> None:
         self._stop = asyncio.Event()
         store = kubernetes.KubernetesStore(kubernetes.load_kubeconfig(self.kubeconfig))
-        self.manager = KubeManager(store, resync_seconds=0.3)
+        self.manager = KubeManager(store, config=self.config, resync_seconds=0.3)
         server = await self._start_webhooks(store, self.manager) if self.webhook_namespace else None
         ready = asyncio.Event()
         waiter = asyncio.ensure_future(ready.wait())

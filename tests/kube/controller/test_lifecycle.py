@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pykueue.engine.config import EngineConfig, FairSharing
+
 from ..conftest import NodeFactory
+from ..controlplane import KubeCluster
 from .conftest import ControllerThread, Kueue, condition, is_true, job_manifest, wait
 from .test_job_integration import _cluster_queue, _flavor, _local_queue
 
@@ -146,3 +149,46 @@ def test_a_workload_created_directly_is_admitted_and_an_orphan_is_deleted(
     kueue.cluster.create(path, orphan)
     wait(lambda: kueue.cluster.get_or_none(f"{path}/orphan") is None, 30, "the orphan Workload deleted")
     assert kueue.cluster.get_or_none(f"{path}/direct") is not None
+
+
+def test_with_fair_sharing_queues_and_cohorts_report_their_weighted_share(
+    kwok_cluster: KubeCluster, kueue: Kueue, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    fake_nodes(1)
+    ns = kube_namespace
+    kueue.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Cohort",
+            "metadata": {"name": f"{ns}-cohort"},
+            "spec": {},
+        }
+    )
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-a", f"{ns}-flavor", "1", cohort=f"{ns}-cohort"))
+    kueue.apply(_cluster_queue(f"{ns}-b", f"{ns}-flavor", "3", cohort=f"{ns}-cohort"))
+    kueue.apply(_local_queue(ns, "queue-a", f"{ns}-a"))
+    config = EngineConfig(fair_sharing=FairSharing(enable=True))
+    controller = ControllerThread(str(kwok_cluster.kubeconfig), config=config).start()
+    try:
+        job = kueue.create_job(ns, job_manifest("borrows", "queue-a", parallelism=3, run_duration="30s"))
+        wait(lambda: is_true(kueue.workload_of(job), "Admitted"), 30, "admitted while borrowing")
+        share = wait(
+            lambda: (
+                (kueue.cluster_queue(f"{ns}-a").get("status") or {})
+                .get("fairSharing", {})
+                .get("weightedShare")
+            ),
+            30,
+            "a positive weighted share on the borrowing queue",
+        )
+        assert share > 0
+        cohort = wait(
+            lambda: kueue.cluster.get(f"/apis/kueue.x-k8s.io/v1beta2/cohorts/{ns}-cohort").get("status"),
+            30,
+            "the Cohort status",
+        )
+        assert "fairSharing" in cohort
+        assert kueue.cluster_queue(f"{ns}-b")["status"]["fairSharing"]["weightedShare"] == 0
+    finally:
+        controller.stop()
