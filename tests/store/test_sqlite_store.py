@@ -160,3 +160,28 @@ def test_a_writer_killed_mid_transaction_leaves_nothing_half_written(
         assert int(created["metadata"]["resourceVersion"]) == int(version) + 1
 
     asyncio.run(after())
+
+
+def test_the_change_log_is_trimmed_and_a_too_old_watch_is_told_to_relist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pykueue.errors import Unavailable
+    from pykueue.store import sqlite
+
+    monkeypatch.setattr(sqlite, "TRIM_EVERY", 10)
+    monkeypatch.setattr(sqlite, "KEEP_CHANGES", 5)
+
+    async def scenario() -> None:
+        store = SQLiteStore(tmp_path / "s.db")
+        for i in range(30):
+            await store.create(queue(f"q{i}"))
+        kept = store._reader.execute("SELECT COUNT(*) FROM changes").fetchone()[0]
+        assert kept < 30
+        with pytest.raises(Unavailable, match="list again"):
+            await anext(store.watch("LocalQueue", "1"))
+        items, version = await store.list("LocalQueue")
+        assert len(items) == 30  # objects are never trimmed, only their history
+        recent = store.watch("LocalQueue", str(int(version) - 1))
+        assert (await anext(recent)).object["metadata"]["name"] == "q29"
+
+    asyncio.run(scenario())

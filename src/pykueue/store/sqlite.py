@@ -60,6 +60,7 @@ WATCH_BATCH = 2000
 # The log is trimmed to this many changes when a store opens; a watcher that
 # asks for an older version than the log holds gets `Unavailable` and relists.
 KEEP_CHANGES = 200_000
+TRIM_EVERY = 10_000
 
 # Set while the current task holds this store's transaction (per store: the store's id).
 _in_transaction: contextvars.ContextVar[int | None] = contextvars.ContextVar(
@@ -304,6 +305,9 @@ class SQLiteStore:
             "INSERT INTO changes (version, kind, type, body) VALUES (?, ?, ?, ?)",
             (version, kind, event, body),
         )
+        if version % TRIM_EVERY == 0:
+            # A long-running server trims as it goes, in the same transaction.
+            self._writer.execute("DELETE FROM changes WHERE version <= ?", (version - KEEP_CHANGES,))
 
     # ---------------------------------------------------------------- watching
 
