@@ -583,12 +583,58 @@ PARTIAL_PREEMPTOR_FLAPS = (
     [("add", 0, 3, 1, 0, False), ("cycle", 1), ("add", 1, 2, 2, 0, True), ("settle",)],
 )
 
+# (g) fails without partial admission: under fair sharing cq-3's head (2 pods of 6 cpus,
+# borrowing) preempts two workloads of cq-4 (which borrows f0 heavily and f1 a little);
+# next cycle the preempted f1 workload, now within cq-4's f1 nominal, is admitted first
+# (FairSharingPrioritizeNonBorrowing), the preemptor "no longer fits", and it preempts the
+# same workloads again, forever (upstream has open reports of such loops, kueue#14543).
+_ROOT = [
+    ("co-root", "", {"f0": Quota(6000), "f1": Quota(0)}),
+    ("co-0", "co-root", {"f0": Quota(0)}),
+    ("co-1", "co-root", {"f0": Quota(0, None, 0)}),
+    ("co-2", "co-root", {}),
+]
+FAIR_PREEMPTEE_READMITTED_FIRST = (
+    ClusterPlan(
+        True,
+        _ROOT,
+        [
+            _cq("cq-0", {"f1": Quota(0)}),
+            _cq("cq-1", {"f1": Quota(0), "f0": Quota(0)}),
+            _cq("cq-2", {"f1": Quota(1000)}),
+            _cq(
+                "cq-3",
+                {"f0": Quota(6000), "f1": Quota(7000)},
+                cohort="co-1",
+                strategy=STRICT_FIFO,
+                reclaim=ANY,
+            ),
+            _cq("cq-4", {"f0": Quota(8000), "f1": Quota(8000)}, cohort="co-2"),
+        ],
+    ),
+    [
+        ("add", 4, 1, 1, 3, False),
+        ("add", 4, 1, 1, 0, False),
+        ("add", 4, 1, 1, 1, False),
+        ("add", 4, 1, 1, 2, False),
+        ("add", 4, 1, 1, 3, False),
+        ("add", 0, 3, 1, 3, False),
+        ("cycle", 3),
+        ("add", 3, 6, 2, 0, False),
+        ("add", 4, 2, 1, 0, False),
+        ("add", 4, 5, 2, 2, False),
+        ("add", 4, 6, 1, 2, False),
+        ("settle",),
+    ],
+)
+
 
 @pytest.mark.parametrize(
     ("plan", "sequence"),
     [
         pytest.param(*SCAN_PROGRESS_SETTLE, id="scan-progress-settle"),
         pytest.param(*PARTIAL_PREEMPTOR_FLAPS, id="partial-preemptor-flaps"),
+        pytest.param(*FAIR_PREEMPTEE_READMITTED_FIRST, id="fair-preemptee-readmitted-first"),
     ],
 )
 def test_shrunk_property_failures(plan: ClusterPlan, sequence: list[Event]) -> None:
