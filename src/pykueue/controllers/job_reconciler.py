@@ -73,6 +73,8 @@ class JobReconciler:
     clock: Callable[[], datetime] = _utc_now
     # The value of a priority class by (kind, name), None when unknown (the engine's view).
     priority_of: Callable[[str, str], int | None] | None = None
+    # False once the API server refused a write of jobs/status (RBAC without it).
+    may_write_job_status: bool = True
     jobs: dict[Key, Manifest] = field(default_factory=dict)
     workloads: dict[Key, Manifest] = field(default_factory=dict)
     dirty: set[Key] = field(default_factory=set)
@@ -275,11 +277,24 @@ class JobReconciler:
         return 1
 
     async def _clear_start_time(self, job: Manifest) -> int:
-        # A suspended Job's template may change only without a startTime; the job controller
-        # clears it too, but whoever writes first wins and the other gets a conflict.
+        # A suspended Job's template may change only without a startTime. Kubernetes' job
+        # controller clears it when it sees the suspension; clearing it ourselves (as upstream
+        # Kueue does) saves a round, but needs write access to jobs/status. Without it we wait
+        # for the job controller, whose status write brings the job back here.
+        if not self.may_write_job_status:
+            return 0
         updated = copy.deepcopy(job)
         updated["status"].pop("startTime", None)
-        written = await self.store.update_status(updated)
+        try:
+            written = await self.store.update_status(updated)
+        except (Conflict, NotFound):
+            raise
+        except StoreError as exc:
+            if exc.retryable:
+                raise
+            log.info("not clearing startTime of %s (%s); the job controller will", Key.of(job), exc)
+            self.may_write_job_status = False
+            return 0
         self.jobs[Key.of(written)] = written
         return 1
 

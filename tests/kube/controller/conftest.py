@@ -81,9 +81,17 @@ class ControllerThread:
     """The controller on its own asyncio loop in a daemon thread."""
 
     def __init__(
-        self, kubeconfig: str, webhook_namespace: str = "", config: EngineConfig | None = None
+        self,
+        kubeconfig: str | kubernetes.KubeConfig,
+        webhook_namespace: str = "",
+        config: EngineConfig | None = None,
     ) -> None:
-        self.kubeconfig = kubeconfig
+        # A kubeconfig file, or credentials made by the test (e.g. a service account's token).
+        self.kube_config = (
+            kubeconfig
+            if isinstance(kubeconfig, kubernetes.KubeConfig)
+            else kubernetes.load_kubeconfig(kubeconfig)
+        )
         self.config = config or EngineConfig()
         # With a namespace, the webhook server runs on the same loop, registered by URL.
         self.webhook_namespace = webhook_namespace
@@ -113,7 +121,7 @@ class ControllerThread:
 
     async def _main(self) -> None:
         self._stop = asyncio.Event()
-        store = kubernetes.KubernetesStore(kubernetes.load_kubeconfig(self.kubeconfig))
+        store = kubernetes.KubernetesStore(self.kube_config)
         self.manager = KubeManager(store, config=self.config, resync_seconds=0.3)
         server = await self._start_webhooks(store, self.manager) if self.webhook_namespace else None
         ready = asyncio.Event()
