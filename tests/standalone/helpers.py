@@ -144,6 +144,15 @@ class Server:
             "POST", "/api/v1/apply", token=token, json={"files": [{"name": "test.yaml", "text": text}]}
         )
 
+    def explanation(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """``describe``'s explanation, or None while the job has no Workload yet."""
+        response = self.request("GET", f"/api/v1/describe/workload/{namespace}/{name}")
+        if response.status_code == 404:
+            return None
+        assert response.status_code == 200, response.text
+        explanation: dict[str, Any] = response.json()["explanation"]
+        return explanation
+
     def jobs(self) -> dict[str, dict[str, Any]]:
         return {f"{r['namespace']}/{r['name']}": r for r in self.api("GET", "/api/v1/jobs")}
 

@@ -15,7 +15,7 @@ def test_stopping_a_clusterqueue_holds_new_work_until_resumed(
     server = start_server(write_config(tmp_path, queues))
     assert server.cli("stop", "clusterqueue", "main").returncode == 0
     assert server.apply([job("held", "true")]).status_code == 200
-    wait_until(lambda: server.api("GET", "/api/v1/describe/workload/default/held")["explanation"]["reasons"])
+    wait_until(lambda: (server.explanation("default", "held") or {}).get("reasons"))
     explanation = server.api("GET", "/api/v1/describe/workload/default/held")["explanation"]
     assert explanation["state"] == "Pending"
     assert any(
@@ -49,3 +49,23 @@ def test_stopping_a_running_workload_stops_its_process_and_resuming_runs_it_agai
     assert server.cli("resume", "workload", "long").returncode == 0
     wait_until(lambda: server.jobs()["default/long"]["state"] == "Succeeded")
     assert log.read_text().split() == ["start-0", "term", "start-1"]
+
+
+def test_deleting_a_running_job_stops_it_and_frees_its_quota(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    queues = cluster_queue("main", cpu="1") + "---\n" + flavor_and_queue("a100", "main", "default")
+    server = start_server(write_config(tmp_path, queues))
+    log = tmp_path / "runs.log"
+    first = f"echo first >> {log}; trap 'echo term >> {log}; exit 0' TERM; sleep 60 & wait"
+    assert server.apply([job("first", first)]).status_code == 200
+    wait_until(lambda: log.exists() and "first" in log.read_text())
+    assert server.apply([job("second", f"echo second >> {log}")]).status_code == 200
+    wait_until(lambda: (server.explanation("default", "second") or {}).get("reasons"))
+    assert server.jobs()["default/second"]["state"] == "Queued"  # 1 CPU: it waits for the first
+    deleted = server.cli("delete", "job", "first")
+    assert deleted.returncode == 0 and "Job/default/first deleted" in deleted.stdout
+    wait_until(lambda: server.jobs().get("default/second", {}).get("state") == "Succeeded")
+    assert log.read_text().split() == ["first", "term", "second"]
+    assert "default/first" not in server.jobs()
+    assert [w["job"] for w in server.api("GET", "/api/v1/workloads")] == ["second"]
