@@ -32,9 +32,7 @@ def service_account_controller(
     docs = deploy.rbac(deploy.DeployConfig(namespace=system))
     names = []
     for doc in docs:
-        kwok_cluster.kubectl(
-            "apply", "--server-side", "--force-conflicts", "-f", "-", input=str(doc).replace("'", '"')
-        )
+        kwok_cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(doc))
         names.append((doc["kind"], doc["metadata"]["name"], doc["metadata"].get("namespace", "")))
     request = {
         "apiVersion": "authentication.k8s.io/v1",
