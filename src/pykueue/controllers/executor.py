@@ -262,6 +262,9 @@ class LocalExecutor:
                 for pod in live:
                     self._stop(pod)
                 await self._write_status(key)
+            elif run.start_time or (job.get("status") or {}).get("startTime"):
+                run.start_time = ""  # as the job controller: a suspended Job has no startTime
+                await self._write_status(key)
             return
         await self._start_missing(key, job, run)
 
