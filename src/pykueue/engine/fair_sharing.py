@@ -117,23 +117,35 @@ def _lendable(node: Node) -> dict[str, int]:
 # ----------------------------------------------------------------- entry order
 
 
-def order_entries(state: State, entries: list[Entry]) -> list[Entry]:
-    """Admission order under fair sharing: per cohort tree, lowest share after admission first."""
+def iter_entries(state: State, entries: list[Entry]) -> Iterator[Entry]:
+    """Admission order under fair sharing, decided one entry at a time.
+
+    Each pick runs the tournament of the entry's cohort tree against the usage of
+    that moment, so the entries admitted before it count, as in upstream's iterator.
+    A workload preempted in the previous cycle never goes before its own preemptor
+    (see `pykueue.engine.scheduler.yield_to_preemptor`).
+    """
     remaining = {entry.cluster_queue: entry for entry in entries}
     prioritize_non_borrowing = state.config.gate("FairSharingPrioritizeNonBorrowing")
-    result: list[Entry] = []
     while remaining:
         name = min(remaining)
         node = state.nodes[name]
         if node.parent is None:
-            result.append(remaining.pop(name))
-            continue
-        root = node.root()
-        shares = _entry_shares(state, root, remaining)
-        winner = _tournament(root, remaining, shares, prioritize_non_borrowing)
+            winner: Entry | None = remaining[name]
+        else:
+            root = node.root()
+            shares = _entry_shares(state, root, remaining)
+            winner = _tournament(root, remaining, shares, prioritize_non_borrowing)
         assert winner is not None
-        result.append(remaining.pop(winner.cluster_queue))
-    return result
+        preemptor = _waiting_preemptor(winner, remaining)
+        chosen = preemptor if preemptor is not None else winner
+        del remaining[chosen.cluster_queue]
+        yield chosen
+
+
+def _waiting_preemptor(entry: Entry, remaining: dict[str, Entry]) -> Entry | None:
+    by_key = {e.workload.key: e for e in remaining.values()}
+    return by_key.get(entry.workload.preempted_by or "")
 
 
 def _entry_shares(state: State, root: Node, remaining: dict[str, Entry]) -> dict[tuple[str, str], Share]:

@@ -17,6 +17,7 @@ rest of the cycle only; it is given back when the cycle ends.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pykueue.engine import cohort_tree, fair_sharing, specs
@@ -80,9 +81,8 @@ def run_cycle(state: State) -> CycleResult:
         return result
     preemptor = Preemptor(state)
     entries, inadmissible = _nominate(state, heads, preemptor)
-    ordered = _order(state, entries)
     cycle = _Cycle(state, preemptor)
-    for entry in ordered:
+    for entry in _order(state, entries):
         cycle.process(entry)
     cycle.undo_reservations()
     for entry in [*entries, *inadmissible]:
@@ -236,10 +236,33 @@ def _reduce_pod_sets(
 # ------------------------------------------------------------------- order
 
 
-def _order(state: State, entries: list[Entry]) -> list[Entry]:
+def _order(state: State, entries: list[Entry]) -> Iterator[Entry]:
     if state.config.fair_sharing.enable:
-        return fair_sharing.order_entries(state, entries)
-    return sorted(entries, key=classical_order_key)
+        return fair_sharing.iter_entries(state, entries)
+    return iter(yield_to_preemptor(sorted(entries, key=classical_order_key)))
+
+
+def yield_to_preemptor(ordered: list[Entry]) -> list[Entry]:
+    """Move every preemptor ahead of the workloads it preempted.
+
+    In a real cluster the victims of a preemption are still terminating when the
+    freed quota becomes visible, so their preemptor is admitted before they are
+    back in a queue. Here evictions complete at once; without this rule a victim
+    ordered first (an older queue time, a lower share, not borrowing) would take
+    the quota back, its preemptor would preempt it again next cycle, for ever.
+    """
+    result = list(ordered)
+    position = {entry.workload.key: i for i, entry in enumerate(result)}
+    for entry in ordered:
+        preemptor = entry.workload.preempted_by
+        if preemptor is None or preemptor not in position:
+            continue
+        mine, theirs = position[entry.workload.key], position[preemptor]
+        if theirs > mine:
+            moved = result.pop(theirs)
+            result.insert(mine, moved)
+            position = {e.workload.key: i for i, e in enumerate(result)}
+    return result
 
 
 def classical_order_key(entry: Entry) -> tuple[int, int, int, str, int]:
@@ -353,6 +376,7 @@ def _admit(state: State, entry: Entry) -> None:
     wl.admission = Admission(cq.name, pod_sets)
     wl.admitted_at = state.now
     wl.borrowing = entry.borrows > 0
+    wl.preempted_by = None
     wl.evicted_at = None
     wl.last_tried_flavor = None
     state.register_admission(wl)
@@ -436,6 +460,7 @@ def _evict_target(state: State, target: Target, entry: Entry) -> None:
         f"priority {preemptor.priority}) due to {why}"
     )
     state.evict(target.workload.key, "Preempted", message, preempted_reason=target.reason)
+    target.workload.preempted_by = preemptor.key
     state.events.append(Event(state.cycle, target.workload.key, PREEMPTED, message, target.reason))
 
 

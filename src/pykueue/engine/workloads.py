@@ -119,6 +119,7 @@ class Workload:
     last_generation: int = -1
     last_cycle: int = -10
     preemption_count: int = 0
+    preempted_by: str | None = None  # the preemptor it must not overtake while both wait
     # Upstream's scheduling-equivalence hash: priority and pod sets. Twins share it.
     shape: object = None
 

@@ -72,21 +72,41 @@ def _require_admitted(state: State, key: str, where: str) -> None:
 
 
 def fingerprint(state: State) -> tuple[object, ...]:
+    """Everything a next cycle depends on: placements, and where each flavor scan stands."""
     admitted = tuple(sorted(key for key, wl in state.workloads.items() if wl.admission is not None))
+    scans = tuple(
+        sorted(
+            (key, tuple(sorted(wl.last_tried_flavor.items())))
+            for key, wl in state.workloads.items()
+            if wl.admission is None and wl.last_tried_flavor
+        )
+    )
     return (
         admitted,
-        tuple(sorted(state.pending().items(), key=str)),
-        tuple(sorted(state.inadmissible().items(), key=str)),
+        tuple((cq, tuple(keys)) for cq, keys in sorted(state.pending().items())),
+        tuple((cq, tuple(keys)) for cq, keys in sorted(state.inadmissible().items())),
+        scans,
     )
 
 
 def settle(state: State, where: str = "settle") -> int:
-    """Run cycles until one changes nothing; return how many ran."""
+    """Run cycles until one changes nothing; return how many ran.
+
+    "Nothing" includes the flavor-scan positions kept between cycles, since the
+    next cycle resumes from them. A head whose scan alternates between two
+    positions without ever admitting or preempting brings the state back to one
+    seen before: that is settled too.
+    """
+    seen = {fingerprint(state)}
     for count in range(1, MAX_SETTLE_CYCLES + 1):
         before = fingerprint(state)
         result = scheduler.run_cycle(state)
-        if not result.changed and fingerprint(state) == before:
+        after = fingerprint(state)
+        if not result.changed and (after == before or after in seen):
             return count
+        if result.changed:
+            seen = set()
+        seen.add(after)
     raise ScenarioError(f"{where}: did not settle within {MAX_SETTLE_CYCLES} cycles")
 
 
