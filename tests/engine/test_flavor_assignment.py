@@ -158,7 +158,7 @@ def test_all_resources_of_a_group_get_the_same_flavor() -> None:
 
 
 def test_settled_state_does_not_depend_on_where_the_flavor_scan_stopped() -> None:
-    """KNOWN ENGINE BUG (fails): `settle` stops while a resumed flavor scan would still act.
+    """Regression: `settle` used to stop while a resumed flavor scan would still act.
 
     Cycle 1: ``big`` fits in f0 only by borrowing b's idle cpu, but b's own head is
     admitted first, so ``big`` no longer fits and its scan stops at f0. Cycle 2 resumes

@@ -165,7 +165,7 @@ def test_borrow_within_cohort_lets_a_borrowing_preemptor_take_from_borrowers(
 def test_a_partially_admissible_preemptor_does_not_preempt_the_same_workload_forever(
     fair: bool, preemptor_created: float
 ) -> None:
-    """KNOWN ENGINE BUG (fails): preempt, re-admit the victim, preempt again, forever.
+    """Regression: it used to preempt, re-admit the victim, preempt again, forever.
 
     b's workload (2 pods of 2 cpus, minCount 1) cannot have its 4 cpus by reclaiming,
     so it is reduced to 1 pod and preempts a's borrower. Next cycle the full 4 cpus

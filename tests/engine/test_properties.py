@@ -638,7 +638,7 @@ FAIR_PREEMPTEE_READMITTED_FIRST = (
     ],
 )
 def test_shrunk_property_failures(plan: ClusterPlan, sequence: list[Event]) -> None:
-    """Known engine bugs (fail until fixed); kept apart so the random search still runs."""
+    """Shrunk examples of engine bugs the random search found, kept as regressions."""
     play_all(plan, sequence, check=True)
 
 
