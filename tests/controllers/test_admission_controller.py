@@ -172,3 +172,40 @@ async def _event(store: MemoryStore, kind: str, namespace: str, name: str) -> An
 
     obj = await store.get(kind, namespace, name)
     return WatchEvent("MODIFIED", obj, resource_version(obj))
+
+
+def test_reclaimable_pods_in_status_give_quota_back() -> None:
+    async def scenario() -> None:
+        store = await _store_with("queues.yaml", "workloads.yaml")
+        controller = AdmissionController(store, clock=lambda: NOW)
+        await controller.sync()
+        await controller.reconcile()
+        before = dict(controller.state.cq_usage["research"])
+        obj = await store.get("Workload", "research", "pretrain-7b")
+        obj["status"]["reclaimablePods"] = [{"name": "workers", "count": 2}]
+        await store.update_status(obj)
+        controller.handle(await _event(store, "Workload", "research", "pretrain-7b"))
+        after = controller.state.cq_usage["research"]
+        assert after[("a100", "nvidia.com/gpu")] == before[("a100", "nvidia.com/gpu")] - 2000
+
+    asyncio.run(scenario())
+
+
+def test_deactivating_an_admitted_workload_evicts_it() -> None:
+    async def scenario() -> None:
+        store = await _store_with("queues.yaml", "workloads.yaml")
+        controller = AdmissionController(store, clock=lambda: NOW)
+        await controller.sync()
+        await controller.reconcile()
+        obj = await store.get("Workload", "product", "eval")
+        obj["spec"]["active"] = False
+        await store.update(obj)
+        controller.handle(await _event(store, "Workload", "product", "eval"))
+        await controller.reconcile()
+        stored = await store.get("Workload", "product", "eval")
+        assert "admission" not in stored["status"]
+        evicted = _condition(stored, "Evicted")
+        assert evicted is not None and evicted["reason"] == "Deactivated"
+        assert "product/eval" not in await _admitted(store)
+
+    asyncio.run(scenario())

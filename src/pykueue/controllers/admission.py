@@ -55,6 +55,11 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _reclaimable(obj: Manifest) -> Any:
+    """Pods that finished and give their quota back: the one status field the engine reads."""
+    return (obj.get("status") or {}).get("reclaimablePods")
+
+
 @dataclass
 class AdmissionController:
     """Keeps one engine state in step with one store."""
@@ -96,10 +101,13 @@ class AdmissionController:
         if previous is not None and resource_version(previous) == resource_version(obj):
             return
         if key.kind == "Workload" and previous is not None and self._only_status_changed(previous, obj):
-            self.cache[key] = obj
             if workload_status.is_finished(obj):
+                self.cache[key] = obj
                 self._finish(key)
-            return
+                return
+            if _reclaimable(previous) == _reclaimable(obj):
+                self.cache[key] = obj  # our own write, or a field the engine does not read
+                return
         self._apply(obj)
 
     @staticmethod

@@ -186,6 +186,9 @@ class State:
         self.workloads[wl.key] = wl
         if wl.admission is not None:
             self._account(wl, +1)
+            if not wl.active:
+                # Deactivating an admitted workload evicts it, as upstream does.
+                self.evict(wl.key, "Deactivated", "The workload is deactivated")
             return
         self._enqueue(wl)
 

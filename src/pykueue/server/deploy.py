@@ -97,6 +97,8 @@ def cluster_role() -> Doc:
             _rule([crd.GROUP], ["workloads/finalizers"], ["update"]),
             _rule(["batch"], ["jobs"], [*_READ, "update", "patch"]),
             _rule(["batch"], ["jobs/finalizers"], ["update"]),
+            # A stopped Job's startTime must be cleared before its template can be restored.
+            _rule(["batch"], ["jobs/status"], ["get", "update", "patch"]),
             _rule([""], ["pods"], _READ),
             _rule([""], ["namespaces", "limitranges"], _READ),
             _rule(["scheduling.k8s.io"], ["priorityclasses"], _READ),
