@@ -1,15 +1,13 @@
 """Standalone admission: the shared admission controller, plus what one machine needs of it.
 
-`StandaloneAdmission` wraps `admission.AdmissionController` with three things
-the Kubernetes mode gets from elsewhere:
+`StandaloneAdmission` wraps `admission.AdmissionController` with what a
+single machine with many short jobs needs:
 
 * **stale events are dropped.** A watch replays the controller's own earlier
   writes after it has cached newer ones; applying such an event would roll the
   engine back to an older status (an admission it already replaced).
-* **deactivation evicts.** ``spec.active: false`` on an admitted workload takes
-  its quota back and sends it to its (inactive) queue, as upstream's workload
-  controller does with reason ``InactiveWorkload``; the job adapter then stops
-  the job.
+* **cheap write-back.** Only workloads whose engine view or stored object
+  changed since the last pass get their status recomputed.
 * **explanations.** `explain` answers "why does this workload wait?" in the
   categories an operator acts on (quota, flavor mismatch, admission check,
   inactive), with its position in its ClusterQueue and the engine's message.
@@ -118,20 +116,6 @@ class StandaloneAdmission(AdmissionController):
         if event.type != "DELETED" and previous is not None and _int_version(obj) < _int_version(previous):
             return  # an echo of a version we already moved past
         super().handle(event)
-
-    def _apply(self, obj: Manifest) -> None:
-        super()._apply(obj)
-        key = Key.of(obj)
-        if key.kind == "Workload":
-            self._evict_if_deactivated(key, obj)
-
-    def _evict_if_deactivated(self, key: Key, obj: Manifest) -> None:
-        if (obj.get("spec") or {}).get("active", True):
-            return
-        wl = self.state.workloads.get(f"{key.namespace or 'default'}/{key.name}")
-        if wl is None or wl.admission is None:
-            return
-        self.state.evict(wl.key, "InactiveWorkload", "The workload is deactivated")
 
     # ------------------------------------------------------------ reading
 
