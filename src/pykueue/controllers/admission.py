@@ -30,6 +30,7 @@ from pykueue.controllers import workload_status
 from pykueue.engine import intake, loading, scheduler
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.state import State
+from pykueue.engine.workloads import Workload
 from pykueue.errors import Conflict, InputError, NotFound
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, resource_version
 
@@ -55,6 +56,28 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _version(obj: Manifest) -> int:
+    text = resource_version(obj)
+    return int(text) if text.isdigit() else 0
+
+
+def _signature(wl: Workload, stored: Manifest) -> tuple[Any, ...]:
+    """What a workload's desired status is built from, cheaply comparable."""
+    admission = None
+    if wl.admission is not None:
+        admission = (
+            wl.admission.cluster_queue,
+            tuple(
+                (ps.name, ps.count, tuple(ps.flavors.items()), tuple(ps.resource_usage.items()))
+                for ps in wl.admission.pod_sets
+            ),
+        )
+    conditions = tuple(
+        (c.type, c.status, c.reason, c.message, c.last_transition) for c in wl.conditions.values()
+    )
+    return (resource_version(stored), admission, conditions, wl.requeue_count, wl.requeue_at)
+
+
 def _reclaimable(obj: Manifest) -> Any:
     """Pods that finished and give their quota back: the one status field the engine reads."""
     return (obj.get("status") or {}).get("reclaimablePods")
@@ -71,6 +94,8 @@ class AdmissionController:
     cache: dict[Key, Manifest] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     rejected: dict[Key, str] = field(default_factory=dict)
+    # Per workload, what its stored status was last found to agree with (see `write_back`).
+    settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.state = State(config=self.config)
@@ -82,6 +107,7 @@ class AdmissionController:
         self.state = State(config=self.config)
         self.state.now = intake.micros(self.clock())
         self.cache.clear()
+        self.settled.clear()
         for kind in KINDS:
             items, version = await self.store.list(kind)
             self.versions[kind] = version
@@ -98,8 +124,8 @@ class AdmissionController:
             loading.delete(self.state, key.kind, key.namespace, key.name)
             return
         previous = self.cache.get(key)
-        if previous is not None and resource_version(previous) == resource_version(obj):
-            return
+        if previous is not None and _version(obj) <= _version(previous):
+            return  # our own write echoed back, or an older version we already moved past
         if key.kind == "Workload" and previous is not None and self._only_status_changed(previous, obj):
             if workload_status.is_finished(obj):
                 self.cache[key] = obj
@@ -155,14 +181,23 @@ class AdmissionController:
         return await self.write_back()
 
     async def write_back(self) -> int:
+        """Write the status of every workload whose engine view differs from the store.
+
+        Building a status document costs a deep copy; a cheap signature of what it is
+        built from skips the workloads nothing happened to since they last agreed.
+        """
         writes = 0
         for engine_key, wl in list(self.state.workloads.items()):
             key = Key("Workload", wl.namespace, wl.name)
             stored = self.cache.get(key)
             if stored is None:
                 continue
+            signature = _signature(wl, stored)
+            if self.settled.get(engine_key) == signature:
+                continue
             desired = workload_status.desired_status(wl, stored.get("status"))
             if desired == (stored.get("status") or {}):
+                self.settled[engine_key] = signature
                 continue
             writes += await self._write_status(key, stored, desired, engine_key)
         return writes

@@ -3,11 +3,6 @@
 `StandaloneAdmission` wraps `admission.AdmissionController` with what a
 single machine with many short jobs needs:
 
-* **stale events are dropped.** A watch replays the controller's own earlier
-  writes after it has cached newer ones; applying such an event would roll the
-  engine back to an older status (an admission it already replaced).
-* **cheap write-back.** Only workloads whose engine view or stored object
-  changed since the last pass get their status recomputed.
 * **explanations.** `explain` answers "why does this workload wait?" in the
   categories an operator acts on (quota, flavor mismatch, admission check,
   inactive), with its position in its ClusterQueue and the engine's message.
@@ -21,13 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pykueue.controllers import workload_status
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.workload_status import is_finished
 from pykueue.engine import status as engine_status
 from pykueue.engine.state import Event
 from pykueue.engine.workloads import Workload
-from pykueue.store.base import Key, Manifest, WatchEvent, resource_version
+from pykueue.store.base import Key, Manifest, resource_version
 
 QUOTA = "quota"
 FLAVOR = "flavor mismatch"
@@ -68,54 +62,6 @@ class Explanation:
 
 class StandaloneAdmission(AdmissionController):
     """The admission controller as standalone mode runs it."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        # What each workload's status was computed from when it last matched the store.
-        self._settled: dict[str, tuple[Any, ...]] = {}
-
-    async def write_back(self) -> int:
-        """As the base class, but skip workloads whose engine view and stored object did not change.
-
-        The base class rebuilds every workload's desired status on every pass
-        (a deep copy each); with a thousand pending workloads that is most of a
-        pass. A cheap signature of what `desired_status` reads tells us when
-        nothing can have changed.
-        """
-        writes = 0
-        for engine_key, wl in list(self.state.workloads.items()):
-            key = Key("Workload", wl.namespace, wl.name)
-            stored = self.cache.get(key)
-            if stored is None:
-                continue
-            signature = (
-                resource_version(stored),
-                id(wl.admission),
-                wl.requeue_count,
-                wl.requeue_at,
-                # The engine replaces a Condition to change it, so identities tell changes apart.
-                tuple(map(id, wl.conditions.values())),
-            )
-            if self._settled.get(engine_key) == signature:
-                continue
-            desired = workload_status.desired_status(wl, stored.get("status"))
-            if desired == (stored.get("status") or {}):
-                self._settled[engine_key] = signature
-                continue
-            writes += await self._write_status(key, stored, desired, engine_key)
-        return writes
-
-    async def sync(self) -> None:
-        self._settled.clear()
-        await super().sync()
-
-    def handle(self, event: WatchEvent) -> None:
-        obj = event.object
-        key = Key.of(obj)
-        previous = self.cache.get(key)
-        if event.type != "DELETED" and previous is not None and _int_version(obj) < _int_version(previous):
-            return  # an echo of a version we already moved past
-        super().handle(event)
 
     # ------------------------------------------------------------ reading
 
