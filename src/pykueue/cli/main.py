@@ -10,8 +10,8 @@ import sys
 
 import typer
 
-import pykueue.cli.controller_command as controller_command
 from pykueue.cli import (
+    controller_command,
     demo_command,
     manifests_command,
     scenario_command,
@@ -29,10 +29,18 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (validate_command, scenario_command, demo_command, simulate_command, up_command, standalone_commands):
+COMMANDS = (
+    validate_command,
+    scenario_command,
+    demo_command,
+    simulate_command,
+    up_command,
+    standalone_commands,
+    controller_command,
+    manifests_command,
+)
+for module in COMMANDS:
     module.register(app)
-controller_command.register(app)
-manifests_command.register(app)
 
 
 @app.command()
