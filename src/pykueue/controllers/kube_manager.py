@@ -35,7 +35,7 @@ from pykueue.controllers.queue_status import QueueStatusWriter
 from pykueue.engine import loading
 from pykueue.engine.config import EngineConfig
 from pykueue.errors import InputError, PykueueError, StoreError
-from pykueue.store.base import Key, Manifest, Store, WatchEvent
+from pykueue.store.base import Key, Manifest, Store, WatchEvent, resource_version
 
 log = logging.getLogger(__name__)
 
@@ -188,5 +188,21 @@ class KubeManager:
                     since = event.resource_version
                     await events.put(event)
             except StoreError as exc:
-                log.warning("watch of %s failed (%s); retrying", kind, exc)
-                await asyncio.sleep(5.0)
+                # The version may be gone for good (compacted, trimmed): retrying it would
+                # fail for ever, so list the kind again and go on from what that returns.
+                log.warning("watch of %s failed (%s); listing it again", kind, exc)
+                await asyncio.sleep(1.0)
+                with contextlib.suppress(StoreError):
+                    since = await self._relist(kind, events)
+
+    async def _relist(self, kind: str, events: asyncio.Queue[WatchEvent]) -> str:
+        """Turn a fresh list into events: every object as modified, every vanished one as deleted."""
+        items, version = await self.store.list(kind)
+        present = set()
+        for obj in items:
+            present.add(Key.of(obj))
+            await events.put(WatchEvent("MODIFIED", obj, resource_version(obj)))
+        for key, obj in list(self.admission.cache.items()):
+            if key.kind == kind and key not in present:
+                await events.put(WatchEvent("DELETED", obj, version))
+        return version
