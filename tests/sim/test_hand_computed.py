@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pykueue.engine import scheduler
 from pykueue.sim import driver
 from pykueue.sim.trace import parse_csv
 
@@ -116,3 +117,25 @@ def test_jobs_that_can_never_be_admitted_are_reported_unfinished():
     assert summary["totals"]["finished"] == 0
     assert summary["unfinishedJobs"] == ["team/a"]
     assert summary["totals"]["wait"] == {"count": 0}
+
+
+def test_a_preemption_ping_pong_does_not_hold_the_clock(monkeypatch):
+    # An engine that admits and preempts the same workload forever: the driver notes it and moves on.
+    # (It stops flapping once time has moved on, so that the run ends.)
+    flip = {"admit": True}
+
+    def ping_pong(state):
+        if state.now > 0:
+            return scheduler.CycleResult(heads=0)
+        flip["admit"] = not flip["admit"]
+        key = "team/a"
+        if flip["admit"]:
+            return scheduler.CycleResult(preempted=[key], heads=1)
+        return scheduler.CycleResult(admitted=[key], heads=1)
+
+    monkeypatch.setattr(scheduler, "run_cycle", ping_pong)
+    result = run(design(cluster_queue("team", "4")), HEADER + "a,0,team/main,0,10,,1,cpu=1\n")
+    assert len(result.notes) == 1
+    assert result.notes[0].startswith("at t=0s the scheduler went round in circles")
+    assert "team/a (4x)" in result.notes[0]
+    assert result.summary("t")["notes"] == result.notes

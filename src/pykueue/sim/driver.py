@@ -44,10 +44,12 @@ from pykueue.engine import scheduler
 from pykueue.engine.state import State
 from pykueue.errors import EngineError
 from pykueue.sim.design import Design
-from pykueue.sim.jobs import Job, saved_progress
+from pykueue.sim.jobs import SECOND, Job, saved_progress
 from pykueue.sim.metrics import Recorder
 
-MAX_CYCLES_PER_INSTANT = 200_000
+MIN_CYCLE_BUDGET = 10_000  # cycles per instant before the run is declared stuck (plus 2 per workload)
+PING_PONG = 3  # preemptions of one workload at one instant that mean the engine is going round in circles
+MAX_NOTES = 20
 Progress = Callable[[int, int, int], None]  # (jobs finished, jobs in total, virtual now)
 
 
@@ -109,7 +111,16 @@ def simulate(design: Design, jobs: list[Job], options: Options | None = None) ->
         loop.run()
     finally:
         gc.unfreeze()
-    return Run(design, loop.jobs, loop.recorder, options.seed, loop.cycles, loop.instants, options.cycle_time)
+    return Run(
+        design,
+        loop.jobs,
+        loop.recorder,
+        options.seed,
+        loop.cycles,
+        loop.instants,
+        options.cycle_time,
+        notes=list(loop.notes),
+    )
 
 
 class _Loop:
@@ -131,6 +142,10 @@ class _Loop:
         self.cycles = 0
         self.instants = 0
         self.next_cycle: int | None = None  # with a cycle time: when the busy scheduler runs next
+        self.last_preempted: list[int] = []
+        self.recorder_preemptions = 0
+        self.ping_pongs = 0
+        self.notes: list[str] = []
 
     def next_instant(self) -> int | None:
         times = []
@@ -183,19 +198,47 @@ class _Loop:
             dirty.add(self.cq_of[i])
 
     def settle(self, now: int, dirty: set[str]) -> None:
-        """Run cycles at ``now`` until one admits, preempts and parks nothing."""
-        for _ in range(MAX_CYCLES_PER_INSTANT):
+        """Run cycles at ``now`` until one admits, preempts and parks nothing.
+
+        Cycles take no time here, so a preemption ping-pong (workloads of two queues
+        preempting each other in turn) would hold the clock forever. When one workload
+        has been preempted more than `PING_PONG` times at this instant, settling stops,
+        the run gets a note naming the workloads, and time moves on to the next event,
+        as it would on a cluster whose cycles take time.
+        """
+        budget = MIN_CYCLE_BUDGET + 2 * len(self.state.workloads)
+        preempted: dict[int, int] = {}
+        for _ in range(budget):
+            before = self.recorder_preemptions
             if self.cycle(now, dirty):
                 return
-        raise EngineError(f"the scheduler did not settle within {MAX_CYCLES_PER_INSTANT} cycles at t={now}us")
+            for i in self.last_preempted:
+                preempted[i] = preempted.get(i, 0) + 1
+            if self.recorder_preemptions != before and max(preempted.values()) > PING_PONG:
+                self.note_ping_pong(now, preempted)
+                return
+        raise EngineError(f"the scheduler did not settle within {budget} cycles at t={now}us")
+
+    def note_ping_pong(self, now: int, preempted: dict[int, int]) -> None:
+        self.ping_pongs += 1
+        if len(self.notes) >= MAX_NOTES:
+            return
+        worst = sorted(preempted.items(), key=lambda item: (-item[1], item[0]))[:4]
+        names = ", ".join(f"{self.jobs[i].key} ({count}x)" for i, count in worst)
+        self.notes.append(
+            f"at t={now / SECOND:g}s the scheduler went round in circles (workloads preempting each "
+            f"other: {names}); the simulation moved on to the next event"
+        )
 
     def cycle(self, now: int, dirty: set[str]) -> bool:
         """One scheduling cycle at ``now``, its decisions applied to the jobs; True when it was quiet."""
         parked = _parked(self.state)
         result = scheduler.run_cycle(self.state)
         self.cycles += 1
-        for key in result.preempted:
-            self.preempted(self.index_of[key], now, dirty)
+        self.last_preempted = [self.index_of[key] for key in result.preempted]
+        self.recorder_preemptions += len(result.preempted)
+        for i in self.last_preempted:
+            self.preempted(i, now, dirty)
         for key in result.admitted:
             self.admitted(self.index_of[key], now, dirty)
         return result.heads == 0 or (not result.changed and _parked(self.state) == parked)
