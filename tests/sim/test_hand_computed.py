@@ -139,3 +139,5 @@ def test_a_preemption_ping_pong_does_not_hold_the_clock(monkeypatch):
     assert result.notes[0].startswith("at t=0s the scheduler went round in circles")
     assert "team/a (4x)" in result.notes[0]
     assert result.summary("t")["notes"] == result.notes
+    # The completions its admissions scheduled were voided by its preemptions: no further instant.
+    assert result.instants == 1

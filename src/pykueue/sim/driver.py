@@ -151,6 +151,8 @@ class _Loop:
         times = []
         if self.next_job < len(self.jobs):
             times.append(self.jobs[self.next_job].submit)
+        while self.completions and self.live[self.completions[0][2]].epoch != self.completions[0][3]:
+            heapq.heappop(self.completions)  # voided by a preemption: not an event
         if self.completions:
             times.append(self.completions[0][0])
         if self.next_cycle is not None:
