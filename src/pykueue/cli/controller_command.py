@@ -20,6 +20,7 @@ import asyncio
 import logging
 import os
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +28,34 @@ import typer
 import yaml
 
 from pykueue.api import crd
+from pykueue.controllers import leader, metrics
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import PykueueError
-from pykueue.server import deploy, webhooks
+from pykueue.server import deploy, health, webhooks
 from pykueue.store import kubernetes
 from pykueue.store.base import Key
 
 log = logging.getLogger(__name__)
 
 
-def _connect(kubeconfig: Path | None, context: str | None) -> kubernetes.KubernetesStore:
+def _connect(
+    kubeconfig: Path | None, context: str | None, qps: float = 0.0, burst: int = 10
+) -> kubernetes.KubernetesStore:
     config = kubernetes.load_kubeconfig(kubeconfig, context) if kubeconfig else kubernetes.in_cluster_config()
-    return kubernetes.KubernetesStore(config)
+    return kubernetes.KubernetesStore(config, qps=qps, burst=burst)
+
+
+@dataclass(frozen=True)
+class Operations:
+    """Leader election and the metrics/probes/visibility port (0: not served)."""
+
+    leader_elect: bool = False
+    lease_namespace: str = "kueue-system"
+    lease_name: str = leader.DEFAULT_LEASE_NAME
+    metrics_port: int = 0
+    metrics_host: str = "0.0.0.0"
+    authorize_visibility: bool = True
 
 
 def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> webhooks.LocalQueueLookup:
@@ -59,27 +75,60 @@ async def _run_controller(
     resync: float,
     webhook_config: webhooks.WebhookConfig | None,
     config: EngineConfig,
-) -> None:
+    ops: Operations | None = None,
+) -> bool:
+    """Run until SIGTERM/SIGINT (True) or until the lease is lost (False)."""
+    ops = ops or Operations()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     ready = asyncio.Event()
-    manager = KubeManager(store, config=config, resync_seconds=resync)
+    elector = leader.LeaderElector(store, ops.lease_namespace, ops.lease_name) if ops.leader_elect else None
+    # Only the lease holder writes: every write of the manager goes through the fence.
+    writer = leader.FencedStore(store, elector.may_write) if elector is not None else store
+    registry = metrics.Metrics(
+        state=lambda: manager.admission.state if manager.passes else None,
+        role=lambda: "standalone" if elector is None else ("leader" if elector.leading else "follower"),
+        lease_name=ops.lease_name if elector is not None else "",
+    )
+    manager = KubeManager(writer, config=config, resync_seconds=resync, on_pass=registry.observe_pass)
     server = None
     if webhook_config is not None:
-        # Webhooks first: Jobs created while the controller lists are already suspended.
+        # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
         server = webhooks.WebhookServer(webhook_config, store, cached_queues(manager, store))
         await server.start()
-    task = asyncio.create_task(manager.run(stop, ready))
-    waiter = asyncio.create_task(ready.wait())
-    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    if ready.is_set():
-        log.info("pykueue controller is running against %s", store.config.server)
+    side = None
+    if ops.metrics_port:
+        app = health.create_app(
+            registry,
+            state=lambda: manager.admission.state if manager.passes else None,
+            ready=lambda: ready.is_set() or (elector is not None and not elector.leading),
+            authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
+        )
+        side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
+        await side.start()
+
+    async def lead() -> None:
+        task = asyncio.create_task(manager.run(stop, ready))
+        waiter = asyncio.create_task(ready.wait())
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if ready.is_set():
+            log.info("pykueue controller is running against %s", store.config.server)
+        try:
+            await task
+        finally:
+            waiter.cancel()
+
     try:
-        await task
+        if elector is None:
+            await lead()
+            return True
+        log.info("waiting for lease %s/%s as %s", ops.lease_namespace, ops.lease_name, elector.identity)
+        return await elector.run(lead, stop)
     finally:
-        waiter.cancel()
+        if side is not None:
+            await side.stop()
         if server is not None:
             await server.stop()
         await store.close()
@@ -99,6 +148,21 @@ def controller(
     fair_sharing: bool = typer.Option(
         False, "--fair-sharing", help="Fair sharing between ClusterQueues (upstream's fairSharing.enable)."
     ),
+    leader_elect: bool = typer.Option(
+        False, "--leader-elect", help="Write only while holding the Lease (run several replicas)."
+    ),
+    lease_namespace: str = typer.Option(
+        "", "--lease-namespace", help="Namespace of the Lease (default: $POD_NAMESPACE or kueue-system)."
+    ),
+    metrics_port: int = typer.Option(
+        0,
+        "--metrics-port",
+        "--health-port",
+        help="HTTP port of /metrics, /healthz, /readyz and the visibility API (0: none; the Deployment uses 8080).",
+    ),
+    metrics_host: str = typer.Option("0.0.0.0", "--metrics-host", help="Address of that port."),
+    qps: float = typer.Option(50.0, "--qps", help="API requests per second, sustained (0: unlimited)."),
+    burst: int = typer.Option(100, "--burst", help="API requests allowed in a burst above --qps."),
 ) -> None:
     """Run pykueue as a Kubernetes controller: admit queued Jobs and Workloads, write queue status."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -106,12 +170,22 @@ def controller(
         webhooks.WebhookConfig.from_env(os.environ, port=webhook_port) if serve_webhooks else None
     )
     try:
-        store = _connect(kubeconfig, context)
+        store = _connect(kubeconfig, context, qps, burst)
         config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing))
-        asyncio.run(_run_controller(store, resync, webhook_config, config))
+        ops = Operations(
+            leader_elect=leader_elect,
+            lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "kueue-system",
+            metrics_port=metrics_port,
+            metrics_host=metrics_host,
+        )
+        stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops))
     except PykueueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
+    if not stopped:
+        # As controller-runtime: a replica that lost its lease exits, and is restarted as a standby.
+        typer.echo("error: leader election lost", err=True)
+        raise typer.Exit(1)
 
 
 # ---------------------------------------------------------------------- install

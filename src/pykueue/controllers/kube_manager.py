@@ -34,6 +34,7 @@ from pykueue.controllers.job_reconciler import JobReconciler
 from pykueue.controllers.queue_status import QueueStatusWriter
 from pykueue.engine import loading
 from pykueue.engine.config import EngineConfig
+from pykueue.engine.state import State
 from pykueue.errors import InputError, PykueueError, StoreError
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, resource_version
 
@@ -66,6 +67,9 @@ class KubeManager:
     jobs: JobReconciler = field(init=False)
     statuses: QueueStatusWriter = field(init=False)
     passes: int = 0
+    # Called after each admission step with the engine state (metrics count its events);
+    # the events are dropped afterwards either way, so they never pile up.
+    on_pass: Callable[[State], None] | None = None
 
     def __post_init__(self) -> None:
         self.admission = AdmissionController(self.store, self.config, self.clock)
@@ -105,7 +109,13 @@ class KubeManager:
         """One pass of all three reconcilers; the number of writes made."""
         self.passes += 1
         self._evict_deactivated()
-        writes = await self.admission.reconcile()
+        try:
+            writes = await self.admission.reconcile()
+        finally:
+            if self.on_pass is not None:
+                self.on_pass(self.admission.state)
+            self.admission.state.events.clear()
+            self._forget_gone()
         writes += await self.statuses.write(self.admission.state, self.admission.cache)
         writes += await self.jobs.reconcile()
         return writes
@@ -126,6 +136,14 @@ class KubeManager:
             log.warning("ignoring %s: %s", key, exc)
             return
         loading.apply(self.admission.state, parsed)
+
+    def _forget_gone(self) -> None:
+        # The write-back signatures of finished and deleted workloads would pile up over a
+        # day of churn; drop them once there are more than live workloads.
+        settled, live = self.admission.settled, self.admission.state.workloads
+        if len(settled) > len(live):
+            for key in [k for k in settled if k not in live]:
+                del settled[key]
 
     def _evict_deactivated(self) -> None:
         # The engine keeps a deactivated workload out of the queues but leaves an admitted one

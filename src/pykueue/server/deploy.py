@@ -18,6 +18,7 @@ Least privilege, rule by rule (nothing with ``*``):
 | our two webhook configurations (by name) | get update patch | publish the CA bundle |
 | our CRDs (by name) | get update patch | the conversion webhook's CA bundle |
 | leases in our namespace | get list watch create update patch | leader election |
+| tokenreviews, subjectaccessreviews | create | who may read the visibility API |
 | our certificate Secret in our namespace (by name) | get update patch | the serving certificate |
 
 The Secret is part of the manifests (empty), so the controller never needs ``create``
@@ -60,6 +61,20 @@ class DeployConfig:
     webhook_port: int = 9443
     # The controller process: `pykueue controller` with its webhook server on.
     args: tuple[str, ...] = ("controller", "--webhooks", "--webhook-port=9443")
+    # Operations (opt-in until `pykueue manifests` grows flags for them): the plain-HTTP port of
+    # /metrics, /healthz, /readyz and the visibility API (0: none; the probes stay on the webhook
+    # port), leader election, and a Prometheus Operator ServiceMonitor for that port.
+    metrics_port: int = 0
+    leader_elect: bool = False
+    service_monitor: bool = False
+
+    def controller_args(self) -> list[str]:
+        args = list(self.args)
+        if self.metrics_port:
+            args.append(f"--metrics-port={self.metrics_port}")
+        if self.leader_elect:
+            args.append("--leader-elect")
+        return args
 
     def webhook_client(self, ca_bundle: bytes = b"") -> crd.WebhookClientConfig:
         return crd.WebhookClientConfig(
@@ -103,6 +118,9 @@ def cluster_role() -> Doc:
             _rule([""], ["namespaces", "limitranges"], _READ),
             _rule(["scheduling.k8s.io"], ["priorityclasses"], _READ),
             _rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
+            # The visibility API asks the API server who a caller is and what they may read.
+            _rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
+            _rule(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
             _rule(
                 ["admissionregistration.k8s.io"],
                 ["mutatingwebhookconfigurations"],
@@ -270,18 +288,22 @@ def secret(config: DeployConfig) -> Doc:
 
 def deployment(config: DeployConfig) -> Doc:
     probe = {"scheme": "HTTPS", "port": "webhook"}
+    ports = [{"name": "webhook", "containerPort": config.webhook_port, "protocol": "TCP"}]
+    if config.metrics_port:
+        ports.append({"name": "metrics", "containerPort": config.metrics_port, "protocol": "TCP"})
     container = {
         "name": "manager",
         "image": config.image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["pykueue"],
-        "args": list(config.args),
+        "args": config.controller_args(),
         "env": [
             {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "PYKUEUE_WEBHOOK_SECRET", "value": SECRET},
             {"name": "PYKUEUE_WEBHOOK_SERVICE", "value": SERVICE},
         ],
-        "ports": [{"name": "webhook", "containerPort": config.webhook_port, "protocol": "TCP"}],
+        "ports": ports,
         "livenessProbe": {
             "httpGet": {**probe, "path": "/healthz"},
             "initialDelaySeconds": 15,
@@ -326,6 +348,35 @@ def deployment(config: DeployConfig) -> Doc:
     }
 
 
+METRICS_SERVICE: Final = "pykueue-controller-manager-metrics-service"
+
+
+def metrics_service(config: DeployConfig) -> Doc:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(METRICS_SERVICE, config.namespace),
+        "spec": {
+            "selector": dict(LABELS),
+            "ports": [{"name": "metrics", "port": config.metrics_port, "targetPort": "metrics"}],
+        },
+    }
+
+
+def service_monitor(config: DeployConfig) -> Doc:
+    """The Prometheus Operator's scrape of the metrics Service (needs monitoring.coreos.com CRDs)."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": _meta("pykueue-controller-manager-metrics-monitor", config.namespace),
+        "spec": {
+            "selector": {"matchLabels": dict(LABELS)},
+            "namespaceSelector": {"matchNames": [config.namespace]},
+            "endpoints": [{"port": "metrics", "path": "/metrics", "scheme": "http", "interval": "30s"}],
+        },
+    }
+
+
 def namespace(config: DeployConfig) -> Doc:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(config.namespace)}
 
@@ -343,4 +394,6 @@ def render(config: DeployConfig | None = None) -> list[Doc]:
         validating_webhook_configuration(client, config.namespace),
         service(config),
         deployment(config),
+        *([metrics_service(config)] if config.metrics_port else []),
+        *([service_monitor(config)] if config.metrics_port and config.service_monitor else []),
     ]

@@ -248,6 +248,30 @@ class Retry:
         return random.uniform(0, min(self.cap, self.first * 2**attempt))
 
 
+class TokenBucket:
+    """``rate`` tokens a second, at most ``burst`` saved up; `take` waits for one (FIFO)."""
+
+    def __init__(self, rate: float, burst: int, clock: Any = None) -> None:
+        self.rate = rate
+        self.burst = max(1, burst)
+        self._clock = clock or (lambda: asyncio.get_running_loop().time())
+        self._tokens = float(self.burst)
+        self._at: float | None = None
+        self._lock = asyncio.Lock()
+
+    async def take(self) -> None:
+        async with self._lock:
+            now = self._clock()
+            if self._at is not None:
+                self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+            self._at = now
+            if self._tokens < 1:
+                await asyncio.sleep((1 - self._tokens) / self.rate)
+                self._at = self._clock()
+                self._tokens = 1.0
+            self._tokens -= 1
+
+
 @dataclass
 class KubernetesStore:
     """The `Store` protocol over the Kubernetes REST API."""
@@ -257,12 +281,16 @@ class KubernetesStore:
     watch_timeout_seconds: int = 300
     request_timeout_seconds: float = 30.0
     field_manager: str = "pykueue"
+    # Client-side rate limit as client-go's (--qps/--burst): a token bucket; qps <= 0 means none.
+    qps: float = 0.0
+    burst: int = 10
     # Tests hand in an `httpx.MockTransport`; None means real connections.
     transport: httpx.AsyncBaseTransport | None = None
     _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
     # The keys (and versions) of each kind as last listed, for the 410 re-list diff.
     _listed: dict[str, dict[Key, str]] = field(default_factory=dict, init=False, repr=False)
     _relisted_at: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    _limiter: TokenBucket | None = field(default=None, init=False, repr=False)
 
     # ------------------------------------------------------------- plumbing
 
@@ -302,7 +330,11 @@ class KubernetesStore:
         what: str = "",
     ) -> Manifest:
         """One API call with retries on 429/5xx and connection errors; the decoded answer."""
+        if self.qps > 0 and self._limiter is None:
+            self._limiter = TokenBucket(self.qps, self.burst)
         for attempt in range(self.retry.attempts):
+            if self._limiter is not None:
+                await self._limiter.take()
             try:
                 response = await self.client.request(
                     method, path, json=body, params=dict(params or {}), headers=self._headers()

@@ -1,0 +1,196 @@
+"""Prometheus metrics with upstream Kueue's names and labels, read from the engine.
+
+Two kinds of metric, two ways of getting them:
+
+* **gauges** (pending workloads, usage, nominal quota, ClusterQueue status, active
+  workloads) are not kept up to date on every change: a custom collector computes
+  them from the engine's state *when Prometheus scrapes*. The scrape runs on the
+  controller's event loop (the HTTP server lives there), so it reads a state no
+  pass is changing;
+* **counters and histograms** (admitted, evicted, preempted, admission wait time)
+  count things that happened. After each pass the manager hands the engine's
+  event list to `Metrics.observe_pass`, which counts it and then empties it, so
+  the engine's audit trail does not grow for as long as the controller runs.
+
+Every series carries ``replica_role`` (``leader``, ``follower`` or ``standalone``),
+as upstream's; a follower has no engine state and reports only its role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from pykueue.engine import state as engine_state
+from pykueue.engine.state import State
+from pykueue.engine.workloads import Workload
+
+ROLES = ("leader", "follower", "standalone")
+# Upstream's generateExponentialBuckets(16): 1, then 2.5 doubling.
+WAIT_BUCKETS = (1.0, *(2.5 * 2**i for i in range(15)))
+CQ_STATUSES = ("pending", "active", "terminating")
+
+
+def _resource_value(resource: str, milli: int) -> float:
+    return milli / 1000
+
+
+@dataclass
+class Metrics:
+    """One registry with pykueue's collectors; `state` says what to read at scrape time."""
+
+    state: Callable[[], State | None] = lambda: None
+    role: Callable[[], str] = lambda: "standalone"
+    registry: CollectorRegistry = field(default_factory=lambda: CollectorRegistry(auto_describe=True))
+    # With leader election: controller-runtime's leader_election_master_status{name=<lease>}.
+    lease_name: str = ""
+
+    def __post_init__(self) -> None:
+        self.admitted = Counter(
+            "kueue_admitted_workloads_total",
+            "The total number of admitted workloads per 'cluster_queue'",
+            ["cluster_queue", "priority_class", "replica_role"],
+            registry=self.registry,
+        )
+        self.wait_time = Histogram(
+            "kueue_admission_wait_time_seconds",
+            "The time between a workload was created or requeued until admission, per 'cluster_queue'",
+            ["cluster_queue", "priority_class", "replica_role"],
+            buckets=WAIT_BUCKETS,
+            registry=self.registry,
+        )
+        self.evicted = Counter(
+            "kueue_evicted_workloads_total",
+            "The number of evicted workloads per 'cluster_queue'",
+            ["cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role"],
+            registry=self.registry,
+        )
+        self.preempted = Counter(
+            "kueue_preempted_workloads_total",
+            "The number of preempted workloads per 'preempting_cluster_queue'",
+            ["preempting_cluster_queue", "reason", "replica_role"],
+            registry=self.registry,
+        )
+        self.registry.register(_StateCollector(self))
+
+    # --------------------------------------------------------------- events
+
+    def observe_pass(self, state: State) -> None:
+        """Count what the engine reported since the last pass, then drop its event list."""
+        role = self.role()
+        for event in state.events:
+            wl = state.workloads.get(event.workload)
+            if wl is None:
+                continue
+            if event.type == engine_state.ADMITTED and wl.admission is not None:
+                cq = wl.admission.cluster_queue
+                self.admitted.labels(cq, wl.priority_class, role).inc()
+                since = wl.evicted_at if wl.evicted_at is not None else wl.created
+                waited = max(0.0, (wl.admitted_at - since) / 1e6) if since else 0.0
+                self.wait_time.labels(cq, wl.priority_class, role).observe(waited)
+            elif event.type == engine_state.PREEMPTED:
+                victim_cq = state.route_of(wl) or ""
+                self.evicted.labels(victim_cq, "Preempted", "", wl.priority_class, role).inc()
+                preemptor = state.workloads.get(wl.preempted_by or "")
+                preempting = (preemptor and state.route_of(preemptor)) or victim_cq
+                self.preempted.labels(preempting, event.reason, role).inc()
+        state.events.clear()
+
+    def observe_eviction(self, cluster_queue: str, reason: str, priority_class: str = "") -> None:
+        """An eviction made outside the scheduler (e.g. ``Deactivated``)."""
+        self.evicted.labels(cluster_queue, reason, "", priority_class, self.role()).inc()
+
+
+class _StateCollector(Collector):
+    """The gauges, computed from the engine at scrape time."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())  # unchecked: the families depend on the state
+
+    def collect(self) -> Iterator[Metric]:
+        role = self.metrics.role()
+        pending = GaugeMetricFamily(
+            "kueue_pending_workloads",
+            "The number of pending workloads, per 'cluster_queue' and 'status'",
+            labels=["cluster_queue", "status", "replica_role"],
+        )
+        reserving = GaugeMetricFamily(
+            "kueue_reserving_active_workloads",
+            "The number of Workloads that are reserving quota, per 'cluster_queue'",
+            labels=["cluster_queue", "replica_role"],
+        )
+        admitted = GaugeMetricFamily(
+            "kueue_admitted_active_workloads",
+            "The number of admitted Workloads that are active (unsuspended and not finished), per 'cluster_queue'",
+            labels=["cluster_queue", "replica_role"],
+        )
+        status = GaugeMetricFamily(
+            "kueue_cluster_queue_status",
+            "Reports 'cluster_queue' with its 'status' (pending, active or terminating)",
+            labels=["cluster_queue", "status", "replica_role"],
+        )
+        usage = GaugeMetricFamily(
+            "kueue_cluster_queue_resource_usage",
+            "Reports the 'cluster_queue' total resource usage",
+            labels=["cohort", "cluster_queue", "flavor", "resource", "replica_role"],
+        )
+        reservation = GaugeMetricFamily(
+            "kueue_cluster_queue_resource_reservation",
+            "Reports the 'cluster_queue' total resource reservation",
+            labels=["cohort", "cluster_queue", "flavor", "resource", "replica_role"],
+        )
+        nominal = GaugeMetricFamily(
+            "kueue_cluster_queue_nominal_quota",
+            "Reports the 'cluster_queue' resource nominal quota",
+            labels=["cohort", "cluster_queue", "flavor", "resource", "replica_role"],
+        )
+        if self.metrics.lease_name:
+            master = GaugeMetricFamily(
+                "leader_election_master_status",
+                "1 while this replica holds the lease 'name', else 0",
+                labels=["name"],
+            )
+            master.add_metric([self.metrics.lease_name], 1.0 if role == "leader" else 0.0)
+            yield master
+        state = self.metrics.state()
+        if state is not None:
+            state.ensure_tree()
+            for name, cq in sorted(state.cluster_queues.items()):
+                queue = state.queues.get(name)
+                inadmissible = len(queue.inadmissible) if queue is not None else 0
+                total = len(queue) if queue is not None else 0
+                pending.add_metric([name, "active", role], total - inadmissible)
+                pending.add_metric([name, "inadmissible", role], inadmissible)
+                holding = list(state.admitted.get(name, {}).values())
+                reserving.add_metric([name, role], len(holding))
+                admitted_now = [wl for wl in holding if _is_admitted(wl)]
+                admitted.add_metric([name, role], len(admitted_now))
+                current = "active" if state.is_active(name) else "pending"
+                for value in CQ_STATUSES:
+                    status.add_metric([name, value, role], 1.0 if value == current else 0.0)
+                cohort = cq.cohort or ""
+                used: dict[tuple[str, str], int] = {}
+                for wl in admitted_now:
+                    for fr, amount in wl.usage().items():
+                        used[fr] = used.get(fr, 0) + amount
+                reserved = state.cq_usage.get(name, {})
+                for (flavor, resource), quota in sorted(cq.quotas.items()):
+                    labels = [cohort, name, flavor, resource, role]
+                    nominal.add_metric(labels, _resource_value(resource, quota.nominal))
+                    usage.add_metric(labels, _resource_value(resource, used.get((flavor, resource), 0)))
+                    reservation.add_metric(
+                        labels, _resource_value(resource, reserved.get((flavor, resource), 0))
+                    )
+        yield from (pending, reserving, admitted, status, usage, reservation, nominal)
+
+
+def _is_admitted(wl: Workload) -> bool:
+    cond = wl.conditions.get("Admitted")
+    return cond is not None and cond.status == "True"
