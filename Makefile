@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layers unit bench setup clean
+.PHONY: run test lint typecheck layers unit bench bench-cluster setup clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ unit: $(STAMP) kube-binaries
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
+
+## bench-cluster: upstream's scheduler-performance shape against a real API server and `pykueue controller`
+## (BENCH_CLUSTER_ARGS="--scale 0.2" for a reduced run); figures in docs/performance.md
+bench-cluster: $(STAMP) kube-binaries
+	$(BIN)/python -m benchmarks.cluster_bench $(BENCH_CLUSTER_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,358 @@
+"""`make bench-cluster`: upstream's scheduler-performance shape against a real API server and `pykueue controller`.
+
+    etcd + kube-apiserver (tests/kube/controlplane.py, as the tests start them)
+      ▲ Workloads created on the generator's schedule          ▲ list/watch, admission, status
+      │ marked Finished <runtime> after each (last) admission   │
+    this runner (asyncio, one watch of all Workloads)     pykueue controller (a subprocess)
+
+The shape is ../shared/bench/kueue-scheduler-perf/baseline/generator.yaml, read with
+`pykueue.sim.generator` (the simulator's parser, upstream's naming): 5 cohorts x 6
+ClusterQueues, nominal 20 / borrowing limit 100 CPUs, per queue 350 small, 100 medium and
+50 large Workloads. Like upstream's runner, Workloads are created directly (no Jobs, no
+pods) and this runner plays the job: ``runtimeMs`` after a Workload's admission it writes
+``Finished=True``; an eviction cancels that, a re-admission starts it again.
+
+Figures, as upstream's recorder defines them (docs/simulator.md, "checker"):
+
+* wall: from the first creation to the last Finished;
+* time to admission per class: creation to the *last* admission, averaged;
+* usage per ClusterQueue class: the integral of admitted CPUs over time / (sum of nominal
+  quotas x time to the class's last change); the minimum over classes is reported.
+
+``--scale`` multiplies every workload count (0.2: a fifth of the work), for a reduced run
+on a small machine; such figures are labelled as reduced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pykueue.api import crd, manifests
+from pykueue.cli import controller_command
+from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError
+from pykueue.sim import generator
+from pykueue.store import kubernetes
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERATOR = ROOT.parent / "shared/bench/kueue-scheduler-perf/baseline/generator.yaml"
+UPSTREAM = {"wall_s": 351.0, "usage_pct": 55.9, "large_s": 16.5, "medium_s": 76.8, "small_s": 215.5}
+
+
+@dataclass
+class Tracked:
+    job_class: str
+    cq_class: str
+    cq: str
+    cpu: float
+    runtime: float
+    created: float = 0.0
+    admitted: float | None = None  # last admission
+    holding: bool = False
+    finished: bool = False
+    timer: asyncio.Task[None] | None = None
+
+
+@dataclass
+class Usage:
+    """Admitted CPUs of one ClusterQueue class, integrated over time."""
+
+    nominal: float
+    now: float = 0.0
+    area: float = 0.0
+    last_change: float = 0.0
+
+    def change(self, at: float, delta: float) -> None:
+        self.area += self.now * (at - self.last_change)
+        self.now += delta
+        self.last_change = at
+
+
+@dataclass
+class Runner:
+    store: kubernetes.KubernetesStore
+    gen: generator.Generated
+    scale: float
+    tracked: dict[str, Tracked] = field(default_factory=dict)
+    usage: dict[str, Usage] = field(default_factory=dict)
+    finished: int = 0
+    start: float = 0.0
+    last_finish: float = 0.0
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    latest: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def clock(self) -> float:
+        return time.monotonic() - self.start
+
+    def jobs(self) -> list[Any]:
+        if self.scale >= 1:
+            return list(self.gen.jobs)
+        # Keep the first fraction of each workload set (the same pace, fewer rounds).
+        kept, seen = [], {}
+        totals: dict[tuple[str, str], int] = {}
+        for job in self.gen.jobs:
+            totals[(job.namespace, job.where)] = totals.get((job.namespace, job.where), 0) + 1
+        for job in self.gen.jobs:
+            key = (job.namespace, job.where)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] <= max(1, round(totals[key] * self.scale)):
+                kept.append(job)
+        return kept
+
+    async def create(self, job: Any, semaphore: asyncio.Semaphore) -> None:
+        cpu = job.total_requests()["cpu"] / 1000
+        key = f"{job.namespace}/{job.name}"
+        self.tracked[key] = Tracked(
+            job.job_class, self.gen.cq_classes[job.namespace], job.namespace, cpu, job.runtime / 1e6
+        )
+        body = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": job.name, "namespace": job.namespace},
+            "spec": {
+                "queueName": job.queue,
+                "priority": job.priority,
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 1,
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [
+                                    {
+                                        "name": "c",
+                                        "image": "registry.invalid/pause",
+                                        "resources": {"requests": {"cpu": f"{cpu:g}"}},
+                                    }
+                                ],
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+        async with semaphore:
+            self.tracked[key].created = self.clock()
+            await self.store.create(body)
+
+    async def create_all(self) -> None:
+        semaphore = asyncio.Semaphore(64)
+        tasks = []
+        for job in self.jobs():
+            delay = job.submit / 1e6 - self.clock()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(self.create(job, semaphore)))
+        await asyncio.gather(*tasks)
+
+    def on_event(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        wl = self.tracked.get(key)
+        if wl is None or wl.finished:
+            return
+        self.latest[key] = obj
+        conditions = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
+        now = self.clock()
+        usage = self.usage.setdefault(wl.cq_class, Usage(nominal=0.0))
+        if conditions.get("Finished") == "True":
+            wl.finished = True
+            if wl.holding:
+                usage.change(now, -wl.cpu)
+                wl.holding = False
+            self.finished += 1
+            self.last_finish = now
+            if self.finished == len(self.tracked) and self.creation_done:
+                self.done.set()
+            return
+        admitted = conditions.get("Admitted") == "True" and bool((obj.get("status") or {}).get("admission"))
+        if admitted and not wl.holding:
+            wl.holding = True
+            wl.admitted = now
+            usage.change(now, wl.cpu)
+            wl.timer = asyncio.create_task(self.finish_later(key, wl))
+        elif not admitted and wl.holding:
+            wl.holding = False
+            usage.change(now, -wl.cpu)
+            if wl.timer is not None:
+                wl.timer.cancel()
+
+    creation_done: bool = False
+
+    async def finish_later(self, key: str, wl: Tracked) -> None:
+        await asyncio.sleep(wl.runtime)
+        namespace, name = key.split("/")
+        while True:
+            obj = self.latest[key]
+            status = dict(obj.get("status") or {})
+            status["conditions"] = [
+                *(status.get("conditions") or []),
+                {
+                    "type": "Finished",
+                    "status": "True",
+                    "reason": "ByTest",
+                    "message": "By test runner",
+                    "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                },
+            ]
+            try:
+                await self.store.update_status({**obj, "status": status})
+                return
+            except Conflict:
+                self.latest[key] = await self.store.get("Workload", namespace, name)
+                if not wl.holding:
+                    return
+            except NotFound:
+                return
+
+    async def follow(self, since: str) -> None:
+        while True:
+            with contextlib.suppress(StoreError):
+                async for event in self.store.watch("Workload", since):
+                    since = event.resource_version
+                    if event.type != "DELETED":
+                        self.on_event(event.object)
+
+    def report(self) -> dict[str, Any]:
+        wall = self.last_finish
+        per_class: dict[str, list[float]] = {}
+        for wl in self.tracked.values():
+            if wl.admitted is not None:
+                per_class.setdefault(wl.job_class, []).append(wl.admitted - wl.created)
+        usage = {}
+        for cq_class, use in self.usage.items():
+            nominal = sum(
+                q.nominal_milli / 1000
+                for name, klass in self.gen.cq_classes.items()
+                if klass == cq_class
+                for q in self._quotas(name)
+            )
+            usage[cq_class] = (
+                round(100 * use.area / (nominal * use.last_change), 1) if use.last_change else 0.0
+            )
+        return {
+            "workloads": len(self.tracked),
+            "finished": self.finished,
+            "wall_s": round(wall, 1),
+            "time_to_admission_s": {k: round(sum(v) / len(v), 1) for k, v in sorted(per_class.items())},
+            "usage_pct": usage,
+            "min_usage_pct": min(usage.values()) if usage else 0.0,
+        }
+
+    def _quotas(self, cq_name: str) -> list[Any]:
+        for obj in self.gen.objects:
+            if getattr(obj, "kind", "") == "ClusterQueue" and obj.metadata.name == cq_name:
+                return [r for g in obj.spec.resource_groups for f in g.flavors for r in f.resources]
+        return []
+
+
+async def setup(store: kubernetes.KubernetesStore, gen: generator.Generated) -> None:
+    await controller_command.apply_all(store, crd.crds())
+    for obj in gen.objects:
+        doc = manifests.to_manifest(obj)
+        for _ in range(50):
+            try:
+                await store.create(doc)
+                break
+            except NotFound:
+                await asyncio.sleep(0.2)  # a CRD not served yet, or the namespace a moment late
+            except AlreadyExists:
+                break
+
+
+async def run(
+    kubeconfig: Path, gen: generator.Generated, scale: float, log_path: Path, qps: float
+) -> dict[str, Any]:
+    store = kubernetes.KubernetesStore(kubernetes.load_kubeconfig(kubeconfig), request_timeout_seconds=60)
+    await setup(store, gen)
+    pykueue = str(Path(sys.executable).parent / "pykueue")
+    with log_path.open("w") as log:
+        controller = subprocess.Popen(
+            [
+                pykueue,
+                "controller",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--resync-seconds",
+                "0.1",
+                "--qps",
+                str(qps),
+                "--log-level",
+                "WARNING",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        await asyncio.sleep(3)  # the controller lists the queues
+        runner = Runner(store, gen, scale)
+        _, version = await store.list("Workload")
+        runner.start = time.monotonic()
+        follower = asyncio.create_task(runner.follow(version))
+        await runner.create_all()
+        runner.creation_done = True
+        if runner.finished == len(runner.tracked):
+            runner.done.set()
+        print(f"created {len(runner.tracked)} workloads in {runner.clock():.1f}s", flush=True)
+        while not runner.done.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(runner.done.wait(), 10)
+            print(f"  t={runner.clock():.0f}s finished {runner.finished}/{len(runner.tracked)}", flush=True)
+            if controller.poll() is not None:
+                raise RuntimeError(f"the controller exited; see {log_path}")
+        follower.cancel()
+        return runner.report()
+    finally:
+        controller.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            controller.wait(20)
+        await store.close()
+
+
+def machine() -> str:
+    cpus = os.cpu_count()
+    load = os.getloadavg()
+    return f"{cpus} CPUs, load average {load[0]:.1f} at the end"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of each workload set (1 = full)")
+    parser.add_argument("--generator", type=Path, default=GENERATOR)
+    parser.add_argument("--qps", type=float, default=0.0, help="the controller's --qps (0: unlimited)")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from tests.kube.controlplane import KubeCluster, find_bin_dir  # the tests' control plane
+
+    gen = generator.load(args.generator)
+    with tempfile.TemporaryDirectory(prefix="pykueue-bench-") as tmp:
+        cluster = KubeCluster(find_bin_dir(), Path(tmp))
+        try:
+            cluster.start_apiserver()
+            began = time.monotonic()
+            result = asyncio.run(
+                run(cluster.kubeconfig, gen, args.scale, Path(tmp) / "controller.log", args.qps)
+            )
+            result["total_s"] = round(time.monotonic() - began, 1)
+        finally:
+            cluster.stop()
+    result["scale"] = args.scale
+    result["machine"] = machine()
+    result["upstream"] = UPSTREAM
+    print(json.dumps(result, indent=2))
+    return 0 if result["finished"] == result["workloads"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
