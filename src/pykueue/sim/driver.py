@@ -48,7 +48,7 @@ from pykueue.sim.jobs import SECOND, Job, saved_progress
 from pykueue.sim.metrics import Recorder
 
 MIN_CYCLE_BUDGET = 10_000  # cycles per instant before the run is declared stuck (plus 2 per workload)
-PING_PONG = 3  # preemptions of one workload at one instant that mean the engine is going round in circles
+PING_PONG = 50  # preemptions of one workload at one instant that mean the engine is going round in circles
 MAX_NOTES = 20
 Progress = Callable[[int, int, int], None]  # (jobs finished, jobs in total, virtual now)
 
