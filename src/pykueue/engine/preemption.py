@@ -240,7 +240,11 @@ class Preemptor:
         hierarchy, priority = self._hierarchy_candidates(cq, node, wl, frs, requests)
         now = self.state.now
 
-        afs_queues = {name for name in self.state.cluster_queues if self.state.uses_afs(name)}
+        afs_queues = (
+            {name for name in self.state.cluster_queues if self.state.uses_afs(name)}
+            if self.state.afs is not None
+            else set()
+        )
 
         def key(c: _Candidate) -> tuple[object, ...]:
             usage = self.state.afs_usage(c.workload) if c.cluster_queue in afs_queues else 0.0

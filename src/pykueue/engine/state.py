@@ -78,6 +78,7 @@ class State:
     now: int = 0
     _next_seq: int = 0
     _tree_dirty: bool = True
+    _tree_members: dict[str, list[str]] = field(default_factory=dict)  # root cohort -> its queues
 
     def __post_init__(self) -> None:
         afs = self.config.admission_fair_sharing
@@ -89,20 +90,24 @@ class State:
     def apply_flavor(self, flavor: specs.ResourceFlavor) -> None:
         self.flavors[flavor.name] = flavor
         self._tree_dirty = True
+        self._tree_members.clear()
         self._requeue_all()
 
     def delete_flavor(self, name: str) -> None:
         self.flavors.pop(name, None)
         self._tree_dirty = True
+        self._tree_members.clear()
 
     def apply_admission_check(self, check: specs.AdmissionCheck) -> None:
         self.admission_checks[check.name] = check
         self._tree_dirty = True
+        self._tree_members.clear()
         self._requeue_all()
 
     def delete_admission_check(self, name: str) -> None:
         self.admission_checks.pop(name, None)
         self._tree_dirty = True
+        self._tree_members.clear()
 
     def apply_cluster_queue(self, cq: specs.ClusterQueue) -> None:
         old = self.cluster_queues.get(cq.name)
@@ -116,6 +121,7 @@ class State:
             queue.strategy = cq.queueing_strategy
         self.queues[cq.name].usage_of = self.afs_usage if self.uses_afs(cq.name) else None
         self._tree_dirty = True
+        self._tree_members.clear()
         self._route_unrouted()
         if old is not None and old.cohort and old.cohort != cq.cohort:
             self._requeue_cohort_of_name(old.cohort)
@@ -133,17 +139,20 @@ class State:
             for wl in [*queue.active(), *queue.inadmissible.values()]:
                 self.unrouted.setdefault(wl.queue_key, {})[wl.key] = wl
         self._tree_dirty = True
+        self._tree_members.clear()
         if cq.cohort:
             self._requeue_cohort_of_name(cq.cohort)
 
     def apply_cohort(self, cohort: specs.Cohort) -> None:
         self.cohorts[cohort.name] = cohort
         self._tree_dirty = True
+        self._tree_members.clear()
         self._requeue_all()
 
     def delete_cohort(self, name: str) -> None:
         self.cohorts.pop(name, None)
         self._tree_dirty = True
+        self._tree_members.clear()
         self._requeue_all()
 
     def apply_local_queue(self, lq: specs.LocalQueue) -> None:
@@ -463,9 +472,18 @@ class State:
 
     def _requeue_cohort_of_name(self, cohort: str) -> None:
         root = self._root_cohort_name(cohort)
-        for name, cq in self.cluster_queues.items():
-            if cq.cohort and self._root_cohort_name(cq.cohort) == root:
-                self.queues[name].unpark_all(self.backing_off)
+        members = self._tree_members.get(root)
+        if members is None:
+            members = [
+                name
+                for name, cq in self.cluster_queues.items()
+                if cq.cohort and self._root_cohort_name(cq.cohort) == root
+            ]
+            self._tree_members[root] = members
+        for name in members:
+            queue = self.queues.get(name)
+            if queue is not None and queue.inadmissible:
+                queue.unpark_all(self.backing_off)
 
     def _root_cohort_name(self, name: str) -> str:
         seen: set[str] = set()
