@@ -12,42 +12,11 @@ import yaml
 from pykueue.api import crd, manifests
 
 from .controlplane import ApiError, KubeCluster
-from .crd_helpers import CRD_PATH, install_crds
+from .crd_helpers import CRD_PATH, QUICKSTART_QUEUES, install_crds
 
 pytestmark = pytest.mark.kube
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-
-QUICKSTART = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata:
-  name: "default-flavor"
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: "cluster-queue"
-spec:
-  namespaceSelector: {} # match all.
-  resourceGroups:
-  - coveredResources: ["cpu", "memory"]
-    flavors:
-    - name: "default-flavor"
-      resources:
-      - name: "cpu"
-        nominalQuota: 9
-      - name: "memory"
-        nominalQuota: 36Gi
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  namespace: "default"
-  name: "user-queue"
-spec:
-  clusterQueue: "cluster-queue"
-"""
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +95,7 @@ def test_every_kind_is_established_with_upstream_names_and_scope(crds_installed:
 
 
 def test_upstream_quickstart_applies_unchanged(crds_installed: KubeCluster, kube_namespace: str) -> None:
-    text = QUICKSTART.replace('namespace: "default"', f'namespace: "{kube_namespace}"')
+    text = QUICKSTART_QUEUES.replace('namespace: "default"', f'namespace: "{kube_namespace}"')
     text = text.replace("default-flavor", "qs-flavor").replace('"cluster-queue"', '"qs-queue"')
     try:
         out = crds_installed.kubectl("apply", "--server-side", "-f", "-", input=text)

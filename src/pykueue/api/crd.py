@@ -150,36 +150,31 @@ class Kind:
 
 _AGE: Final = Column("Age", ".metadata.creationTimestamp", "date", "Time this object was created")
 
+
+def _cluster_queue_columns(cohort_path: str) -> tuple[Column, ...]:
+    """ClusterQueue's printer columns; only the cohort's field differs between API versions."""
+    return (
+        Column("Cohort", cohort_path, description="Cohort this ClusterQueue belongs to"),
+        Column("Strategy", ".spec.queueingStrategy", description="Queueing strategy", priority=1),
+        Column("Pending Workloads", ".status.pendingWorkloads", "integer", "Pending workloads"),
+        Column(
+            "Admitted Workloads",
+            ".status.admittedWorkloads",
+            "integer",
+            "Admitted workloads that have not finished",
+            priority=1,
+        ),
+    )
+
+
 KINDS: Final[tuple[Kind, ...]] = (
     Kind(ResourceFlavor, "resourceflavors", ("flavor", "flavors", "rf"), status=False),
     Kind(
         ClusterQueue,
         "clusterqueues",
         ("cq",),
-        columns=(
-            Column("Cohort", ".spec.cohortName", description="Cohort this ClusterQueue belongs to"),
-            Column("Strategy", ".spec.queueingStrategy", description="Queueing strategy", priority=1),
-            Column("Pending Workloads", ".status.pendingWorkloads", "integer", "Pending workloads"),
-            Column(
-                "Admitted Workloads",
-                ".status.admittedWorkloads",
-                "integer",
-                "Admitted workloads that have not finished",
-                priority=1,
-            ),
-        ),
-        v1beta1_columns=(
-            Column("Cohort", ".spec.cohort", description="Cohort this ClusterQueue belongs to"),
-            Column("Strategy", ".spec.queueingStrategy", description="Queueing strategy", priority=1),
-            Column("Pending Workloads", ".status.pendingWorkloads", "integer", "Pending workloads"),
-            Column(
-                "Admitted Workloads",
-                ".status.admittedWorkloads",
-                "integer",
-                "Admitted workloads that have not finished",
-                priority=1,
-            ),
-        ),
+        columns=_cluster_queue_columns(".spec.cohortName"),
+        v1beta1_columns=_cluster_queue_columns(".spec.cohort"),
     ),
     Kind(
         LocalQueue,

@@ -8,39 +8,8 @@ from typing import Any
 import yaml
 
 from ..conftest import NodeFactory
+from ..crd_helpers import QUICKSTART_QUEUES
 from .conftest import ControllerThread, Kueue, condition, is_true, wait
-
-# The quickstart's queues (single-clusterqueue-setup) and sample Job, as its docs give them.
-QUICKSTART_QUEUES = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata:
-  name: "default-flavor"
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: "cluster-queue"
-spec:
-  namespaceSelector: {} # match all.
-  resourceGroups:
-  - coveredResources: ["cpu", "memory"]
-    flavors:
-    - name: "default-flavor"
-      resources:
-      - name: "cpu"
-        nominalQuota: 9
-      - name: "memory"
-        nominalQuota: 36Gi
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  namespace: "default"
-  name: "user-queue"
-spec:
-  clusterQueue: "cluster-queue"
-"""
 
 SAMPLE_JOB = """
 apiVersion: batch/v1
