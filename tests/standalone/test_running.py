@@ -41,6 +41,13 @@ def test_quota_bounds_how_many_jobs_run_at_once(tmp_path: Path, start_server: Ca
     assert len(spans) == 6
     # 2 CPUs of quota, 1 CPU per job: never more than 2 at once, and the quota was used.
     assert max_overlap([(s, e) for s, e, _ in spans.values()]) == 2
+
+    def released() -> bool:
+        cq = server.api("GET", "/api/v1/clusterqueues")[0]
+        return bool(cq["admitted"] == 0 and all(u["used"] == "0" for u in cq["usage"]))
+
+    # A job is Succeeded a moment before its Workload's quota is released: poll, bounded.
+    wait_until(released, timeout=30)
     cq = server.api("GET", "/api/v1/clusterqueues")[0]
     assert cq["admitted"] == 0 and all(u["used"] == "0" for u in cq["usage"])
 
