@@ -128,5 +128,9 @@ def test_failures_follow_backoff_limit(tmp_path: Path, start_server: Callable[..
     assert workloads["broken"]["state"] == "Failed"
     described = server.api("GET", "/api/v1/describe/workload/default/broken")
     assert "backoffLimit 1" in described["explanation"]["engineMessage"]
+    wait_until(
+        lambda: all(u["used"] == "0" for u in server.api("GET", "/api/v1/clusterqueues")[0]["usage"]),
+        timeout=30,
+    )
     cq = server.api("GET", "/api/v1/clusterqueues")[0]
     assert all(u["used"] == "0" for u in cq["usage"])  # finished and failed jobs gave their quota back

@@ -44,6 +44,7 @@ def test_stopping_a_running_workload_stops_its_process_and_resuming_runs_it_agai
     wait_until(lambda: server.jobs()["default/long"]["state"] == "Queued")
     explanation = server.api("GET", "/api/v1/describe/workload/default/long")["explanation"]
     assert explanation["state"] == "Inactive"
+    wait_until(lambda: server.api("GET", "/api/v1/clusterqueues")[0]["admitted"] == 0, timeout=30)
     cq = server.api("GET", "/api/v1/clusterqueues")[0]
     assert cq["admitted"] == 0, "a stopped workload gives its quota back"
     assert server.cli("resume", "workload", "long").returncode == 0
