@@ -10,6 +10,7 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -194,6 +195,49 @@ def test_preemption_is_counted_for_both_sides() -> None:
             )
             == 2
         )
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("kind", "namespace", "name", "change", "reason"),
+    [
+        ("ClusterQueue", "", "cq", {"stopPolicy": "HoldAndDrain"}, "ClusterQueueStopped"),
+        ("LocalQueue", "team", "lq", {"stopPolicy": "HoldAndDrain"}, "LocalQueueStopped"),
+        ("Workload", "team", "w0", {"active": False}, "Deactivated"),
+    ],
+)
+def test_every_eviction_is_counted_with_its_reason(
+    kind: str, namespace: str, name: str, change: dict[str, Any], reason: str
+) -> None:
+    async def scenario() -> None:
+        h = Harness()
+        await h.start([*_queues("2"), _workload("w0"), _workload("w1")])
+        obj = await h.store.get(kind, namespace, name)
+        written = await h.store.update({**obj, "spec": {**obj["spec"], **change}})
+        h.manager.dispatch(WatchEvent("MODIFIED", written, resource_version(written)))
+        await h.step()
+        await h.step()  # later passes and watch echoes must not count it again
+        evicted = 1 if kind == "Workload" else 2
+        stored, _ = await h.store.list("Workload")
+        reasons = [
+            c["reason"]
+            for w in stored
+            for c in (w.get("status") or {}).get("conditions", [])
+            if c["type"] == "Evicted" and c["status"] == "True"
+        ]
+        assert reasons == [reason] * evicted
+        scraped = h.scrape()
+        labels = {"cluster_queue": "cq", "underlying_cause": "", "priority_class": ""}
+        assert _value(scraped, "kueue_evicted_workloads_total", reason=reason, **labels) == evicted
+        # No other reason, and no preemption, was counted.
+        counted = {
+            dict(key)["reason"]: value
+            for (metric, key), value in scraped.items()
+            if metric == "kueue_evicted_workloads_total"
+        }
+        assert counted == {reason: evicted}
+        assert not [m for m, _ in scraped if m == "kueue_preempted_workloads_total"]
 
     asyncio.run(scenario())
 

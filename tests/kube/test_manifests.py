@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import typer
 import yaml
 from typer.testing import CliRunner
 
@@ -19,8 +20,10 @@ from .crd_helpers import install_crds
 pytestmark = pytest.mark.kube
 
 
-def _render(namespace: str, image: str = "registry.example/pykueue:test") -> tuple[str, list[dict[str, Any]]]:
-    result = CliRunner().invoke(app, ["manifests", "--namespace", namespace, "--image", image])
+def _render(
+    namespace: str, image: str = "registry.example/pykueue:test", *flags: str
+) -> tuple[str, list[dict[str, Any]]]:
+    result = CliRunner().invoke(app, ["manifests", "--namespace", namespace, "--image", image, *flags])
     assert result.exit_code == 0, result.output
     docs = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
     return result.stdout, docs
@@ -81,6 +84,73 @@ def test_deployment_is_locked_down() -> None:
     assert service["spec"]["ports"][0]["targetPort"] == "webhook"
 
 
+def _by_name(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (doc,) = [d for d in _of(docs, kind) if d["metadata"]["name"] == name]
+    return doc
+
+
+def _controller_flags() -> set[str]:
+    command = typer.main.get_command(app)
+    assert isinstance(command, typer.core.TyperGroup)
+    return {opt for param in command.commands["controller"].params for opt in param.opts}
+
+
+def test_operations_flags_reach_every_piece() -> None:
+    _, docs = _render(
+        "ops",
+        "registry.example/pykueue:test",
+        "--metrics-port",
+        "9191",
+        "--leader-elect",
+        "--service-monitor",
+    )
+    deployment = _of(docs, "Deployment")[0]
+    assert deployment["spec"]["replicas"] == 2
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--metrics-port=9191" in container["args"] and "--leader-elect" in container["args"]
+    # Every flag the manifests hand the controller is one `pykueue controller` takes.
+    assert {arg.split("=")[0] for arg in container["args"][1:]} <= _controller_flags()
+    assert {"name": "metrics", "containerPort": 9191, "protocol": "TCP"} in container["ports"]
+    metrics = _by_name(docs, "Service", deploy.METRICS_SERVICE)
+    assert metrics["metadata"]["namespace"] == "ops"
+    (port,) = metrics["spec"]["ports"]
+    assert port["port"] == 9191 and port["targetPort"] == "metrics"
+    assert metrics["spec"]["selector"] == deployment["spec"]["template"]["metadata"]["labels"]
+    (monitor,) = _of(docs, "ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["namespace"] == "ops"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["ops"]}
+    # It selects the metrics Service, and only it, and scrapes the port that Service names.
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    selected = [s for s in _of(docs, "Service") if selector.items() <= s["metadata"]["labels"].items()]
+    assert selected == [metrics]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] == port["name"] and endpoint["path"] == "/metrics"
+
+
+def test_operations_flags_turned_off() -> None:
+    text, docs = _render("ops")
+    assert text.startswith("apiVersion: v1\n") and "\n---\n" in text
+    deployment = _of(docs, "Deployment")[0]
+    assert deployment["spec"]["replicas"] == 1
+    assert not [a for a in deployment["spec"]["template"]["spec"]["containers"][0]["args"] if "metrics" in a]
+    assert [s["metadata"]["name"] for s in _of(docs, "Service")] == [deploy.SERVICE]
+    assert not _of(docs, "ServiceMonitor")
+
+    flags = ("--metrics-port", "8080", "--no-leader-elect", "--no-service-monitor")
+    _, docs = _render("ops", "registry.example/pykueue:test", *flags)
+    deployment = _of(docs, "Deployment")[0]
+    assert deployment["spec"]["replicas"] == 1
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--metrics-port=8080" in args and "--leader-elect" not in args
+    assert _by_name(docs, "Service", deploy.METRICS_SERVICE)["spec"]["ports"][0]["port"] == 8080
+    assert not _of(docs, "ServiceMonitor")
+
+    # A ServiceMonitor needs a port to scrape.
+    result = CliRunner().invoke(app, ["manifests", "--service-monitor"])
+    assert result.exit_code == 2 and "--metrics-port" in result.output
+
+
 def test_rbac_has_no_wildcards() -> None:
     _, docs = _render("kueue-system")
     rules = [rule for d in docs if d["kind"] in ("ClusterRole", "Role") for rule in d["rules"]]
@@ -93,9 +163,12 @@ def test_rbac_has_no_wildcards() -> None:
     assert not verbs & {"escalate", "bind", "impersonate", "deletecollection"}
 
 
-def test_manifests_pass_server_side_dry_run(kube_apiserver: KubeCluster, kube_namespace: str) -> None:
+@pytest.mark.parametrize("flags", [(), ("--metrics-port", "8080", "--leader-elect")])
+def test_manifests_pass_server_side_dry_run(
+    kube_apiserver: KubeCluster, kube_namespace: str, flags: tuple[str, ...]
+) -> None:
     install_crds(kube_apiserver)
-    text, docs = _render(kube_namespace)
+    text, docs = _render(kube_namespace, "registry.example/pykueue:test", *flags)
     out = kube_apiserver.kubectl("apply", "--dry-run=server", "-f", "-", input=text)
     lines = [line for line in out.splitlines() if line.strip()]
     assert len(lines) == len(docs)

@@ -8,9 +8,10 @@ Two kinds of metric, two ways of getting them:
   controller's event loop (the HTTP server lives there), so it reads a state no
   pass is changing;
 * **counters and histograms** (admitted, evicted, preempted, admission wait time)
-  count things that happened. After each pass the manager hands the engine's
-  event list to `Metrics.observe_pass`, which counts it and then empties it, so
-  the engine's audit trail does not grow for as long as the controller runs.
+  count things that happened (every eviction, by its reason). After each pass the
+  manager hands the engine's event list to `Metrics.observe_pass`, which counts it
+  and then empties it, so the engine's audit trail does not grow for as long as the
+  controller runs.
 
 Every series carries ``replica_role`` (``leader``, ``follower`` or ``standalone``),
 as upstream's; a follower has no engine state and reports only its role.
@@ -84,6 +85,11 @@ class Metrics:
         role = self.role()
         for event in state.events:
             wl = state.workloads.get(event.workload)
+            if event.type == engine_state.EVICTED:
+                # Every eviction but a preemption (counted below), with the engine's reason:
+                # ClusterQueueStopped, LocalQueueStopped, Deactivated, AdmissionCheck...
+                priority_class = wl.priority_class if wl is not None else ""
+                self.evicted.labels(event.cluster_queue, event.reason, "", priority_class, role).inc()
             if wl is None:
                 continue
             if event.type == engine_state.ADMITTED and wl.admission is not None:
@@ -99,10 +105,6 @@ class Metrics:
                 preempting = (preemptor and state.route_of(preemptor)) or victim_cq
                 self.preempted.labels(preempting, event.reason, role).inc()
         state.events.clear()
-
-    def observe_eviction(self, cluster_queue: str, reason: str, priority_class: str = "") -> None:
-        """An eviction made outside the scheduler (e.g. ``Deactivated``)."""
-        self.evicted.labels(cluster_queue, reason, "", priority_class, self.role()).inc()
 
 
 class _StateCollector(Collector):

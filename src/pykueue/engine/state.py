@@ -46,6 +46,8 @@ class Event:
     type: str
     message: str
     reason: str = ""
+    # Evicted: the ClusterQueue the workload was admitted to (it may route nowhere afterwards).
+    cluster_queue: str = ""
 
 
 @dataclass(slots=True)
@@ -230,7 +232,11 @@ class State:
         self._on_release(cq)
 
     def evict(self, key: str, reason: str, message: str, preempted_reason: str = "") -> None:
-        """Take back an admitted workload's quota and send it back to its queue."""
+        """Take back an admitted workload's quota and send it back to its queue.
+
+        Records an Evicted event with ``reason``, except for a preemption
+        (``preempted_reason``), which the scheduler records as its Preempted event.
+        """
         wl = self.workloads.get(key)
         if wl is None or wl.admission is None:
             return
@@ -248,6 +254,8 @@ class State:
             wl.conditions["Preempted"] = Condition(PREEMPTED, "True", preempted_reason, message, self.now)
             wl.preemption_count += 1
         wl.conditions["Requeued"] = Condition("Requeued", "True", reason, message, self.now)
+        if not preempted_reason:
+            self.events.append(Event(self.cycle, key, EVICTED, message, reason, cq))
         self._enqueue(wl)
         self._on_release(cq)
 

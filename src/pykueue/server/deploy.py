@@ -2,6 +2,7 @@
 
     namespace ─ CRDs (conversion via the webhook Service) ─ RBAC ─ webhook Secret
     ─ Mutating/ValidatingWebhookConfigurations ─ Service ─ Deployment
+    [─ metrics Service (with a metrics port) ─ ServiceMonitor (if asked for)]
 
 Least privilege, rule by rule (nothing with ``*``):
 
@@ -57,16 +58,24 @@ class DeployConfig:
 
     namespace: str = "kueue-system"
     image: str = DEFAULT_IMAGE
-    replicas: int = 1
+    # 0: as many as the controller can use, two with leader election (a leader and a warm
+    # standby), else one (two replicas without a lease would both write).
+    replicas: int = 0
     webhook_port: int = 9443
     # The controller process: `pykueue controller` with its webhook server on.
     args: tuple[str, ...] = ("controller", "--webhooks", "--webhook-port=9443")
-    # Operations (opt-in until `pykueue manifests` grows flags for them): the plain-HTTP port of
-    # /metrics, /healthz, /readyz and the visibility API (0: none; the probes stay on the webhook
-    # port), leader election, and a Prometheus Operator ServiceMonitor for that port.
+    # Operations, opt-in (`pykueue manifests --metrics-port N --leader-elect --service-monitor`):
+    # the plain-HTTP port of /metrics, /healthz, /readyz and the visibility API (0: none; the
+    # probes stay on the webhook port), leader election, and a Prometheus Operator
+    # ServiceMonitor for that port (only with a metrics port).
     metrics_port: int = 0
     leader_elect: bool = False
     service_monitor: bool = False
+
+    def replica_count(self) -> int:
+        if self.replicas:
+            return self.replicas
+        return 2 if self.leader_elect else 1
 
     def controller_args(self) -> list[str]:
         args = list(self.args)
@@ -327,7 +336,7 @@ def deployment(config: DeployConfig) -> Doc:
         "kind": "Deployment",
         "metadata": _meta("pykueue-controller-manager", config.namespace),
         "spec": {
-            "replicas": config.replicas,
+            "replicas": config.replica_count(),
             "selector": {"matchLabels": dict(LABELS)},
             "template": {
                 "metadata": {"labels": dict(LABELS)},
@@ -349,13 +358,16 @@ def deployment(config: DeployConfig) -> Doc:
 
 
 METRICS_SERVICE: Final = "pykueue-controller-manager-metrics-service"
+# The metrics Service's own labels, so that the ServiceMonitor selects it and not the webhook
+# Service (upstream's config/components/prometheus tells them apart the same way).
+METRICS_LABELS: Final = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "metrics-service"}
 
 
 def metrics_service(config: DeployConfig) -> Doc:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _meta(METRICS_SERVICE, config.namespace),
+        "metadata": {"name": METRICS_SERVICE, "namespace": config.namespace, "labels": dict(METRICS_LABELS)},
         "spec": {
             "selector": dict(LABELS),
             "ports": [{"name": "metrics", "port": config.metrics_port, "targetPort": "metrics"}],
@@ -370,7 +382,7 @@ def service_monitor(config: DeployConfig) -> Doc:
         "kind": "ServiceMonitor",
         "metadata": _meta("pykueue-controller-manager-metrics-monitor", config.namespace),
         "spec": {
-            "selector": {"matchLabels": dict(LABELS)},
+            "selector": {"matchLabels": dict(METRICS_LABELS)},
             "namespaceSelector": {"matchNames": [config.namespace]},
             "endpoints": [{"port": "metrics", "path": "/metrics", "scheme": "http", "interval": "30s"}],
         },
