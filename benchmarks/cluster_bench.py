@@ -15,9 +15,18 @@ pods) and this runner plays the job: ``runtimeMs`` after a Workload's admission 
 Figures, as upstream's recorder defines them (docs/simulator.md, "checker"):
 
 * wall: from the first creation to the last Finished;
-* time to admission per class: creation to the *last* admission, averaged;
-* usage per ClusterQueue class: the integral of admitted CPUs over time / (sum of nominal
-  quotas x time to the class's last change); the minimum over classes is reported.
+* time to admission per class: creation to the *last* admission, averaged (both seen
+  by this runner: the creation when its request goes out, the admission when its watch
+  delivers it, so API latency counts against us); ``time_to_admission_by_timestamps_s``
+  is upstream's recorder's own measure, creationTimestamp to the Admitted condition's
+  lastTransitionTime (whole seconds, written by the API server and the controller);
+* usage per ClusterQueue class, as upstream's recorder and checker compute it: each
+  ClusterQueue's ``status.flavorsUsage`` CPU, as its watch delivers it, integrated over
+  time and summed over the class / (sum of the class's nominal quotas x the time from
+  the first creation to the class's last status change); the minimum over classes is
+  reported. ``runner_usage_pct`` is a stricter second view: the CPUs of the Workloads
+  this runner sees admitted and not yet Finished, integrated the same way (it leaves
+  out the controller's lag in releasing quota, which the status-based figure counts).
 
 ``--scale`` multiplies every workload count (0.2: a fifth of the work), for a reduced run
 on a small machine; such figures are labelled as reduced.
@@ -30,15 +39,17 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pykueue.api import crd, manifests
+from pykueue.api import crd, manifests, quantity
 from pykueue.cli import controller_command
 from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError
 from pykueue.sim import generator
@@ -58,6 +69,8 @@ class Tracked:
     runtime: float
     created: float = 0.0
     admitted: float | None = None  # last admission
+    # Upstream's own measure: creationTimestamp to the Admitted condition's lastTransitionTime.
+    stamped: float | None = None
     holding: bool = False
     finished: bool = False
     timer: asyncio.Task[None] | None = None
@@ -90,6 +103,10 @@ class Runner:
     last_finish: float = 0.0
     done: asyncio.Event = field(default_factory=asyncio.Event)
     latest: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # ClusterQueue name -> its class's status-based usage integral, as upstream records it.
+    cq_usage: dict[str, Usage] = field(default_factory=dict)
+    status_usage: dict[str, float] = field(default_factory=dict)
+    status_last_change: dict[str, float] = field(default_factory=dict)
 
     def clock(self) -> float:
         return time.monotonic() - self.start
@@ -180,6 +197,7 @@ class Runner:
         if admitted and not wl.holding:
             wl.holding = True
             wl.admitted = now
+            wl.stamped = _stamped_wait(obj)
             usage.change(now, wl.cpu)
             wl.timer = asyncio.create_task(self.finish_later(key, wl))
         elif not admitted and wl.holding:
@@ -224,31 +242,72 @@ class Runner:
                     if event.type != "DELETED":
                         self.on_event(event.object)
 
+    async def follow_queues(self, since: str) -> None:
+        while True:
+            with contextlib.suppress(StoreError):
+                async for event in self.store.watch("ClusterQueue", since):
+                    since = event.resource_version
+                    if event.type != "DELETED":
+                        self.on_queue(event.object)
+
+    def on_queue(self, obj: dict[str, Any]) -> None:
+        """Integrate a ClusterQueue's reported CPU usage, as upstream's recorder does."""
+        name = obj["metadata"]["name"]
+        usage = self.cq_usage.setdefault(name, Usage(nominal=0.0, last_change=self.clock()))
+        cpu = 0.0
+        for flavor in (obj.get("status") or {}).get("flavorsUsage") or []:
+            for resource in flavor.get("resources") or []:
+                if resource.get("name") == "cpu":
+                    cpu += quantity.parse(str(resource.get("total", "0"))) / 1000
+        if cpu != usage.now:
+            now = self.clock()
+            usage.change(now, cpu - usage.now)
+            cq_class = self.gen.cq_classes.get(name, name)
+            self.status_last_change[cq_class] = max(self.status_last_change.get(cq_class, 0.0), now)
+
     def report(self) -> dict[str, Any]:
         wall = self.last_finish
         per_class: dict[str, list[float]] = {}
+        stamped: dict[str, list[float]] = {}
         for wl in self.tracked.values():
             if wl.admitted is not None:
                 per_class.setdefault(wl.job_class, []).append(wl.admitted - wl.created)
-        usage = {}
+            if wl.stamped is not None:
+                stamped.setdefault(wl.job_class, []).append(wl.stamped)
+        runner_usage = {}
         for cq_class, use in self.usage.items():
-            nominal = sum(
-                q.nominal_milli / 1000
-                for name, klass in self.gen.cq_classes.items()
-                if klass == cq_class
-                for q in self._quotas(name)
-            )
-            usage[cq_class] = (
+            nominal = self._class_nominal(cq_class)
+            runner_usage[cq_class] = (
                 round(100 * use.area / (nominal * use.last_change), 1) if use.last_change else 0.0
             )
+        usage = {}
+        for cq_class, until in self.status_last_change.items():
+            area = sum(
+                use.area
+                for name, use in self.cq_usage.items()
+                if self.gen.cq_classes.get(name, name) == cq_class
+            )
+            usage[cq_class] = round(100 * area / (self._class_nominal(cq_class) * until), 1) if until else 0.0
         return {
             "workloads": len(self.tracked),
             "finished": self.finished,
             "wall_s": round(wall, 1),
             "time_to_admission_s": {k: round(sum(v) / len(v), 1) for k, v in sorted(per_class.items())},
+            "time_to_admission_by_timestamps_s": {
+                k: round(sum(v) / len(v), 1) for k, v in sorted(stamped.items())
+            },
             "usage_pct": usage,
             "min_usage_pct": min(usage.values()) if usage else 0.0,
+            "runner_usage_pct": runner_usage,
         }
+
+    def _class_nominal(self, cq_class: str) -> float:
+        return sum(
+            q.nominal_milli / 1000
+            for name, klass in self.gen.cq_classes.items()
+            if klass == cq_class
+            for q in self._quotas(name)
+        )
 
     def _quotas(self, cq_name: str) -> list[Any]:
         for obj in self.gen.objects:
@@ -298,8 +357,12 @@ async def run(
         await asyncio.sleep(3)  # the controller lists the queues
         runner = Runner(store, gen, scale)
         _, version = await store.list("Workload")
+        queues, queue_version = await store.list("ClusterQueue")
         runner.start = time.monotonic()
+        for queue in queues:
+            runner.on_queue(queue)
         follower = asyncio.create_task(runner.follow(version))
+        queue_follower = asyncio.create_task(runner.follow_queues(queue_version))
         await runner.create_all()
         runner.creation_done = True
         if runner.finished == len(runner.tracked):
@@ -312,12 +375,52 @@ async def run(
             if controller.poll() is not None:
                 raise RuntimeError(f"the controller exited; see {log_path}")
         follower.cancel()
-        return runner.report()
+        queue_follower.cancel()
+        result = runner.report()
+        result["cpu_s"] = {"controller": round(cpu_seconds(controller.pid), 1)}
+        return result
     finally:
         controller.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
             controller.wait(20)
         await store.close()
+
+
+def _stamped_wait(obj: dict[str, Any]) -> float | None:
+    """Seconds from creationTimestamp to the Admitted condition's transition (whole seconds)."""
+    created = (obj.get("metadata") or {}).get("creationTimestamp")
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Admitted" and cond.get("status") == "True" and created:
+            return _epoch(cond["lastTransitionTime"]) - _epoch(created)
+    return None
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+REQUEST_LINE = re.compile(
+    r'^apiserver_request_total\{code="(?P<code>\d+)".*group="kueue\.x-k8s\.io".*'
+    r'resource="(?P<resource>[a-z]+)".*subresource="(?P<sub>[a-z]*)".*verb="(?P<verb>[A-Z]+)".*\} (?P<n>\d+)$'
+)
+
+
+def kueue_requests(metrics: str) -> dict[str, int]:
+    """Requests the API server served for Kueue kinds, by verb, resource and answer code."""
+    counts: dict[str, int] = {}
+    for line in metrics.splitlines():
+        match = REQUEST_LINE.match(line)
+        if match and match["verb"] not in ("WATCH", "LIST", "GET"):
+            what = f"{match['verb']} {match['resource']}{'/' + match['sub'] if match['sub'] else ''}"
+            key = f"{what} {match['code']}"
+            counts[key] = counts.get(key, 0) + int(match["n"])
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def machine() -> str:
@@ -331,6 +434,11 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of each workload set (1 = full)")
     parser.add_argument("--generator", type=Path, default=GENERATOR)
     parser.add_argument("--qps", type=float, default=0.0, help="the controller's --qps (0: unlimited)")
+    parser.add_argument(
+        "--profile-apiserver",
+        action="store_true",
+        help="serve the apiserver's /debug/pprof (read it with kubectl get --raw while the run goes)",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from tests.kube.controlplane import KubeCluster, find_bin_dir  # the tests' control plane
@@ -339,12 +447,16 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="pykueue-bench-") as tmp:
         cluster = KubeCluster(find_bin_dir(), Path(tmp))
         try:
-            cluster.start_apiserver()
+            cluster.start_apiserver(profiling=args.profile_apiserver)
             began = time.monotonic()
             result = asyncio.run(
                 run(cluster.kubeconfig, gen, args.scale, Path(tmp) / "controller.log", args.qps)
             )
             result["total_s"] = round(time.monotonic() - began, 1)
+            for name in ("kube-apiserver", "etcd"):
+                result["cpu_s"][name] = round(cpu_seconds(cluster.processes[name].pid), 1)
+            result["cpu_s"]["runner"] = round(time.process_time(), 1)
+            result["kueue_writes"] = kueue_requests(cluster.request("GET", "/metrics", raw=True))
         finally:
             cluster.stop()
     result["scale"] = args.scale

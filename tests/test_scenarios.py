@@ -20,8 +20,9 @@ from typer.testing import CliRunner
 
 from pykueue.cli.main import app
 from pykueue.cli.scenario_command import check
+from pykueue.engine.state import ADMITTED, EVICTED, PREEMPTED, Event, State
 from pykueue.errors import InputError
-from pykueue.scenario import loader, runner
+from pykueue.scenario import loader, report, runner
 
 ROOT = Path(__file__).parents[1]
 PUBLIC = ROOT.parent / "shared" / "scenarios" / "public"
@@ -205,3 +206,21 @@ def test_one_invalid_file_among_valid_ones_gives_no_partial_result(tmp_path: Pat
     assert result.exit_code != 0
     assert result.stdout.strip() == ""
     assert str(bad) in result.stderr
+
+
+def test_scenario_events_keep_to_the_types_format_md_defines() -> None:
+    """The engine records Evicted events (metrics count them), but the document lists only
+    Admitted, Preempted, Pending and Finished events, as FORMAT.md defines them."""
+    state = State()
+    state.events.extend(
+        [
+            Event(1, "ns/a", ADMITTED, "admitted"),
+            Event(2, "ns/a", EVICTED, "drained", "ClusterQueueStopped", "cq"),
+            Event(2, "ns/b", PREEMPTED, "preempted"),
+        ]
+    )
+    document = report.snapshot(state, with_events=True)
+    assert [(e["workload"], e["type"]) for e in document["events"]] == [
+        ("ns/a", "Admitted"),
+        ("ns/b", "Preempted"),
+    ]

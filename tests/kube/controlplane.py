@@ -451,8 +451,12 @@ class KubeCluster:
         self.processes[name] = proc
         return proc
 
-    def start_apiserver(self, timeout: float = 120.0) -> None:
-        """Start etcd and kube-apiserver and wait until /readyz answers ok."""
+    def start_apiserver(self, timeout: float = 120.0, profiling: bool = False) -> None:
+        """Start etcd and kube-apiserver and wait until /readyz answers ok.
+
+        ``profiling`` serves Go's /debug/pprof on the apiserver (the cluster benchmark's
+        ``--profile-apiserver`` reads a CPU profile from it).
+        """
         begin = time.monotonic()
         self.creds = creds = make_credentials(self.workdir / "pki")
         self.timings["credentials"] = time.monotonic() - begin
@@ -517,7 +521,7 @@ class KubeCluster:
                 # Endpoints may not hold a loopback address, and nothing here reaches the
                 # apiserver through the `kubernetes` Service anyway.
                 "--endpoint-reconciler-type=none",
-                "--profiling=false",
+                f"--profiling={'true' if profiling else 'false'}",
                 "--v=1",
             ],
         )

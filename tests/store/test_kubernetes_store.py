@@ -1,8 +1,9 @@
 """`KubernetesStore` without a cluster: retries, the error tree, 410 Gone re-lists, kubeconfig reading.
 
-An `httpx.MockTransport` plays the API server, so the answers a real one gives
-rarely (429, 503, 410 in a watch) are tested every time. The normal paths run
-against the real API server in tests/kube/controller/test_kubernetes_store.py.
+A scripted HTTP server (tests/store/scripted_server.py) plays the API server, so the
+answers a real one gives rarely (429, 503, 410 in a watch) are tested every time over
+real HTTP. The normal paths run against the real API server in
+tests/kube/controller/test_kubernetes_store.py.
 """
 
 from __future__ import annotations
@@ -10,49 +11,55 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import httpx
 import pytest
 import yaml
+from aiohttp import web
 
 from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError, Unavailable, ValidationError
 from pykueue.store import kubernetes
 from pykueue.store.base import Key
 
-CONFIG = kubernetes.KubeConfig(server="https://kube.test", token="t0ken")
+from .scripted_server import Handler, serving, status
+
 FAST = kubernetes.Retry(attempts=4, first=0.001, cap=0.002)
-LR_PATH = "/api/v1/namespaces/ns/limitranges"
-
-
-def _store(handler: Callable[[httpx.Request], httpx.Response]) -> kubernetes.KubernetesStore:
-    return kubernetes.KubernetesStore(CONFIG, retry=FAST, transport=httpx.MockTransport(handler))
-
-
-def _status(code: int, reason: str = "", **extra: Any) -> httpx.Response:
-    return httpx.Response(
-        code, json={"kind": "Status", "code": code, "reason": reason, "message": reason, **extra}
-    )
+T = TypeVar("T")
 
 
 def _lr(name: str, rv: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}, "spec": {"limits": []}}
 
 
+def _against(handler: Handler, use: Callable[[kubernetes.KubernetesStore], Awaitable[T]]) -> T:
+    """Run ``use`` with a store whose API server is ``handler``."""
+
+    async def scenario() -> T:
+        async with serving(handler) as url:
+            store = kubernetes.KubernetesStore(kubernetes.KubeConfig(server=url, token="t0ken"), retry=FAST)
+            try:
+                return await use(store)
+            finally:
+                await store.close()
+
+    return asyncio.run(asyncio.wait_for(scenario(), 20))
+
+
 def test_429_and_503_are_retried_then_succeed() -> None:
     calls: list[str] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: web.Request) -> web.Response:
         calls.append(request.headers["Authorization"])
         if len(calls) == 1:
-            return _status(429, "TooManyRequests")
+            return status(429, "TooManyRequests")
         if len(calls) == 2:
-            return _status(503, "ServiceUnavailable")
-        return httpx.Response(200, json=_lr("a", "7"))
+            return status(503, "ServiceUnavailable")
+        return web.json_response(_lr("a", "7"))
 
-    obj = asyncio.run(_store(handler).get("LimitRange", "ns", "a"))
+    obj = _against(handler, lambda store: store.get("LimitRange", "ns", "a"))
     assert obj["kind"] == "LimitRange" and obj["apiVersion"] == "v1"
     assert calls == ["Bearer t0ken"] * 3
 
@@ -60,36 +67,51 @@ def test_429_and_503_are_retried_then_succeed() -> None:
 def test_retries_spent_is_unavailable() -> None:
     attempts = 0
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: web.Request) -> web.Response:
         nonlocal attempts
         attempts += 1
-        return _status(500, "InternalError")
+        return status(500, "InternalError")
 
     with pytest.raises(Unavailable):
-        asyncio.run(_store(handler).get("LimitRange", "ns", "a"))
+        _against(handler, lambda store: store.get("LimitRange", "ns", "a"))
     assert attempts == FAST.attempts
 
 
+def test_a_refused_connection_is_unavailable_after_the_retries() -> None:
+    async def scenario() -> None:
+        async with serving(lambda request: status(200)) as url:
+            pass  # the server is gone again: its port refuses connections
+        store = kubernetes.KubernetesStore(kubernetes.KubeConfig(server=url), retry=FAST)
+        try:
+            await store.get("LimitRange", "ns", "a")
+        finally:
+            await store.close()
+
+    with pytest.raises(Unavailable):
+        asyncio.run(scenario())
+
+
 @pytest.mark.parametrize(
-    ("method", "response", "error"),
+    ("method", "code", "reason", "error"),
     [
-        ("get", _status(404, "NotFound"), NotFound),
-        ("update", _status(409, "Conflict"), Conflict),
-        ("create", _status(409, "AlreadyExists"), AlreadyExists),
-        ("get", _status(403, "Forbidden"), StoreError),
+        ("get", 404, "NotFound", NotFound),
+        ("update", 409, "Conflict", Conflict),
+        ("create", 409, "AlreadyExists", AlreadyExists),
+        ("get", 403, "Forbidden", StoreError),
     ],
 )
 def test_status_codes_map_onto_the_error_tree(
-    method: str, response: httpx.Response, error: type[Exception]
+    method: str, code: int, reason: str, error: type[Exception]
 ) -> None:
-    store = _store(lambda request: response)
-    call = {
-        "get": lambda: store.get("LimitRange", "ns", "a"),
-        "update": lambda: store.update({"kind": "LimitRange", **_lr("a", "1")}),
-        "create": lambda: store.create({"kind": "LimitRange", **_lr("a", "")}),
-    }[method]
+    def call(store: kubernetes.KubernetesStore) -> Awaitable[Any]:
+        if method == "get":
+            return store.get("LimitRange", "ns", "a")
+        if method == "update":
+            return store.update({"kind": "LimitRange", **_lr("a", "1")})
+        return store.create({"kind": "LimitRange", **_lr("a", "")})
+
     with pytest.raises(error) as caught:
-        asyncio.run(call())
+        _against(lambda request: status(code, reason), call)
     assert not isinstance(caught.value, Unavailable)
 
 
@@ -97,21 +119,23 @@ def test_422_names_the_field_paths() -> None:
     causes = [
         {"field": "spec.queueingStrategy", "message": "Unsupported value", "reason": "FieldValueNotSupported"}
     ]
-    store = _store(lambda request: _status(422, "Invalid", details={"causes": causes}))
     with pytest.raises(ValidationError) as err:
-        asyncio.run(store.create({"kind": "ClusterQueue", "metadata": {"name": "x"}}))
+        _against(
+            lambda request: status(422, "Invalid", details={"causes": causes}),
+            lambda store: store.create({"kind": "ClusterQueue", "metadata": {"name": "x"}}),
+        )
     assert [(p.path, p.message) for p in err.value.problems] == [
         ("spec.queueingStrategy", "Unsupported value")
     ]
 
 
 def test_list_pages_through_continue_tokens() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        if request.url.params.get("continue") == "next":
-            return httpx.Response(200, json={"metadata": {"resourceVersion": "9"}, "items": [_lr("b", "8")]})
-        return httpx.Response(200, json={"metadata": {"continue": "next"}, "items": [_lr("a", "5")]})
+    def handler(request: web.Request) -> web.Response:
+        if request.query.get("continue") == "next":
+            return web.json_response({"metadata": {"resourceVersion": "9"}, "items": [_lr("b", "8")]})
+        return web.json_response({"metadata": {"continue": "next"}, "items": [_lr("a", "5")]})
 
-    items, version = asyncio.run(_store(handler).list("LimitRange", "ns"))
+    items, version = _against(handler, lambda store: store.list("LimitRange", "ns"))
     assert [i["metadata"]["name"] for i in items] == ["a", "b"] and version == "9"
 
 
@@ -123,24 +147,19 @@ def test_410_gone_lists_again_reporting_deleted_and_changed_objects_then_resumes
     watches: list[str] = []
     listed = {"metadata": {"resourceVersion": "100"}, "items": [_lr("kept", "50"), _lr("changed", "90")]}
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        params = request.url.params
+    def handler(request: web.Request) -> web.Response:
+        params = request.query
         if params.get("watch") != "1":
-            return httpx.Response(200, json=listed)
+            return web.json_response(listed)
         watches.append(params.get("resourceVersion", ""))
         if params.get("resourceVersion") == "10":
-            return _status(410, "Expired")
+            return status(410, "Expired")
         if params.get("resourceVersion") == "100":
             # A stream that reports expiry mid-way, as the API server does with an ERROR event.
-            return httpx.Response(
-                200, content=_watch_lines(("ADDED", _lr("new", "101")), ("ERROR", {"code": 410}))
-            )
-        return httpx.Response(
-            200, content=_watch_lines(("BOOKMARK", {"metadata": {"resourceVersion": "200"}}))
-        )
+            return web.Response(body=_watch_lines(("ADDED", _lr("new", "101")), ("ERROR", {"code": 410})))
+        return web.Response(body=_watch_lines(("BOOKMARK", {"metadata": {"resourceVersion": "200"}})))
 
-    async def scenario() -> list[tuple[str, str]]:
-        store = _store(handler)
+    async def use(store: kubernetes.KubernetesStore) -> list[tuple[str, str]]:
         store._listed["LimitRange"] = {
             Key("LimitRange", "ns", "kept"): "50",
             Key("LimitRange", "ns", "changed"): "60",
@@ -153,9 +172,57 @@ def test_410_gone_lists_again_reporting_deleted_and_changed_objects_then_resumes
                 break
         return seen
 
-    seen = asyncio.run(asyncio.wait_for(scenario(), 10))
+    seen = _against(handler, use)
     assert seen == [("DELETED", "deleted"), ("MODIFIED", "changed"), ("ADDED", "new"), ("DELETED", "new")]
     assert watches[:2] == ["10", "100"]
+
+
+def test_a_watch_event_larger_than_any_read_buffer_arrives_whole() -> None:
+    big = _lr("big", "11")
+    big["spec"]["limits"] = [{"type": "Container", "max": {f"example.com/r{i}": "1"}} for i in range(20000)]
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if request.query.get("watch") != "1":
+            return web.json_response({"metadata": {"resourceVersion": "10"}, "items": []})
+        # Sent in small pieces, as a slow link delivers them.
+        response = web.StreamResponse()
+        await response.prepare(request)
+        line = _watch_lines(("ADDED", big))
+        for start in range(0, len(line), 7000):
+            await response.write(line[start : start + 7000])
+        await response.write_eof()
+        return response
+
+    async def use(store: kubernetes.KubernetesStore) -> dict[str, Any]:
+        async for event in store.watch("LimitRange", "10"):
+            return event.object
+        raise AssertionError("no event")
+
+    got = _against(handler, use)
+    assert len(json.dumps(big)) > 500_000
+    assert got["spec"]["limits"] == big["spec"]["limits"]
+
+
+def test_requests_are_rate_limited_but_answers_unchanged() -> None:
+    calls: list[float] = []
+
+    def handler(request: web.Request) -> web.Response:
+        calls.append(time.monotonic())
+        return web.json_response({"kind": "Namespace", "metadata": {"name": "x"}})
+
+    async def scenario() -> float:
+        async with serving(handler) as url:
+            store = kubernetes.KubernetesStore(kubernetes.KubeConfig(server=url, token="t"), qps=20, burst=4)
+            started = time.monotonic()
+            try:
+                await asyncio.gather(*(store.get("Namespace", "", "x") for _ in range(14)))
+            finally:
+                await store.close()
+            return started
+
+    started = asyncio.run(scenario())
+    assert len(calls) == 14
+    assert time.monotonic() - started >= 0.45  # 4 at once, then 10 at 20/s
 
 
 def test_kubeconfig_with_inline_certificates_and_token_file(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from pykueue.api import manifests
 from pykueue.controllers import workload_status
+from pykueue.controllers.queue_status import count_writes as _count
 from pykueue.engine import intake, loading, scheduler
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.state import State
@@ -96,6 +97,9 @@ class AdmissionController:
     rejected: dict[Key, str] = field(default_factory=dict)
     # Per workload, what its stored status was last found to agree with (see `write_back`).
     settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    write_concurrency: int = 16
+    # Look at every workload on the next write-back, not only the touched ones.
+    rescan: bool = True
 
     def __post_init__(self) -> None:
         self.state = State(config=self.config)
@@ -108,6 +112,7 @@ class AdmissionController:
         self.state.now = intake.micros(self.clock())
         self.cache.clear()
         self.settled.clear()
+        self.rescan = True
         for kind in KINDS:
             items, version = await self.store.list(kind)
             self.versions[kind] = version
@@ -132,7 +137,10 @@ class AdmissionController:
                 self._finish(key)
                 return
             if _reclaimable(previous) == _reclaimable(obj):
-                self.cache[key] = obj  # our own write, or a field the engine does not read
+                # Someone else's status write (ours come back with a version already cached):
+                # compare it with the engine's view on the next write-back.
+                self.cache[key] = obj
+                self.state.touched.add(f"{key.namespace or 'default'}/{key.name}")
                 return
         self._apply(obj)
 
@@ -183,11 +191,24 @@ class AdmissionController:
     async def write_back(self) -> int:
         """Write the status of every workload whose engine view differs from the store.
 
-        Building a status document costs a deep copy; a cheap signature of what it is
-        built from skips the workloads nothing happened to since they last agreed.
+        Only the workloads the engine touched since the last write-back, or whose stored
+        object changed, are looked at (``rescan`` asks for all of them once, a safety net
+        the manager pulls now and then). Building a status document costs a deep copy; a
+        cheap signature of what it is built from skips those that still agree. The writes
+        go out ``write_concurrency`` at a time: each is one round trip to the API server,
+        and a cycle that admits one head per queue has many of them.
         """
-        writes = 0
-        for engine_key, wl in list(self.state.workloads.items()):
+        if self.rescan:
+            self.rescan = False
+            candidates: list[str] = list(self.state.workloads)
+        else:
+            candidates = sorted(self.state.touched)
+        self.state.touched.clear()
+        updates = []
+        for engine_key in candidates:
+            wl = self.state.workloads.get(engine_key)
+            if wl is None:
+                continue
             key = Key("Workload", wl.namespace, wl.name)
             stored = self.cache.get(key)
             if stored is None:
@@ -199,8 +220,16 @@ class AdmissionController:
             if desired == (stored.get("status") or {}):
                 self.settled[engine_key] = signature
                 continue
-            writes += await self._write_status(key, stored, desired, engine_key)
-        return writes
+            updates.append((key, stored, desired, engine_key))
+        if not updates:
+            return 0
+        gate = asyncio.Semaphore(self.write_concurrency)
+
+        async def write(key: Key, stored: Manifest, desired: dict[str, Any], engine_key: str) -> int:
+            async with gate:
+                return await self._write_status(key, stored, desired, engine_key)
+
+        return _count(await asyncio.gather(*(write(*update) for update in updates), return_exceptions=True))
 
     async def _write_status(
         self, key: Key, stored: Manifest, desired: dict[str, Any], engine_key: str

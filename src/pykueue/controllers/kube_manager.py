@@ -108,7 +108,6 @@ class KubeManager:
     async def reconcile(self) -> int:
         """One pass of all three reconcilers; the number of writes made."""
         self.passes += 1
-        self._evict_deactivated()
         try:
             writes = await self.admission.reconcile()
         finally:
@@ -145,15 +144,6 @@ class KubeManager:
             for key in [k for k in settled if k not in live]:
                 del settled[key]
 
-    def _evict_deactivated(self) -> None:
-        # The engine keeps a deactivated workload out of the queues but leaves an admitted one
-        # alone; upstream evicts it (reason Deactivated), which stops its job. Done here until
-        # the engine does it itself.
-        state = self.admission.state
-        for key, wl in list(state.workloads.items()):
-            if wl.admission is not None and not wl.active:
-                state.evict(key, "Deactivated", "The workload is deactivated")
-
     async def sync(self) -> dict[str, str]:
         """List everything: the engine's kinds first, then Workloads and jobs for the job reconciler."""
         await self.admission.sync()
@@ -185,6 +175,7 @@ class KubeManager:
                 if loop.time() >= next_full:
                     # A level-triggered safety net: look at every job again now and then.
                     self.jobs.dirty.update(self.jobs.jobs)
+                    self.admission.rescan = True
                     next_full = loop.time() + self.full_resync_seconds
                 await self._pass()
         finally:

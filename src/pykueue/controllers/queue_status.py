@@ -12,15 +12,20 @@ condition, fairSharing). This module only turns them into writes:
   compares against it and the watch event it causes is recognised as seen.
 
 Reading a status from the engine is cheap; the API server is not, which is why a
-pass writes nothing when nothing changed.
+pass writes nothing when nothing changed, and why one object's status is written at
+most once per ``min_interval_seconds`` (a busy queue changes its counts on every
+pass; the latest counts go out on the first pass after the interval, so nothing is
+lost, only coalesced). The writes of one pass go out together, a few at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
+import time
 from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,12 +67,38 @@ def merge_status(stored: Manifest | None, desired: Manifest, generation: Any, no
     return result
 
 
+def _queue_keys(state: State) -> list[Key]:
+    """The queue objects the engine knows (the cache also holds thousands of workloads)."""
+    keys = [Key("ClusterQueue", "", name) for name in state.cluster_queues]
+    for name in state.local_queues:
+        namespace, _, local = name.partition("/")
+        keys.append(Key("LocalQueue", namespace, local))
+    keys.extend(Key("Cohort", "", name) for name in state.cohorts)
+    return keys
+
+
+def count_writes(results: list[int | BaseException]) -> int:
+    """The writes made by a batch run together; the first failure once all have ended.
+
+    Every write of a batch finishes (or fails) before the pass goes on, so none is left
+    running behind a failed one.
+    """
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return sum(r for r in results if isinstance(r, int))
+
+
 @dataclass
 class QueueStatusWriter:
     """Brings the stored status of every queue object in line with the engine's view."""
 
     store: Store
     clock: Callable[[], datetime] = _utc_now
+    min_interval_seconds: float = 1.0
+    concurrency: int = 8
+    monotonic: Callable[[], float] = time.monotonic
+    _written_at: dict[Key, float] = field(default_factory=dict)
 
     def desired(self, state: State, key: Key) -> Manifest | None:
         if key.kind == "ClusterQueue" and key.name in state.cluster_queues:
@@ -79,24 +110,37 @@ class QueueStatusWriter:
         return None
 
     async def write(self, state: State, cache: MutableMapping[Key, Manifest]) -> int:
-        """Write every changed status; the written objects replace the cached ones."""
+        """Write every changed status that is due; the written objects replace the cached ones."""
         now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
-        writes = 0
-        for key in [k for k in cache if k.kind in ("ClusterQueue", "LocalQueue", "Cohort")]:
-            stored = cache[key]
+        due = self.monotonic() - self.min_interval_seconds
+        updates = []
+        for key in _queue_keys(state):
+            stored = cache.get(key)
+            if stored is None or self._written_at.get(key, float("-inf")) > due:
+                continue
             desired = self.desired(state, key)
             if desired is None:
                 continue
             generation = (stored.get("metadata") or {}).get("generation")
             status = merge_status(stored.get("status"), desired, generation, now)
-            if status == (stored.get("status") or {}):
-                continue
+            if status != (stored.get("status") or {}):
+                updates.append((key, {**stored, "status": status}))
+        gate = asyncio.Semaphore(self.concurrency)
+        results = await asyncio.gather(
+            *(self._write(key, update, cache, gate) for key, update in updates), return_exceptions=True
+        )
+        return count_writes(results)
+
+    async def _write(
+        self, key: Key, update: Manifest, cache: MutableMapping[Key, Manifest], gate: asyncio.Semaphore
+    ) -> int:
+        async with gate:
             try:
-                written = await self.store.update_status({**stored, "status": status})
+                written = await self.store.update_status(update)
             except (Conflict, NotFound) as exc:
                 # The watch brings the newer object; the next pass compares against it.
                 log.debug("status of %s not written: %s", key, exc)
-                continue
-            cache[key] = written
-            writes += 1
-        return writes
+                return 0
+        cache[key] = written
+        self._written_at[key] = self.monotonic()
+        return 1

@@ -56,7 +56,10 @@ def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any
                 "lastTransitionTime": _time(cond.last_transition),
             }
         )
-    status["conditions"] = others + owned
+    if owned or others or "conditions" in status:
+        # A workload nothing has happened to yet keeps a status without the key: writing an
+        # empty list would be a write per created workload that tells nobody anything.
+        status["conditions"] = others + owned
     if wl.requeue_count or wl.requeue_at is not None:
         state: dict[str, Any] = {"count": wl.requeue_count}
         if wl.requeue_at is not None:

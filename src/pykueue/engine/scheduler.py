@@ -374,6 +374,7 @@ def _admit(state: State, entry: Entry) -> None:
         usage = {res: ps.requests[res] for res in flavors}
         pod_sets.append(PodSetAssignment(ps.name, flavors, usage, ps.count))
     wl.admission = Admission(cq.name, pod_sets)
+    state.touched.add(wl.key)
     wl.admitted_at = state.now
     wl.borrowing = entry.borrows > 0
     wl.preempted_by = None
@@ -440,6 +441,7 @@ def _requeue(state: State, entry: Entry) -> None:
     if previous is None or previous.message != message or previous.reason != reason:
         wl.conditions["QuotaReserved"] = Condition("QuotaReserved", "False", reason, message, state.now)
         no_reservation(wl, state.now)
+        state.touched.add(wl.key)
         state.events.append(Event(state.cycle, wl.key, PENDING, message, reason))
 
 

@@ -72,6 +72,10 @@ class State:
     inactive_reason: dict[str, str] = field(default_factory=dict)
     inactive_kind: dict[str, str] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
+    # Keys of workloads whose admission, conditions or requeue state may have changed since
+    # the owner last looked; a controller writes those back and clears the set. Growing
+    # without a reader is bounded by the live workloads (a set of their keys).
+    touched: set[str] = field(default_factory=set)
     priority_values: dict[tuple[str, str], int] = field(default_factory=dict)
     limit_ranges: dict[str, dict[str, list[specs.LimitRangeItem]]] = field(default_factory=dict)
     finished: dict[str, Workload] = field(default_factory=dict)
@@ -195,6 +199,7 @@ class State:
         wl.seq = self._next_seq
         self._next_seq += 1
         self.workloads[wl.key] = wl
+        self.touched.add(wl.key)
         if wl.admission is not None:
             self._account(wl, +1)
             if not wl.active:
@@ -205,6 +210,7 @@ class State:
 
     def delete_workload(self, key: str) -> None:
         wl = self.workloads.pop(key, None)
+        self.touched.discard(key)
         if wl is None:
             self.finished.pop(key, None)
             return
@@ -223,6 +229,7 @@ class State:
         cq = wl.admission.cluster_queue
         self._account(wl, -1)
         del self.workloads[key]
+        self.touched.discard(key)
         wl.finished = True
         wl.conditions["Finished"] = Condition(
             "Finished", "True", "Succeeded", message or "Job finished", self.now
@@ -242,6 +249,7 @@ class State:
             return
         cq = wl.admission.cluster_queue
         self._account(wl, -1)
+        self.touched.add(key)
         wl.admission = None
         wl.evicted_at = self.now
         wl.last_tried_flavor = None
@@ -298,6 +306,7 @@ class State:
             ]
             for wl in expired:
                 wl.requeue_at = None  # the backoff is over: back to the active queue
+                self.touched.add(wl.key)
                 queue.remove(wl.key)
                 queue.push(wl)
 

@@ -122,14 +122,15 @@ class Workload:
     preempted_by: str | None = None  # the preemptor it must not overtake while both wait
     # Upstream's scheduling-equivalence hash: priority and pod sets. Twins share it.
     shape: object = None
+    # "namespace/name" and "namespace/queue": asked for millions of times in a busy cohort,
+    # so made once (a workload's namespace, name and queue never change; a changed spec
+    # makes a new Workload).
+    key: str = field(init=False)
+    queue_key: str = field(init=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def queue_key(self) -> str:
-        return f"{self.namespace}/{self.queue_name}"
+    def __post_init__(self) -> None:
+        self.key = f"{self.namespace}/{self.name}"
+        self.queue_key = f"{self.namespace}/{self.queue_name}"
 
     def queue_order_time(self) -> int:
         """The time that places it in its queue: its eviction if it was evicted, else creation."""

@@ -1,4 +1,4 @@
-"""A `Store` backed by a Kubernetes API server, over a thin async client of our own on httpx.
+"""A `Store` backed by a Kubernetes API server, over a thin async client of our own on aiohttp.
 
     KubernetesStore ── kinds ──▶ RESOURCES (group, version, plural, namespaced)
          │ get/list/create/update/update_status/delete : one HTTP request each,
@@ -24,6 +24,11 @@ from its own stream, so a watcher started right after a list misses nothing.
 
 Credentials come from a kubeconfig (client certificates, bearer tokens, CA data or
 files, inline or on disk) or from the in-cluster service account; see `KubeConfig`.
+A plain ``http://`` server (the tests' scripted fault server) is reached without TLS.
+
+Connections are kept alive and shared by every request and watch of one store, so a
+busy controller pays the TLS handshake once per connection, not once per write
+(docs/decisions.md says why the client is aiohttp: its cost per request).
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 import yaml
 
 from pykueue.errors import (
@@ -284,9 +289,11 @@ class KubernetesStore:
     # Client-side rate limit as client-go's (--qps/--burst): a token bucket; qps <= 0 means none.
     qps: float = 0.0
     burst: int = 10
-    # Tests hand in an `httpx.MockTransport`; None means real connections.
-    transport: httpx.AsyncBaseTransport | None = None
-    _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
+    # Connections kept open to the server: enough for every watch plus the writes a
+    # controller pipelines; callers bound their own concurrency.
+    max_connections: int = 128
+    _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
+    _session_loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
     # The keys (and versions) of each kind as last listed, for the 410 re-list diff.
     _listed: dict[str, dict[Key, str]] = field(default_factory=dict, init=False, repr=False)
     _relisted_at: dict[str, str] = field(default_factory=dict, init=False, repr=False)
@@ -295,21 +302,30 @@ class KubernetesStore:
     # ------------------------------------------------------------- plumbing
 
     @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                base_url=self.config.server,
-                verify=self.config.ssl_context() if self.transport is None else True,
-                transport=self.transport,
-                timeout=httpx.Timeout(self.request_timeout_seconds),
-                headers={"Accept": "application/json", "User-Agent": "pykueue"},
+    def session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is not None and self._session_loop is not loop:
+            # Opened under an event loop that has ended (one `asyncio.run` per CLI call or
+            # test): its connections belong to that loop, so start afresh.
+            self._session = None
+        if self._session is None:
+            self._session_loop = loop
+            plain = self.config.server.startswith("http://")
+            connector = aiohttp.TCPConnector(
+                ssl=False if plain else self.config.ssl_context(), limit=self.max_connections
             )
-        return self._client
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(total=self.request_timeout_seconds),
+                headers={"Accept": "application/json", "User-Agent": "pykueue"},
+                raise_for_status=False,
+            )
+        return self._session
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def __aenter__(self) -> KubernetesStore:
         return self
@@ -317,9 +333,33 @@ class KubernetesStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, content_type: str = "") -> dict[str, str]:
         token = self.config.bearer_token()
-        return {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        data: bytes | None,
+        params: Mapping[str, str] | None,
+        content_type: str = "application/json",
+    ) -> Answer:
+        """One HTTP exchange, read whole; transport failures are `Unavailable`."""
+        try:
+            async with self.session.request(
+                method,
+                self.config.server + path,
+                data=data,
+                params=dict(params or {}),
+                headers=self._headers(content_type if data is not None else ""),
+            ) as response:
+                return Answer(response.status, await response.read(), response.headers.get("Retry-After"))
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise Unavailable(f"{method} {path}: {exc!r}") from exc
 
     async def request(
         self,
@@ -332,24 +372,23 @@ class KubernetesStore:
         """One API call with retries on 429/5xx and connection errors; the decoded answer."""
         if self.qps > 0 and self._limiter is None:
             self._limiter = TokenBucket(self.qps, self.burst)
+        data = None if body is None else json.dumps(body).encode()
         for attempt in range(self.retry.attempts):
             if self._limiter is not None:
                 await self._limiter.take()
             try:
-                response = await self.client.request(
-                    method, path, json=body, params=dict(params or {}), headers=self._headers()
-                )
-            except httpx.TransportError as exc:
-                error: PykueueError = Unavailable(f"{method} {path}: {exc!r}")
+                answer = await self._send(method, path, data, params)
+            except Unavailable as exc:
+                error: PykueueError = exc
                 wait = self.retry.delay(attempt)
             else:
-                if response.status_code < 300:
-                    result: Manifest = response.json()
+                if answer.status < 300:
+                    result: Manifest = json.loads(answer.body)
                     return result
-                error = _error_of(response, what or path, method)
+                error = _error_of(answer, what or path, method)
                 if not isinstance(error, Unavailable):
                     raise error
-                wait = _retry_after(response) or self.retry.delay(attempt)
+                wait = _retry_after(answer) or self.retry.delay(attempt)
             if attempt + 1 < self.retry.attempts:
                 log.debug("retrying %s %s in %.2fs: %s", method, path, wait, error)
                 await asyncio.sleep(wait)
@@ -415,20 +454,22 @@ class KubernetesStore:
         namespace = key.namespace or ("default" if res.namespaced else "")
         path = res.path(namespace, key.name)
         params = {"fieldManager": self.field_manager, "force": "true" if force else "false"}
+        data = json.dumps(obj).encode()
         for attempt in range(self.retry.attempts):
-            response = await self.client.patch(
-                path,
-                content=json.dumps(obj).encode(),
-                params=params,
-                headers={**self._headers(), "Content-Type": "application/apply-patch+yaml"},
-            )
-            if response.status_code < 300:
-                applied: Manifest = response.json()
+            try:
+                answer = await self._send("PATCH", path, data, params, "application/apply-patch+yaml")
+            except Unavailable:
+                if attempt + 1 == self.retry.attempts:
+                    raise
+                await asyncio.sleep(self.retry.delay(attempt))
+                continue
+            if answer.status < 300:
+                applied: Manifest = json.loads(answer.body)
                 return _named(applied, key.kind, res)
-            error = _error_of(response, str(key), "PATCH")
+            error = _error_of(answer, str(key), "PATCH")
             if not isinstance(error, Unavailable) or attempt + 1 == self.retry.attempts:
                 raise error
-            await asyncio.sleep(_retry_after(response) or self.retry.delay(attempt))
+            await asyncio.sleep(_retry_after(answer) or self.retry.delay(attempt))
         raise Unavailable(f"{key}: not applied")
 
     async def delete(self, kind: str, namespace: str, name: str) -> None:
@@ -480,7 +521,7 @@ class KubernetesStore:
             except Gone:
                 log.info("watch of %s expired at %s: listing again", kind, version)
                 version = ""
-            except (Unavailable, httpx.TransportError) as exc:
+            except (Unavailable, aiohttp.ClientError, TimeoutError) as exc:
                 failures += 1
                 log.debug("watch of %s interrupted: %r", kind, exc)
                 await asyncio.sleep(self.retry.delay(min(failures, 8)))
@@ -505,24 +546,46 @@ class KubernetesStore:
         self, path: str, params: Mapping[str, str]
     ) -> AsyncGenerator[tuple[str, Manifest], None]:
         # The server ends a watch after timeoutSeconds; a read that outlasts it means a dead link.
-        timeout = httpx.Timeout(self.request_timeout_seconds, read=self.watch_timeout_seconds + 30.0)
-        async with self.client.stream(
-            "GET", path, params=dict(params), headers=self._headers(), timeout=timeout
+        timeout = aiohttp.ClientTimeout(
+            total=None,
+            sock_connect=self.request_timeout_seconds,
+            sock_read=self.watch_timeout_seconds + 30.0,
+        )
+        async with self.session.get(
+            self.config.server + path, params=dict(params), headers=self._headers(), timeout=timeout
         ) as response:
-            if response.status_code == 410:
+            if response.status == 410:
                 raise Gone(path)
-            if response.status_code >= 300:
-                await response.aread()
-                raise _error_of(response, path, "WATCH")
-            async for line in response.aiter_lines():
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                yield str(event.get("type", "")), event.get("object") or {}
+            if response.status >= 300:
+                answer = Answer(response.status, await response.read(), response.headers.get("Retry-After"))
+                raise _error_of(answer, path, "WATCH")
+            # Split lines ourselves: an event is one line of any length (aiohttp's own line
+            # reader refuses lines longer than its buffer, and a big object makes one).
+            pending = b""
+            async for chunk in response.content.iter_any():
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        event = json.loads(line)
+                        yield str(event.get("type", "")), event.get("object") or {}
 
 
 class Gone(StoreError):
     """The watched version is older than what the server keeps (410); list again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An HTTP answer read whole: status, body bytes, and the Retry-After header if any."""
+
+    status: int
+    body: bytes
+    retry_after: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
 
 
 # --------------------------------------------------------------------- helpers
@@ -546,20 +609,20 @@ def _rv(obj: Manifest) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(answer: Answer) -> float | None:
     with contextlib.suppress(ValueError, TypeError):
-        return min(30.0, float(response.headers.get("Retry-After", "")))
+        return min(30.0, float(answer.retry_after or ""))
     return None
 
 
-def _error_of(response: httpx.Response, what: str, method: str) -> PykueueError:
+def _error_of(answer: Answer, what: str, method: str) -> PykueueError:
     try:
-        status = response.json()
+        status = json.loads(answer.body)
     except ValueError:
-        status = {"code": response.status_code, "message": response.text[:500]}
+        status = {"code": answer.status, "message": answer.text[:500]}
     if not isinstance(status, dict):
-        status = {"code": response.status_code, "message": str(status)[:500]}
-    status.setdefault("code", response.status_code)
+        status = {"code": answer.status, "message": str(status)[:500]}
+    status.setdefault("code", answer.status)
     return _status_error(status, what, method)
 
 

@@ -1,16 +1,14 @@
 """API-server politeness of `KubernetesStore`: client-side QPS/burst, on the real API server and alone.
 
-Retries with backoff on 429/5xx (honouring Retry-After) and the 410 re-list are tested without a
-cluster in tests/store/test_kubernetes_store.py; the controller's re-list after a failed watch in
-tests/controllers/test_watch_recovery.py.
+Retries with backoff on 429/5xx (honouring Retry-After), the 410 re-list and the rate limit's
+effect on requests are tested without a cluster in tests/store/test_kubernetes_store.py; the
+controller's re-list after a failed watch in tests/controllers/test_watch_recovery.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-
-import httpx
 
 from pykueue.store import kubernetes
 
@@ -31,31 +29,6 @@ def test_token_bucket_allows_a_burst_then_the_rate() -> None:
     stamps = asyncio.run(scenario())
     assert stamps[4] < 0.05  # the burst goes at once
     assert 0.17 <= stamps[-1] < 0.6  # then 10 more at 50/s
-
-
-def test_requests_are_rate_limited_but_answers_unchanged() -> None:
-    calls: list[float] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        calls.append(time.monotonic())
-        return httpx.Response(200, json={"kind": "Namespace", "metadata": {"name": "x"}})
-
-    async def scenario() -> None:
-        store = kubernetes.KubernetesStore(
-            kubernetes.KubeConfig(server="https://kube.test", token="t"),
-            transport=httpx.MockTransport(handler),
-            qps=20,
-            burst=4,
-        )
-        try:
-            await asyncio.gather(*(store.get("Namespace", "", "x") for _ in range(14)))
-        finally:
-            await store.close()
-
-    started = time.monotonic()
-    asyncio.run(scenario())
-    assert len(calls) == 14
-    assert time.monotonic() - started >= 0.45  # 4 at once, then 10 at 20/s
 
 
 def test_the_real_api_server_sees_at_most_qps_plus_burst(kube_apiserver: KubeCluster) -> None:
