@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -331,7 +332,13 @@ async def setup(store: kubernetes.KubernetesStore, gen: generator.Generated) -> 
 
 
 async def run(
-    kubeconfig: Path, gen: generator.Generated, scale: float, log_path: Path, qps: float
+    kubeconfig: Path,
+    gen: generator.Generated,
+    scale: float,
+    log_path: Path,
+    qps: float,
+    min_pass: float,
+    metrics_port: int,
 ) -> dict[str, Any]:
     store = kubernetes.KubernetesStore(kubernetes.load_kubeconfig(kubeconfig), request_timeout_seconds=60)
     await setup(store, gen)
@@ -345,6 +352,12 @@ async def run(
                 str(kubeconfig),
                 "--resync-seconds",
                 "0.1",
+                "--min-pass-seconds",
+                str(min_pass),
+                "--metrics-port",
+                str(metrics_port),
+                "--metrics-host",
+                "127.0.0.1",
                 "--qps",
                 str(qps),
                 "--log-level",
@@ -378,6 +391,7 @@ async def run(
         queue_follower.cancel()
         result = runner.report()
         result["cpu_s"] = {"controller": round(cpu_seconds(controller.pid), 1)}
+        result["controller_counters"] = controller_counters(metrics_port)
         return result
     finally:
         controller.terminate()
@@ -423,6 +437,25 @@ def kueue_requests(metrics: str) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
+COUNTERS = (
+    "kueue_admitted_workloads_total",
+    "kueue_evicted_workloads_total",
+    "kueue_preempted_workloads_total",
+)
+
+
+def controller_counters(port: int) -> dict[str, float]:
+    """Admissions, evictions and preemptions, summed over labels, from the controller's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    totals = dict.fromkeys(COUNTERS, 0.0)
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in totals:
+            totals[name] += float(line.rsplit(" ", 1)[1])
+    return totals
+
+
 def machine() -> str:
     cpus = os.cpu_count()
     load = os.getloadavg()
@@ -435,13 +468,16 @@ def main() -> int:
     parser.add_argument("--generator", type=Path, default=GENERATOR)
     parser.add_argument("--qps", type=float, default=0.0, help="the controller's --qps (0: unlimited)")
     parser.add_argument(
+        "--min-pass-seconds", type=float, default=0.1, help="the controller's --min-pass-seconds"
+    )
+    parser.add_argument(
         "--profile-apiserver",
         action="store_true",
         help="serve the apiserver's /debug/pprof (read it with kubectl get --raw while the run goes)",
     )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from tests.kube.controlplane import KubeCluster, find_bin_dir  # the tests' control plane
+    from tests.kube.controlplane import KubeCluster, find_bin_dir, free_ports  # the tests' control plane
 
     gen = generator.load(args.generator)
     with tempfile.TemporaryDirectory(prefix="pykueue-bench-") as tmp:
@@ -450,7 +486,15 @@ def main() -> int:
             cluster.start_apiserver(profiling=args.profile_apiserver)
             began = time.monotonic()
             result = asyncio.run(
-                run(cluster.kubeconfig, gen, args.scale, Path(tmp) / "controller.log", args.qps)
+                run(
+                    cluster.kubeconfig,
+                    gen,
+                    args.scale,
+                    Path(tmp) / "controller.log",
+                    args.qps,
+                    args.min_pass_seconds,
+                    free_ports(1)[0],
+                )
             )
             result["total_s"] = round(time.monotonic() - began, 1)
             for name in ("kube-apiserver", "etcd"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +136,84 @@ def test_queue_status_is_written_at_most_once_per_interval_and_the_latest_goes_o
         }
 
     asyncio.run(scenario())
+
+
+def test_background_writes_let_the_pass_return_and_send_what_they_learn_to_the_outbox() -> None:
+    async def scenario() -> None:
+        store = SlowStore()
+        await _loaded(store, "queues.yaml")
+        for doc in _many_workloads(6):
+            await store.create(doc)
+        controller = AdmissionController(store, clock=lambda: NOW)
+        outbox: asyncio.Queue[WatchEvent] = asyncio.Queue()
+        controller.outbox = outbox
+        await controller.sync()
+        # Someone else writes w0 after our list: our write of w0 will conflict.
+        other = await store.get("Workload", "research", "w0")
+        await store.update_status({**other, "status": {"conditions": []}})
+        store.status_writes = 0
+
+        started = await controller.reconcile()
+        assert started == 6 and store.status_writes == 0  # the pass did not wait for them
+        await controller.drain()
+        assert store.status_writes == 6  # six sent: five written, w0's refused with a conflict
+        learned = outbox.get_nowait()
+        assert (learned.type, learned.object["metadata"]["name"]) == ("MODIFIED", "w0")
+        assert outbox.empty()
+        w0 = await store.get("Workload", "research", "w0")
+        assert not (w0.get("status") or {}).get("admission")  # not yet: the next pass does it
+
+        controller.handle(learned)
+        await controller.reconcile()
+        await controller.drain()
+        w0 = await store.get("Workload", "research", "w0")
+        assert (w0.get("status") or {}).get("admission", {}).get("clusterQueue") == "research"
+
+    asyncio.run(scenario())
+
+
+def test_a_pending_workloads_new_words_wait_for_the_refresh_interval_its_reason_does_not() -> None:
+    async def scenario() -> None:
+        store = MemoryStore(now=lambda: NOW)
+        await _loaded(store, "queues.yaml", "workloads.yaml")
+        clock = [NOW]
+        controller = AdmissionController(store, clock=lambda: clock[0])
+        controller.words_refresh_seconds = 5.0
+        await controller.sync()
+        await controller.reconcile()
+        written = await store.get("Workload", "product", "too-big")
+        reserved = _condition(written, "QuotaReserved")
+        assert reserved is not None and reserved["status"] == "False"
+
+        async def someone_rewrites(message: str, reason: str) -> None:
+            obj = await store.get("Workload", "product", "too-big")
+            conditions = [
+                {**c, "message": message, "reason": reason} if c["type"] == "QuotaReserved" else c
+                for c in obj["status"]["conditions"]
+            ]
+            fresh = await store.update_status({**obj, "status": {**obj["status"], "conditions": conditions}})
+            controller.handle(WatchEvent("MODIFIED", fresh, resource_version(fresh)))
+
+        # Other words, one second after ours: ours go back only when the interval is over.
+        await someone_rewrites("stale words", reserved["reason"])
+        clock[0] = NOW + timedelta(seconds=1)
+        await controller.reconcile()
+        assert (
+            _condition(await store.get("Workload", "product", "too-big"), "QuotaReserved")["message"]
+            == "stale words"
+        )
+        clock[0] = NOW + timedelta(seconds=6)
+        await controller.reconcile()
+        assert _condition(await store.get("Workload", "product", "too-big"), "QuotaReserved") == reserved
+
+        # A different reason is news: written at once.
+        await someone_rewrites("stale words", "SomethingElse")
+        clock[0] = NOW + timedelta(seconds=7)
+        await controller.reconcile()
+        assert _condition(await store.get("Workload", "product", "too-big"), "QuotaReserved") == reserved
+
+    asyncio.run(scenario())
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions", []) if c["type"] == kind), None)

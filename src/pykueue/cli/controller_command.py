@@ -56,6 +56,7 @@ class Operations:
     metrics_port: int = 0
     metrics_host: str = "0.0.0.0"
     authorize_visibility: bool = True
+    min_pass_seconds: float = 0.1
 
 
 def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> webhooks.LocalQueueLookup:
@@ -92,7 +93,13 @@ async def _run_controller(
         role=lambda: "standalone" if elector is None else ("leader" if elector.leading else "follower"),
         lease_name=ops.lease_name if elector is not None else "",
     )
-    manager = KubeManager(writer, config=config, resync_seconds=resync, on_pass=registry.observe_pass)
+    manager = KubeManager(
+        writer,
+        config=config,
+        resync_seconds=resync,
+        min_pass_seconds=ops.min_pass_seconds,
+        on_pass=registry.observe_pass,
+    )
     server = None
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
@@ -140,6 +147,9 @@ def controller(
     ),
     context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: current)."),
     resync: float = typer.Option(1.0, "--resync-seconds", help="Seconds between passes without events."),
+    min_pass: float = typer.Option(
+        0.1, "--min-pass-seconds", help="Least seconds between passes; events meanwhile are batched."
+    ),
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
     serve_webhooks: bool = typer.Option(
         False, "--webhooks", help="Also serve the webhooks (Job suspension, validation, conversion)."
@@ -177,6 +187,7 @@ def controller(
             lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "kueue-system",
             metrics_port=metrics_port,
             metrics_host=metrics_host,
+            min_pass_seconds=min_pass,
         )
         stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops))
     except PykueueError as exc:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -32,7 +32,7 @@ from pykueue.engine import intake, loading, scheduler
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
-from pykueue.errors import Conflict, InputError, NotFound
+from pykueue.errors import Conflict, InputError, NotFound, PykueueError
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, resource_version
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,34 @@ def _signature(wl: Workload, stored: Manifest) -> tuple[Any, ...]:
     return (resource_version(stored), admission, conditions, wl.requeue_count, wl.requeue_at)
 
 
+def _urgency(wl: Workload, stored: Manifest) -> int:
+    """Which writes go first: an admission (a job waits to start), an eviction, the rest."""
+    if wl.admission is not None and not (stored.get("status") or {}).get("admission"):
+        return 0
+    if wl.admission is None and (stored.get("status") or {}).get("admission"):
+        return 1
+    return 2
+
+
+def _only_words_changed(stored: Manifest, desired: Manifest) -> bool:
+    """Nothing but the reasons/messages of conditions that stay False differ (no admission)."""
+    if stored.get("admission") or desired.get("admission"):
+        return False
+    if {k: v for k, v in stored.items() if k != "conditions"} != {
+        k: v for k, v in desired.items() if k != "conditions"
+    }:
+        return False
+    before = {c.get("type"): c for c in stored.get("conditions") or []}
+    after = {c.get("type"): c for c in desired.get("conditions") or []}
+    if before.keys() != after.keys():
+        return False
+    for kind, cond in after.items():
+        old = before[kind]
+        if cond.get("status") != old.get("status") or cond.get("reason") != old.get("reason"):
+            return False
+    return True
+
+
 def _reclaimable(obj: Manifest) -> Any:
     """Pods that finished and give their quota back: the one status field the engine reads."""
     return (obj.get("status") or {}).get("reclaimablePods")
@@ -98,6 +126,16 @@ class AdmissionController:
     # Per workload, what its stored status was last found to agree with (see `write_back`).
     settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     write_concurrency: int = 16
+    words_refresh_seconds: float = 5.0
+    _words_written: dict[str, int] = field(default_factory=dict)
+    _words_due: dict[str, int] = field(default_factory=dict)
+    # The Kubernetes manager's event queue: writes then run in the background (see write_back).
+    outbox: asyncio.Queue[WatchEvent] | None = None
+    _in_flight: set[str] = field(default_factory=set)
+    _after_flight: set[str] = field(default_factory=set)
+    _writing: set[asyncio.Task[None]] = field(default_factory=set)
+    _gate: asyncio.Semaphore | None = None
+    _gate_loop: asyncio.AbstractEventLoop | None = None
     # Look at every workload on the next write-back, not only the touched ones.
     rescan: bool = True
 
@@ -196,16 +234,30 @@ class AdmissionController:
         the manager pulls now and then). Building a status document costs a deep copy; a
         cheap signature of what it is built from skips those that still agree. The writes
         go out ``write_concurrency`` at a time: each is one round trip to the API server,
-        and a cycle that admits one head per queue has many of them.
+        and a cycle that admits one head per queue has many of them. Admissions go first,
+        then evictions, then the words of pending workloads.
+
+        With an ``outbox`` (the Kubernetes manager's event queue) the writes run in the
+        background and this returns the number started: the next pass decides while they
+        travel, a workload with a write in flight waits for it before its next one, and
+        what a write learns (a newer object after a conflict, a deletion) comes back
+        through the outbox to be applied between passes, never in the middle of one.
         """
+        now = intake.micros(self.clock())
         if self.rescan:
             self.rescan = False
             candidates: list[str] = list(self.state.workloads)
         else:
-            candidates = sorted(self.state.touched)
+            due = [name for name, at in self._words_due.items() if at <= now]
+            for name in due:
+                del self._words_due[name]
+            candidates = sorted(self.state.touched.union(due))
         self.state.touched.clear()
         updates = []
         for engine_key in candidates:
+            if engine_key in self._in_flight:
+                self._after_flight.add(engine_key)
+                continue
             wl = self.state.workloads.get(engine_key)
             if wl is None:
                 continue
@@ -220,16 +272,83 @@ class AdmissionController:
             if desired == (stored.get("status") or {}):
                 self.settled[engine_key] = signature
                 continue
-            updates.append((key, stored, desired, engine_key))
+            if self._words_later(engine_key, stored, desired, now):
+                continue
+            updates.append((_urgency(wl, stored), key, stored, desired, engine_key))
+            self._words_written[engine_key] = now
         if not updates:
             return 0
-        gate = asyncio.Semaphore(self.write_concurrency)
+        updates.sort(key=lambda update: update[0])
+        if self._gate is None or self._gate_loop is not asyncio.get_running_loop():
+            self._gate, self._gate_loop = (
+                asyncio.Semaphore(self.write_concurrency),
+                asyncio.get_running_loop(),
+            )
+        gate = self._gate
 
         async def write(key: Key, stored: Manifest, desired: dict[str, Any], engine_key: str) -> int:
-            async with gate:
-                return await self._write_status(key, stored, desired, engine_key)
+            try:
+                async with gate:
+                    return await self._write_status(key, stored, desired, engine_key)
+            finally:
+                self._in_flight.discard(engine_key)
+                if engine_key in self._after_flight:
+                    self._after_flight.discard(engine_key)
+                    self.state.touched.add(engine_key)
 
-        return _count(await asyncio.gather(*(write(*update) for update in updates), return_exceptions=True))
+        for _, _, _, _, engine_key in updates:
+            self._in_flight.add(engine_key)
+        if self.outbox is None:
+            results = await asyncio.gather(
+                *(write(*update[1:]) for update in updates), return_exceptions=True
+            )
+            return _count(results)
+        for update in updates:
+            task = asyncio.create_task(self._background(write(*update[1:])))
+            self._writing.add(task)
+            task.add_done_callback(self._writing.discard)
+        return len(updates)
+
+    def _words_later(self, engine_key: str, stored: Manifest, desired: dict[str, Any], now: int) -> bool:
+        """Hold back a change of a pending workload's words only, if they were written lately.
+
+        A pending head's message ("... 5 more CPUs needed") changes with every cycle of a
+        busy cohort; the reason and every condition's status are written at once, the new
+        words at most every ``words_refresh_seconds`` (the latest when they go out).
+        """
+        if not _only_words_changed(stored.get("status") or {}, desired):
+            return False
+        due = self._words_written.get(engine_key, -(10**18)) + int(self.words_refresh_seconds * 1e6)
+        if due <= now:
+            return False
+        self._words_due[engine_key] = min(due, self._words_due.get(engine_key, due))
+        return True
+
+    def forget(self, engine_keys: set[str]) -> None:
+        """Drop what is remembered of workloads that are gone (bounded memory)."""
+        for book in (self.settled, self._words_written, self._words_due):
+            for key in [k for k in book if k in engine_keys]:
+                del book[key]
+
+    async def _background(self, write: Awaitable[int]) -> None:
+        try:
+            await write
+        except PykueueError as exc:
+            # The API server refused or is away: the engine still differs from the store, so
+            # the workload is looked at again on the next pass.
+            log.warning("workload status not written: %s", exc)
+
+    async def stop_writing(self) -> None:
+        """Cancel the background writes (shutdown, lost leadership); a restart redoes them."""
+        tasks = list(self._writing)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def drain(self) -> None:
+        """Wait for the background writes started so far."""
+        while self._writing:
+            await asyncio.gather(*list(self._writing), return_exceptions=True)
 
     async def _write_status(
         self, key: Key, stored: Manifest, desired: dict[str, Any], engine_key: str
@@ -243,14 +362,21 @@ class AdmissionController:
                 fresh = await self.store.get(key.kind, key.namespace, key.name)
             except NotFound:
                 return 0
-            self.handle(WatchEvent("MODIFIED", fresh, resource_version(fresh)))
+            self._learned(WatchEvent("MODIFIED", fresh, resource_version(fresh)))
             return 0
         except NotFound:
-            loading.delete(self.state, "Workload", key.namespace, key.name)
-            self.cache.pop(key, None)
+            self._learned(WatchEvent("DELETED", stored, resource_version(stored)))
             return 0
-        self.cache[key] = written
+        current = self.cache.get(key)
+        if current is not None and _version(current) <= _version(written):
+            self.cache[key] = written
         return 1
+
+    def _learned(self, event: WatchEvent) -> None:
+        if self.outbox is not None:
+            self.outbox.put_nowait(event)
+        else:
+            self.handle(event)
 
     # -------------------------------------------------------------------- run
 

@@ -3,9 +3,15 @@
     API server ──watch──▶ events ─┬─▶ AdmissionController  (queueing kinds + Workloads → engine)
     (one stream per kind)         └─▶ JobReconciler        (Jobs + Workloads)
                  then, per batch of events (or every ``resync_seconds``), one pass:
-                    1. admission.reconcile()   scheduling cycles; Workload admission/conditions written
+                    1. admission.reconcile()   scheduling cycles; Workload admission/conditions sent
                     2. statuses.write()        ClusterQueue / LocalQueue / Cohort status, when changed
                     3. jobs.reconcile()        Workloads created, Jobs started / stopped / finished
+
+The status writes of steps 1 and 2 travel in the background: a pass decides and
+starts them, and the next pass can run while they are on the wire (one write per
+object at a time). Under load that keeps a release-then-admit from waiting behind
+the previous pass's round trips. What a write learns (a newer object after a
+conflict) comes back on the event queue and is applied between passes.
 
 Everything runs on one event loop, so the reconcilers never race each other;
 they only race other writers of the API server, which optimistic concurrency
@@ -62,6 +68,14 @@ class KubeManager:
     registry: jobframework.Registry = field(default_factory=jobframework.default_registry)
     clock: Callable[[], datetime] = _utc_now
     resync_seconds: float = 1.0
+    # At most one pass per this many seconds: events that arrive meanwhile are batched into
+    # the next pass. Writes no longer hold a pass back (they travel in the background), so
+    # without it a stream of events would run a pass per event, each paying the engine's
+    # per-pass work (requeueing a cohort's parked workloads) again.
+    min_pass_seconds: float = 0.1
+    # Status writes in the background (see the module's docstring); standalone mode, on a
+    # local SQLite file, keeps them inline.
+    pipeline_writes: bool = True
     full_resync_seconds: float = 30.0
     admission: AdmissionController = field(init=False)
     jobs: JobReconciler = field(init=False)
@@ -137,12 +151,11 @@ class KubeManager:
         loading.apply(self.admission.state, parsed)
 
     def _forget_gone(self) -> None:
-        # The write-back signatures of finished and deleted workloads would pile up over a
-        # day of churn; drop them once there are more than live workloads.
+        # What the write-back remembers of finished and deleted workloads would pile up over
+        # a day of churn; drop it once there is more of it than live workloads.
         settled, live = self.admission.settled, self.admission.state.workloads
         if len(settled) > len(live):
-            for key in [k for k in settled if k not in live]:
-                del settled[key]
+            self.admission.forget({k for k in settled if k not in live})
 
     async def sync(self) -> dict[str, str]:
         """List everything: the engine's kinds first, then Workloads and jobs for the job reconciler."""
@@ -156,6 +169,11 @@ class KubeManager:
         """List, then follow every kind and reconcile until ``stop`` is set."""
         versions = await self.sync()
         events: asyncio.Queue[WatchEvent] = asyncio.Queue()
+        # Status writes travel in the background from here on; what they learn comes back
+        # as events on the same queue as the watches'.
+        if self.pipeline_writes:
+            self.admission.outbox = events
+            self.statuses.background = True
         kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds()]))
         followers = [
             asyncio.create_task(self._follow(kind, versions.get(kind, ""), events)) for kind in kinds
@@ -167,8 +185,10 @@ class KubeManager:
             if ready is not None:
                 ready.set()
             while not stop.is_set():
+                last_pass = loop.time()
                 with contextlib.suppress(TimeoutError):
                     event = await asyncio.wait_for(events.get(), timeout=self.resync_seconds)
+                    await asyncio.sleep(max(0.0, last_pass + self.min_pass_seconds - loop.time()))
                     self.dispatch(event)
                     while not events.empty():
                         self.dispatch(events.get_nowait())
@@ -182,6 +202,10 @@ class KubeManager:
             for task in followers:
                 task.cancel()
             await asyncio.gather(*followers, return_exceptions=True)
+            await self.admission.stop_writing()
+            await self.statuses.stop_writing()
+            self.admission.outbox = None
+            self.statuses.background = False
 
     async def _pass(self) -> None:
         try:

@@ -67,6 +67,11 @@ def merge_status(stored: Manifest | None, desired: Manifest, generation: Any, no
     return result
 
 
+def _version(obj: Manifest) -> int:
+    text = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return int(text) if text.isdigit() else 0
+
+
 def _queue_keys(state: State) -> list[Key]:
     """The queue objects the engine knows (the cache also holds thousands of workloads)."""
     keys = [Key("ClusterQueue", "", name) for name in state.cluster_queues]
@@ -95,10 +100,14 @@ class QueueStatusWriter:
 
     store: Store
     clock: Callable[[], datetime] = _utc_now
-    min_interval_seconds: float = 1.0
+    min_interval_seconds: float = 2.0
     concurrency: int = 8
     monotonic: Callable[[], float] = time.monotonic
+    # Write in the background (the Kubernetes manager): a pass does not wait for them.
+    background: bool = False
     _written_at: dict[Key, float] = field(default_factory=dict)
+    _in_flight: set[Key] = field(default_factory=set)
+    _writing: set[asyncio.Task[int]] = field(default_factory=set)
 
     def desired(self, state: State, key: Key) -> Manifest | None:
         if key.kind == "ClusterQueue" and key.name in state.cluster_queues:
@@ -116,7 +125,7 @@ class QueueStatusWriter:
         updates = []
         for key in _queue_keys(state):
             stored = cache.get(key)
-            if stored is None or self._written_at.get(key, float("-inf")) > due:
+            if stored is None or key in self._in_flight or self._written_at.get(key, float("-inf")) > due:
                 continue
             desired = self.desired(state, key)
             if desired is None:
@@ -126,21 +135,50 @@ class QueueStatusWriter:
             if status != (stored.get("status") or {}):
                 updates.append((key, {**stored, "status": status}))
         gate = asyncio.Semaphore(self.concurrency)
+        self._in_flight.update(key for key, _ in updates)
+        if self.background:
+            for key, update in updates:
+                task = asyncio.create_task(self._write(key, update, cache, gate))
+                self._writing.add(task)
+                task.add_done_callback(self._done)
+            return len(updates)
         results = await asyncio.gather(
             *(self._write(key, update, cache, gate) for key, update in updates), return_exceptions=True
         )
         return count_writes(results)
 
+    def _done(self, task: asyncio.Task[int]) -> None:
+        self._writing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("queue status not written: %s", task.exception())
+
+    async def stop_writing(self) -> None:
+        """Cancel the background writes (shutdown, lost leadership); a restart redoes them."""
+        tasks = list(self._writing)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def drain(self) -> None:
+        """Wait for the background writes started so far."""
+        while self._writing:
+            await asyncio.gather(*list(self._writing), return_exceptions=True)
+
     async def _write(
         self, key: Key, update: Manifest, cache: MutableMapping[Key, Manifest], gate: asyncio.Semaphore
     ) -> int:
-        async with gate:
-            try:
-                written = await self.store.update_status(update)
-            except (Conflict, NotFound) as exc:
-                # The watch brings the newer object; the next pass compares against it.
-                log.debug("status of %s not written: %s", key, exc)
-                return 0
-        cache[key] = written
+        try:
+            async with gate:
+                try:
+                    written = await self.store.update_status(update)
+                except (Conflict, NotFound) as exc:
+                    # The watch brings the newer object; the next pass compares against it.
+                    log.debug("status of %s not written: %s", key, exc)
+                    return 0
+        finally:
+            self._in_flight.discard(key)
+        current = cache.get(key)
+        if current is not None and _version(current) <= _version(written):
+            cache[key] = written  # unless the watch already brought a newer one, or a deletion
         self._written_at[key] = self.monotonic()
         return 1

@@ -32,6 +32,10 @@ class StandaloneManager(KubeManager):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.admission = StandaloneAdmission(self.store, self.config, self.clock)
+        # Its own pass floor and status interval (below) govern; writes stay inline.
+        self.min_pass_seconds = 0.0
+        self.statuses.min_interval_seconds = 0.0
+        self.pipeline_writes = False
 
     async def reconcile(self) -> int:
         """As `KubeManager.reconcile`, but queue status is written at most once a `status_interval`.

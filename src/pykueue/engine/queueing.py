@@ -18,7 +18,7 @@ neither can its twins.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from pykueue.engine import specs
@@ -27,32 +27,72 @@ from pykueue.engine.workloads import Workload
 SortKey = tuple[object, ...]
 
 
+class Parked(Mapping[str, Workload]):
+    """The inadmissible workloads of a queue: held one by one, or parked as whole shapes."""
+
+    __slots__ = ("_queue",)
+
+    def __init__(self, queue: ClusterQueueQueue) -> None:
+        self._queue = queue
+
+    def __getitem__(self, key: str) -> Workload:
+        queue = self._queue
+        wl = queue._held.get(key)
+        if wl is not None:
+            return wl
+        shape = queue._shape_of.get(key, _NO_SHAPE)
+        if shape in queue._parked:
+            return queue._groups[shape][key]
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        queue = self._queue
+        yield from queue._held
+        for shape in queue._parked:
+            yield from queue._groups.get(shape, {})
+
+    def __len__(self) -> int:
+        queue = self._queue
+        return len(queue._held) + sum(len(queue._groups.get(shape, {})) for shape in queue._parked)
+
+
+_NO_SHAPE = object()
+
+
 @dataclass(eq=False, slots=True)
 class ClusterQueueQueue:
     """Pending workloads of one ClusterQueue.
 
-    The active heap holds ``(sort key, seq, entry, workload)``; ``entry`` numbers each
-    push, and only the newest entry of an active workload counts (older ones are stale
-    and skipped when popped). Re-keying one workload (a sticky change) is then one
-    push, not a rebuild. The part of a sort key that only changes with the workload
-    itself is cached per key while the workload is in this queue, so moving thousands
-    of parked workloads back costs a tuple each, not a recomputation.
+    Workloads in the heap are kept in groups by shape; a group is either active or
+    parked as a whole. Parking the twins of a shape, and moving every parked shape
+    back, is then a flag per shape, not a move per workload: a busy cohort parks and
+    unparks thousands of twins on every release. The heap holds ``(sort key, seq,
+    entry, workload)``; ``entry`` numbers each push and only the newest entry of a
+    workload counts. An entry of a parked shape that reaches the top is set aside for
+    that shape and goes back into the heap when the shape is unparked. Workloads held
+    one by one (a head that was not admitted, a requeue backoff) are outside the heap.
+    The part of a sort key that only changes with the workload itself is cached.
     """
 
     name: str
     strategy: str = specs.BEST_EFFORT_FIFO
     usage_of: Callable[[Workload], float] | None = None  # admission fair sharing
     _heap: list[tuple[SortKey, int, int, Workload]] = field(default_factory=list)
-    _active: dict[str, Workload] = field(default_factory=dict)
+    _groups: dict[object, dict[str, Workload]] = field(default_factory=dict)
+    _shape_of: dict[str, object] = field(default_factory=dict)
     _entry_of: dict[str, int] = field(default_factory=dict)
     _entries: int = 0
-    # The active workloads by shape, so parking the twins of a shape does not scan the heap.
-    _by_shape: dict[object, dict[str, Workload]] = field(default_factory=dict)
+    # Parked shapes (a dict for a deterministic order) and their entries set aside.
+    _parked: dict[object, None] = field(default_factory=dict)
+    _set_aside: dict[object, list[tuple[SortKey, int, int, Workload]]] = field(default_factory=dict)
+    _held: dict[str, Workload] = field(default_factory=dict)
     _base: dict[str, SortKey] = field(default_factory=dict)
     _stale: int = 0
-    inadmissible: dict[str, Workload] = field(default_factory=dict)
-    parked_shapes: set[object] = field(default_factory=set)
+    inadmissible: Parked = field(init=False)
     sticky: str | None = None  # key of a preemptor waiting for its targets to go
+
+    def __post_init__(self) -> None:
+        self.inadmissible = Parked(self)
 
     def sort_key(self, wl: Workload) -> SortKey:
         afs = self.usage_of(wl) if self.usage_of is not None else 0.0
@@ -62,134 +102,138 @@ class ClusterQueueQueue:
         if base is None or base[-1] != wl.seq:
             base = (-wl.priority, wl.queue_order_time(), wl.uid, wl.seq)
             self._base[key] = base
-        return (afs, sticky) + base
+        return (afs, sticky) + base  # noqa: RUF005 (concatenation is the cheaper of the two here)
+
+    @property
+    def parked_shapes(self) -> set[object]:
+        return set(self._parked)
 
     def __len__(self) -> int:
-        return len(self._active) + len(self.inadmissible)
+        return len(self._shape_of) + len(self._held)
 
     def active(self) -> Iterator[Workload]:
-        return iter(self._active.values())
+        for shape, group in self._groups.items():
+            if shape not in self._parked:
+                yield from group.values()
+
+    def held(self) -> Iterator[Workload]:
+        """The workloads held one by one (the only ones a requeue backoff can hold)."""
+        return iter(self._held.values())
 
     def contains(self, key: str) -> bool:
-        return key in self._active or key in self.inadmissible
+        return key in self._shape_of or key in self._held
 
     def push(self, wl: Workload) -> None:
-        """Add a new or changed workload; a twin of a parked shape is parked at once."""
-        if wl.key in self._active or wl.key in self.inadmissible:
+        """Add a new or changed workload; a twin of a parked shape is parked with it."""
+        if self.contains(wl.key):
             self.remove(wl.key)
-        if self.strategy == specs.BEST_EFFORT_FIFO and wl.shape in self.parked_shapes:
-            self.inadmissible[wl.key] = wl
-            return
-        self._push_active(wl)
+        self._join(wl)
+
+    def _join(self, wl: Workload) -> None:
+        key, shape = wl.key, wl.shape
+        group = self._groups.get(shape)
+        if group is None:
+            self._groups[shape] = {key: wl}
+        else:
+            group[key] = wl
+        self._shape_of[key] = shape
+        heapq.heappush(self._heap, self._entry(wl))
 
     def _entry(self, wl: Workload) -> tuple[SortKey, int, int, Workload]:
         self._entries += 1
         self._entry_of[wl.key] = self._entries
         return (self.sort_key(wl), wl.seq, self._entries, wl)
 
-    def _push_active(self, wl: Workload) -> None:
-        self._active[wl.key] = wl
-        self._by_shape.setdefault(wl.shape, {})[wl.key] = wl
-        heapq.heappush(self._heap, self._entry(wl))
-
-    def _forget_shape(self, wl: Workload) -> None:
-        twins = self._by_shape.get(wl.shape)
-        if twins is not None:
-            twins.pop(wl.key, None)
-            if not twins:
-                del self._by_shape[wl.shape]
-
-    def _deactivate(self, key: str) -> Workload | None:
-        """Out of the active heap (its entry goes stale), keeping its cached key."""
-        wl = self._active.pop(key, None)
-        if wl is not None:
-            self._forget_shape(wl)
-            del self._entry_of[key]
-            self._stale += 1
-            self._maybe_compact()
+    def _leave(self, key: str) -> Workload | None:
+        """Out of its group (its heap entry goes stale), keeping its cached key."""
+        shape = self._shape_of.pop(key, _NO_SHAPE)
+        if shape is _NO_SHAPE:
+            return None
+        group = self._groups[shape]
+        wl = group.pop(key)
+        if not group:
+            del self._groups[shape]
+        del self._entry_of[key]
+        self._stale += 1
+        self._maybe_compact()
         return wl
 
     def remove(self, key: str) -> Workload | None:
         """Out of this queue altogether."""
         self._base.pop(key, None)
-        wl = self._deactivate(key)
-        return wl if wl is not None else self.inadmissible.pop(key, None)
+        wl = self._leave(key)
+        return wl if wl is not None else self._held.pop(key, None)
 
     def _maybe_compact(self) -> None:
-        if self._stale > 64 and self._stale > len(self._active):
+        if self._stale > 64 and self._stale > len(self._shape_of):
             self.rebuild()
 
     def rebuild(self) -> None:
         """Recompute every sort key (after a fair-sharing usage change) and drop stale entries."""
-        self._heap = [self._entry(wl) for wl in self._active.values()]
+        self._heap = [self._entry(wl) for group in self._groups.values() for wl in group.values()]
         heapq.heapify(self._heap)
+        self._set_aside.clear()
         self._stale = 0
 
     def pop(self) -> Workload | None:
         """Take the head out of the active heap."""
         if self.usage_of is not None:
             self.rebuild()
-        while self._heap:
-            _, _, entry, wl = heapq.heappop(self._heap)
-            if self._entry_of.get(wl.key) == entry:
-                del self._active[wl.key]
-                del self._entry_of[wl.key]
-                self._forget_shape(wl)
-                self._base.pop(wl.key, None)
-                return wl
-            self._stale = max(0, self._stale - 1)
+        heap, entry_of, parked = self._heap, self._entry_of, self._parked
+        while heap:
+            item = heapq.heappop(heap)
+            wl = item[3]
+            key = wl.key
+            if entry_of.get(key) != item[2]:
+                self._stale = max(0, self._stale - 1)
+                continue
+            shape = self._shape_of[key]
+            if shape in parked:
+                self._set_aside.setdefault(shape, []).append(item)
+                continue
+            group = self._groups[shape]
+            del group[key]
+            if not group:
+                del self._groups[shape]
+            del self._shape_of[key]
+            del entry_of[key]
+            self._base.pop(key, None)
+            return wl
         return None
 
     def requeue(self, wl: Workload, immediate: bool, park_twins: bool) -> None:
-        """Put back a head that was not admitted: active when ``immediate``, else parked."""
+        """Put back a head that was not admitted: active when ``immediate``, else held."""
         if immediate:
-            self._push_active(wl)
+            self._join(wl)
             return
-        self.inadmissible[wl.key] = wl
+        self._held[wl.key] = wl
         if park_twins and self.strategy == specs.BEST_EFFORT_FIFO:
-            self.parked_shapes.add(wl.shape)
-            self._park_shape(wl.shape)
-
-    def _park_shape(self, shape: object) -> None:
-        twins = self._by_shape.pop(shape, None)
-        if not twins:
-            return
-        for key, wl in twins.items():
-            del self._active[key]
-            del self._entry_of[key]
-            self.inadmissible[key] = wl
-        self._stale += len(twins)
-        self._maybe_compact()
+            self._parked[wl.shape] = None
 
     def unpark_all(self, still_waiting: Callable[[Workload], bool] | None = None) -> bool:
-        """Move parked workloads back to the active heap, but those ``still_waiting`` (backoff)."""
-        self.parked_shapes.clear()
-        moving = [wl for wl in self.inadmissible.values() if still_waiting is None or not still_waiting(wl)]
-        if len(moving) > len(self._heap):
-            # Many at once (a release in a crowded cohort): one heapify beats a push each.
-            inadmissible, active, by_shape, entry = self.inadmissible, self._active, self._by_shape, self._entry
-            heap = self._heap
-            for wl in moving:
-                key = wl.key
-                del inadmissible[key]
-                active[key] = wl
-                twins = by_shape.get(wl.shape)
-                if twins is None:
-                    by_shape[wl.shape] = {key: wl}
-                else:
-                    twins[key] = wl
-                heap.append(entry(wl))
-            heapq.heapify(heap)
-            return True
+        """Parked shapes and held workloads back to the heap, but those ``still_waiting`` (backoff)."""
+        moved = False
+        returning = []
+        for shape in self._parked:
+            moved = moved or bool(self._groups.get(shape))
+            returning.extend(self._set_aside.pop(shape, []))
+        self._parked.clear()
+        if len(returning) > 64:
+            self._heap.extend(returning)
+            heapq.heapify(self._heap)
+        else:
+            for item in returning:
+                heapq.heappush(self._heap, item)
+        moving = [wl for wl in self._held.values() if still_waiting is None or not still_waiting(wl)]
         for wl in moving:
-            del self.inadmissible[wl.key]
-            self._push_active(wl)
-        return bool(moving)
+            del self._held[wl.key]
+            self._join(wl)
+        return moved or bool(moving)
 
     def park(self, wl: Workload) -> None:
         """Hold a workload out of the heap (a requeue backoff that has not expired)."""
-        self._deactivate(wl.key)
-        self.inadmissible[wl.key] = wl
+        self._leave(wl.key)
+        self._held[wl.key] = wl
 
     def set_sticky(self, key: str | None) -> None:
         """Make ``key`` the sticky head: only it and the previous one change their keys."""
@@ -197,7 +241,7 @@ class ClusterQueueQueue:
             return
         previous, self.sticky = self.sticky, key
         for changed in (previous, key):
-            wl = self._active.get(changed) if changed is not None else None
-            if wl is not None:
+            if changed is not None and changed in self._shape_of:
+                wl = self._groups[self._shape_of[changed]][changed]
                 self._stale += 1  # its older entry
                 heapq.heappush(self._heap, self._entry(wl))

@@ -299,11 +299,9 @@ class State:
                 self.afs.decay(key, current.get(key, {}), now)
         self.now = max(self.now, now)
         for queue in self.queues.values():
-            expired = [
-                wl
-                for wl in queue.inadmissible.values()
-                if wl.requeue_at is not None and not self.backing_off(wl)
-            ]
+            # A backoff holds a workload one by one (`ClusterQueueQueue.park`), so only the
+            # held ones can have one that has run out.
+            expired = [wl for wl in queue.held() if wl.requeue_at is not None and not self.backing_off(wl)]
             for wl in expired:
                 wl.requeue_at = None  # the backoff is over: back to the active queue
                 self.touched.add(wl.key)
