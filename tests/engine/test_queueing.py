@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pykueue.engine.queueing import ClusterQueueQueue
+from pykueue.engine.workloads import Workload
+
 from .builders import BEST_EFFORT_FIFO, STRICT_FIFO, Cluster
 
 
@@ -202,3 +205,36 @@ def test_one_head_per_cluster_queue_per_cycle() -> None:
         c.pending(f"w{i}", "cq", created=i)
     assert c.cycle().admitted == ["team/w0"]
     assert c.cycle().admitted == ["team/w1"]
+
+
+def _wl(name: str, priority: int, seq: int, shape: str) -> Workload:
+    wl = Workload(namespace="ns", name=name, queue_name="lq", pod_sets=[], priority=priority, seq=seq)
+    wl.shape = shape
+    return wl
+
+
+def _drain(queue: ClusterQueueQueue) -> list[str]:
+    names = []
+    while (wl := queue.pop()) is not None:
+        names.append(wl.name)
+    return names
+
+
+def test_a_parked_shape_group_is_skipped_then_returns_in_order_with_its_newest_keys() -> None:
+    queue = ClusterQueueQueue("cq")
+    for i, (priority, shape) in enumerate([(9, "big"), (9, "big"), (5, "mid"), (9, "big"), (1, "low")]):
+        queue.push(_wl(f"w{i}", priority, i, shape))
+    head = queue.pop()
+    assert head is not None and head.name == "w0"
+    queue.requeue(head, immediate=False, park_twins=True)  # parks the whole "big" group
+    assert set(queue.inadmissible) == {"ns/w0", "ns/w1", "ns/w3"}
+    assert len(queue) == 5 and sorted(w.name for w in queue.active()) == ["w2", "w4"]
+    queue.set_sticky("ns/w3")  # re-keyed while parked: counts once it is back
+    queue.remove("ns/w1")  # leaves while parked: never comes back
+    queue.push(_wl("w5", 9, 5, "big"))  # a twin arriving while its shape is parked waits too
+    first = queue.pop()
+    assert first is not None and first.name == "w2"  # the big ones are set aside
+    assert queue.unpark_all()
+    assert not queue.inadmissible
+    assert _drain(queue) == ["w3", "w0", "w5", "w4"]  # sticky first, then priority, then arrival
+    assert len(queue) == 0

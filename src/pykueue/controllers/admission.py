@@ -89,7 +89,12 @@ def _urgency(wl: Workload, stored: Manifest) -> int:
 
 
 def _only_words_changed(stored: Manifest, desired: Manifest) -> bool:
-    """Nothing but the reasons/messages of conditions that stay False differ (no admission)."""
+    """Nothing but the reasons and messages of a pending workload's conditions differ.
+
+    The same conditions with the same statuses, no admission on either side: the
+    workload was pending and stays pending, only the explanation moved (in a busy
+    cohort a head flips between WaitingForQuota and Pending from cycle to cycle).
+    """
     if stored.get("admission") or desired.get("admission"):
         return False
     if {k: v for k, v in stored.items() if k != "conditions"} != {
@@ -100,11 +105,7 @@ def _only_words_changed(stored: Manifest, desired: Manifest) -> bool:
     after = {c.get("type"): c for c in desired.get("conditions") or []}
     if before.keys() != after.keys():
         return False
-    for kind, cond in after.items():
-        old = before[kind]
-        if cond.get("status") != old.get("status") or cond.get("reason") != old.get("reason"):
-            return False
-    return True
+    return all(cond.get("status") == before[kind].get("status") for kind, cond in after.items())
 
 
 def _reclaimable(obj: Manifest) -> Any:
@@ -134,7 +135,7 @@ class AdmissionController:
     _in_flight: set[str] = field(default_factory=set)
     _after_flight: set[str] = field(default_factory=set)
     _writing: set[asyncio.Task[None]] = field(default_factory=set)
-    _gate: asyncio.Semaphore | None = None
+    _gates: tuple[asyncio.Semaphore, asyncio.Semaphore, asyncio.Semaphore] | None = None
     _gate_loop: asyncio.AbstractEventLoop | None = None
     # Look at every workload on the next write-back, not only the touched ones.
     rescan: bool = True
@@ -235,7 +236,8 @@ class AdmissionController:
         cheap signature of what it is built from skips those that still agree. The writes
         go out ``write_concurrency`` at a time: each is one round trip to the API server,
         and a cycle that admits one head per queue has many of them. Admissions go first,
-        then evictions, then the words of pending workloads.
+        then evictions; the words of pending workloads have a quarter as many slots of
+        their own, so they never hold an admission back.
 
         With an ``outbox`` (the Kubernetes manager's event queue) the writes run in the
         background and this returns the number started: the next pass decides while they
@@ -279,16 +281,19 @@ class AdmissionController:
         if not updates:
             return 0
         updates.sort(key=lambda update: update[0])
-        if self._gate is None or self._gate_loop is not asyncio.get_running_loop():
-            self._gate, self._gate_loop = (
-                asyncio.Semaphore(self.write_concurrency),
-                asyncio.get_running_loop(),
-            )
-        gate = self._gate
+        if self._gates is None or self._gate_loop is not asyncio.get_running_loop():
+            # Admissions and evictions have their own slots: a backlog of pending workloads'
+            # explanations never makes a job wait to start.
+            urgent = asyncio.Semaphore(self.write_concurrency)
+            self._gates = (urgent, urgent, asyncio.Semaphore(max(1, self.write_concurrency // 4)))
+            self._gate_loop = asyncio.get_running_loop()
+        gates = self._gates
 
-        async def write(key: Key, stored: Manifest, desired: dict[str, Any], engine_key: str) -> int:
+        async def write(
+            urgency: int, key: Key, stored: Manifest, desired: dict[str, Any], engine_key: str
+        ) -> int:
             try:
-                async with gate:
+                async with gates[urgency]:
                     return await self._write_status(key, stored, desired, engine_key)
             finally:
                 self._in_flight.discard(engine_key)
@@ -299,12 +304,10 @@ class AdmissionController:
         for _, _, _, _, engine_key in updates:
             self._in_flight.add(engine_key)
         if self.outbox is None:
-            results = await asyncio.gather(
-                *(write(*update[1:]) for update in updates), return_exceptions=True
-            )
+            results = await asyncio.gather(*(write(*update) for update in updates), return_exceptions=True)
             return _count(results)
         for update in updates:
-            task = asyncio.create_task(self._background(write(*update[1:])))
+            task = asyncio.create_task(self._background(write(*update)))
             self._writing.add(task)
             task.add_done_callback(self._writing.discard)
         return len(updates)
@@ -312,9 +315,10 @@ class AdmissionController:
     def _words_later(self, engine_key: str, stored: Manifest, desired: dict[str, Any], now: int) -> bool:
         """Hold back a change of a pending workload's words only, if they were written lately.
 
-        A pending head's message ("... 5 more CPUs needed") changes with every cycle of a
-        busy cohort; the reason and every condition's status are written at once, the new
-        words at most every ``words_refresh_seconds`` (the latest when they go out).
+        A pending head's reason and message ("... 5 more CPUs needed") change with every
+        cycle of a busy cohort. A change of any condition's status (admitted, evicted,
+        a first explanation) is written at once; new words for a workload that stays
+        pending at most every ``words_refresh_seconds`` (the latest when they go out).
         """
         if not _only_words_changed(stored.get("status") or {}, desired):
             return False
