@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .helpers import (
     Server,
@@ -124,8 +125,14 @@ def test_failures_follow_backoff_limit(tmp_path: Path, start_server: Callable[..
     jobs = server.jobs()
     assert jobs["default/flaky"]["state"] == "Succeeded" and jobs["default/flaky"]["failed"] == 2
     assert jobs["default/broken"]["state"] == "Failed" and jobs["default/broken"]["failed"] == 2
-    workloads = {w["job"]: w for w in server.api("GET", "/api/v1/workloads")}
-    assert workloads["broken"]["state"] == "Failed"
+
+    # The job's end is recorded by the executor; the Workload's Finished condition reaches
+    # the engine through the store's watch a moment later.
+    def broken_workload() -> dict[str, Any]:
+        return {w["job"]: w for w in server.api("GET", "/api/v1/workloads")}["broken"]
+
+    wait_until(lambda: broken_workload()["state"] != "Admitted", timeout=10)
+    assert broken_workload()["state"] == "Failed"
     described = server.api("GET", "/api/v1/describe/workload/default/broken")
     assert "backoffLimit 1" in described["explanation"]["engineMessage"]
     wait_until(
