@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -235,21 +236,13 @@ class Runner:
             except NotFound:
                 return
 
-    async def follow(self, since: str) -> None:
+    async def follow(self, kind: str, since: str, handle: Callable[[dict[str, Any]], None]) -> None:
         while True:
             with contextlib.suppress(StoreError):
-                async for event in self.store.watch("Workload", since):
+                async for event in self.store.watch(kind, since):
                     since = event.resource_version
                     if event.type != "DELETED":
-                        self.on_event(event.object)
-
-    async def follow_queues(self, since: str) -> None:
-        while True:
-            with contextlib.suppress(StoreError):
-                async for event in self.store.watch("ClusterQueue", since):
-                    since = event.resource_version
-                    if event.type != "DELETED":
-                        self.on_queue(event.object)
+                        handle(event.object)
 
     def on_queue(self, obj: dict[str, Any]) -> None:
         """Integrate a ClusterQueue's reported CPU usage, as upstream's recorder does."""
@@ -374,8 +367,8 @@ async def run(
         runner.start = time.monotonic()
         for queue in queues:
             runner.on_queue(queue)
-        follower = asyncio.create_task(runner.follow(version))
-        queue_follower = asyncio.create_task(runner.follow_queues(queue_version))
+        follower = asyncio.create_task(runner.follow("Workload", version, runner.on_event))
+        queue_follower = asyncio.create_task(runner.follow("ClusterQueue", queue_version, runner.on_queue))
         await runner.create_all()
         runner.creation_done = True
         if runner.finished == len(runner.tracked):

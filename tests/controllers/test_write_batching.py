@@ -69,13 +69,17 @@ def _many_workloads(count: int) -> list[dict[str, Any]]:
     ]
 
 
+async def _slow_store_with(workloads: int) -> tuple[SlowStore, AdmissionController]:
+    store = SlowStore()
+    await _loaded(store, "queues.yaml")
+    for doc in _many_workloads(workloads):
+        await store.create(doc)
+    return store, AdmissionController(store, clock=lambda: NOW)
+
+
 def test_workload_status_writes_go_out_several_at_a_time_but_bounded() -> None:
     async def scenario() -> SlowStore:
-        store = SlowStore()
-        await _loaded(store, "queues.yaml")
-        for doc in _many_workloads(30):
-            await store.create(doc)
-        controller = AdmissionController(store, clock=lambda: NOW)
+        store, controller = await _slow_store_with(30)
         controller.write_concurrency = 4
         await controller.sync()
         writes = await controller.reconcile()
@@ -140,11 +144,7 @@ def test_queue_status_is_written_at_most_once_per_interval_and_the_latest_goes_o
 
 def test_background_writes_let_the_pass_return_and_send_what_they_learn_to_the_outbox() -> None:
     async def scenario() -> None:
-        store = SlowStore()
-        await _loaded(store, "queues.yaml")
-        for doc in _many_workloads(6):
-            await store.create(doc)
-        controller = AdmissionController(store, clock=lambda: NOW)
+        store, controller = await _slow_store_with(6)
         outbox: asyncio.Queue[WatchEvent] = asyncio.Queue()
         controller.outbox = outbox
         await controller.sync()

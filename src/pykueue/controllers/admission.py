@@ -20,20 +20,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from pykueue.api import manifests
 from pykueue.controllers import workload_status
-from pykueue.controllers.queue_status import count_writes as _count
+from pykueue.controllers.background import BackgroundWrites, count_writes
 from pykueue.engine import intake, loading, scheduler
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
-from pykueue.errors import Conflict, InputError, NotFound, PykueueError
-from pykueue.store.base import Key, Manifest, Store, WatchEvent, resource_version
+from pykueue.errors import Conflict, InputError, NotFound
+from pykueue.store.base import Key, Manifest, Store, WatchEvent, resource_version, version_number
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +55,6 @@ MAX_CYCLES_PER_PASS = 1000
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def _version(obj: Manifest) -> int:
-    text = resource_version(obj)
-    return int(text) if text.isdigit() else 0
 
 
 def _signature(wl: Workload, stored: Manifest) -> tuple[Any, ...]:
@@ -134,7 +129,7 @@ class AdmissionController:
     outbox: asyncio.Queue[WatchEvent] | None = None
     _in_flight: set[str] = field(default_factory=set)
     _after_flight: set[str] = field(default_factory=set)
-    _writing: set[asyncio.Task[None]] = field(default_factory=set)
+    _writing: BackgroundWrites = field(default_factory=lambda: BackgroundWrites("workload status"))
     _gates: tuple[asyncio.Semaphore, asyncio.Semaphore, asyncio.Semaphore] | None = None
     _gate_loop: asyncio.AbstractEventLoop | None = None
     # Look at every workload on the next write-back, not only the touched ones.
@@ -168,7 +163,7 @@ class AdmissionController:
             loading.delete(self.state, key.kind, key.namespace, key.name)
             return
         previous = self.cache.get(key)
-        if previous is not None and _version(obj) <= _version(previous):
+        if previous is not None and version_number(obj) <= version_number(previous):
             return  # our own write echoed back, or an older version we already moved past
         if key.kind == "Workload" and previous is not None and self._only_status_changed(previous, obj):
             if workload_status.is_finished(obj):
@@ -305,11 +300,9 @@ class AdmissionController:
             self._in_flight.add(engine_key)
         if self.outbox is None:
             results = await asyncio.gather(*(write(*update) for update in updates), return_exceptions=True)
-            return _count(results)
+            return count_writes(results)
         for update in updates:
-            task = asyncio.create_task(self._background(write(*update)))
-            self._writing.add(task)
-            task.add_done_callback(self._writing.discard)
+            self._writing.start(write(*update))
         return len(updates)
 
     def _words_later(self, engine_key: str, stored: Manifest, desired: dict[str, Any], now: int) -> bool:
@@ -334,25 +327,13 @@ class AdmissionController:
             for key in [k for k in book if k in engine_keys]:
                 del book[key]
 
-    async def _background(self, write: Awaitable[int]) -> None:
-        try:
-            await write
-        except PykueueError as exc:
-            # The API server refused or is away: the engine still differs from the store, so
-            # the workload is looked at again on the next pass.
-            log.warning("workload status not written: %s", exc)
+    async def drain(self) -> None:
+        """Wait for the background writes started so far."""
+        await self._writing.drain()
 
     async def stop_writing(self) -> None:
         """Cancel the background writes (shutdown, lost leadership); a restart redoes them."""
-        tasks = list(self._writing)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def drain(self) -> None:
-        """Wait for the background writes started so far."""
-        while self._writing:
-            await asyncio.gather(*list(self._writing), return_exceptions=True)
+        await self._writing.stop()
 
     async def _write_status(
         self, key: Key, stored: Manifest, desired: dict[str, Any], engine_key: str
@@ -372,7 +353,7 @@ class AdmissionController:
             self._learned(WatchEvent("DELETED", stored, resource_version(stored)))
             return 0
         current = self.cache.get(key)
-        if current is not None and _version(current) <= _version(written):
+        if current is not None and version_number(current) <= version_number(written):
             self.cache[key] = written
         return 1
 

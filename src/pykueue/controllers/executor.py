@@ -48,7 +48,7 @@ from typing import Any
 from pykueue.controllers import jobframework
 from pykueue.controllers.node import GPU_RESOURCE, DeviceTable, Node
 from pykueue.errors import NotFound
-from pykueue.store.base import Key, Manifest, Store, WatchEvent
+from pykueue.store.base import Key, Manifest, Store, WatchEvent, version_number
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ class LocalExecutor:
             self.jobs.pop(key, None)
         else:
             current = self.jobs.get(key)
-            if current is not None and _version(current) > _version(event.object):
+            if current is not None and version_number(current) > version_number(event.object):
                 return
             self.jobs[key] = event.object
             self.runs.setdefault(key, JobRun.from_status(event.object.get("status") or {}))
@@ -508,7 +508,7 @@ class LocalExecutor:
         except NotFound:
             return
         current = self.jobs.get(key)
-        if current is None or _version(current) < _version(written):
+        if current is None or version_number(current) < version_number(written):
             self.jobs[key] = written
 
 
@@ -556,11 +556,6 @@ def _gpu_count(container: Manifest) -> int:
         return int(str(value)) if value is not None else 0
     except ValueError:
         return 0
-
-
-def _version(obj: Manifest) -> int:
-    text = str((obj.get("metadata") or {}).get("resourceVersion") or "0")
-    return int(text) if text.isdigit() else 0
 
 
 def _marked_processes(marker: str) -> list[int]:

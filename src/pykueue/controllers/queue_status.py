@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pykueue.controllers.background import BackgroundWrites, count_writes
 from pykueue.engine import status as engine_status
 from pykueue.engine.state import State
 from pykueue.errors import Conflict, NotFound
-from pykueue.store.base import Key, Manifest, Store
+from pykueue.store.base import Key, Manifest, Store, version_number
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +68,6 @@ def merge_status(stored: Manifest | None, desired: Manifest, generation: Any, no
     return result
 
 
-def _version(obj: Manifest) -> int:
-    text = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-    return int(text) if text.isdigit() else 0
-
-
 def _queue_keys(state: State) -> list[Key]:
     """The queue objects the engine knows (the cache also holds thousands of workloads)."""
     keys = [Key("ClusterQueue", "", name) for name in state.cluster_queues]
@@ -80,18 +76,6 @@ def _queue_keys(state: State) -> list[Key]:
         keys.append(Key("LocalQueue", namespace, local))
     keys.extend(Key("Cohort", "", name) for name in state.cohorts)
     return keys
-
-
-def count_writes(results: list[int | BaseException]) -> int:
-    """The writes made by a batch run together; the first failure once all have ended.
-
-    Every write of a batch finishes (or fails) before the pass goes on, so none is left
-    running behind a failed one.
-    """
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return sum(r for r in results if isinstance(r, int))
 
 
 @dataclass
@@ -107,7 +91,7 @@ class QueueStatusWriter:
     background: bool = False
     _written_at: dict[Key, float] = field(default_factory=dict)
     _in_flight: set[Key] = field(default_factory=set)
-    _writing: set[asyncio.Task[int]] = field(default_factory=set)
+    _writing: BackgroundWrites = field(default_factory=lambda: BackgroundWrites("queue status"))
 
     def desired(self, state: State, key: Key) -> Manifest | None:
         if key.kind == "ClusterQueue" and key.name in state.cluster_queues:
@@ -138,31 +122,20 @@ class QueueStatusWriter:
         self._in_flight.update(key for key, _ in updates)
         if self.background:
             for key, update in updates:
-                task = asyncio.create_task(self._write(key, update, cache, gate))
-                self._writing.add(task)
-                task.add_done_callback(self._done)
+                self._writing.start(self._write(key, update, cache, gate))
             return len(updates)
         results = await asyncio.gather(
             *(self._write(key, update, cache, gate) for key, update in updates), return_exceptions=True
         )
         return count_writes(results)
 
-    def _done(self, task: asyncio.Task[int]) -> None:
-        self._writing.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("queue status not written: %s", task.exception())
+    async def drain(self) -> None:
+        """Wait for the background writes started so far."""
+        await self._writing.drain()
 
     async def stop_writing(self) -> None:
         """Cancel the background writes (shutdown, lost leadership); a restart redoes them."""
-        tasks = list(self._writing)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def drain(self) -> None:
-        """Wait for the background writes started so far."""
-        while self._writing:
-            await asyncio.gather(*list(self._writing), return_exceptions=True)
+        await self._writing.stop()
 
     async def _write(
         self, key: Key, update: Manifest, cache: MutableMapping[Key, Manifest], gate: asyncio.Semaphore
@@ -178,7 +151,7 @@ class QueueStatusWriter:
         finally:
             self._in_flight.discard(key)
         current = cache.get(key)
-        if current is not None and _version(current) <= _version(written):
+        if current is not None and version_number(current) <= version_number(written):
             cache[key] = written  # unless the watch already brought a newer one, or a deletion
         self._written_at[key] = self.monotonic()
         return 1

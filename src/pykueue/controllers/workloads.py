@@ -21,7 +21,7 @@ from pykueue.controllers.workload_status import is_finished
 from pykueue.engine import status as engine_status
 from pykueue.engine.state import Event
 from pykueue.engine.workloads import Workload
-from pykueue.store.base import Key, Manifest, resource_version
+from pykueue.store.base import Key, Manifest
 
 QUOTA = "quota"
 FLAVOR = "flavor mismatch"
@@ -31,11 +31,6 @@ INVALID = "invalid"
 
 # Words of the engine's QuotaReserved messages that point at flavors rather than quota.
 _FLAVOR_WORDS = ("taint", "doesn't match", "does not match", "node affinity", "nodeSelector", "no flavor")
-
-
-def _int_version(obj: Manifest) -> int:
-    text = resource_version(obj)
-    return int(text) if text.isdigit() else 0
 
 
 @dataclass

@@ -104,10 +104,6 @@ class ClusterQueueQueue:
             self._base[key] = base
         return (afs, sticky) + base  # noqa: RUF005 (concatenation is the cheaper of the two here)
 
-    @property
-    def parked_shapes(self) -> set[object]:
-        return set(self._parked)
-
     def __len__(self) -> int:
         return len(self._shape_of) + len(self._held)
 

@@ -86,3 +86,9 @@ def key_of(obj: Manifest) -> Key:
 
 def resource_version(obj: Manifest) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def version_number(obj: Manifest) -> int:
+    """The resourceVersion as a number, to tell newer from older (0 when it is not one)."""
+    text = resource_version(obj)
+    return int(text) if text.isdigit() else 0
