@@ -74,7 +74,13 @@ def test_queue_status_counts_reservations_and_conditions_as_upstream(
     assert (active["status"], active["reason"]) == ("True", "Ready")
     assert active["lastTransitionTime"]
 
-    lq = kueue.local_queue(ns, "queue")["status"]
+    # Each queue's status is written at most every 2 s on its own (docs/operations.md): the
+    # LocalQueue's may come a moment after the ClusterQueue's.
+    def lq_settled() -> dict[str, Any] | None:
+        status = kueue.local_queue(ns, "queue").get("status") or {}
+        return status if status.get("admittedWorkloads") == 1 else None
+
+    lq = wait(lq_settled, 30, "LocalQueue status: 1 admitted")
     assert (lq["pendingWorkloads"], lq["reservingWorkloads"], lq["admittedWorkloads"]) == (1, 1, 1)
     lq_active = condition({"status": lq}, "Active")
     assert lq_active is not None and lq_active["status"] == "True"
