@@ -228,3 +228,78 @@ def test_a_pending_workloads_new_words_wait_for_the_refresh_interval_a_status_ch
 
 def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return next((c for c in (obj.get("status") or {}).get("conditions", []) if c["type"] == kind), None)
+
+
+class ExplanationsHeldStore(MemoryStore):
+    """Writes of a status without an admission wait for ``explain``; the rest go through."""
+
+    def __init__(self) -> None:
+        super().__init__(now=lambda: NOW)
+        self.explain = asyncio.Event()
+        self.writes: dict[str, list[bool]] = {}
+
+    async def update_status(self, obj: Manifest) -> Manifest:
+        admitted = bool((obj.get("status") or {}).get("admission"))
+        self.writes.setdefault(obj["metadata"]["name"], []).append(admitted)
+        if not admitted:
+            await self.explain.wait()
+        return await super().update_status(obj)
+
+
+def test_a_queued_explanation_goes_out_as_the_admission_it_became_ahead_of_the_backlog() -> None:
+    async def scenario() -> None:
+        store = ExplanationsHeldStore()
+        await _loaded(store, "queues.yaml")
+        # Each ClusterQueue: one workload filling its own 32 CPUs, one more that would borrow.
+        for namespace in ("research", "product"):
+            for i, doc in enumerate(_many_workloads(2)):
+                doc["metadata"].update(name=f"{namespace}-{i}", namespace=namespace)
+                doc["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"][
+                    "cpu"
+                ] = "32"
+                await store.create(doc)
+        controller = AdmissionController(store, clock=lambda: NOW)
+        controller.write_concurrency = 4  # one slot for explanations
+        controller.outbox = asyncio.Queue()
+        await controller.sync()
+        await controller.reconcile()
+        for _ in range(100):
+            if len(store.writes) == 3:
+                break
+            await asyncio.sleep(0.01)
+        admitted = {name for name, writes in store.writes.items() if writes == [True]}
+        held = [name for name, writes in store.writes.items() if writes == [False]]
+        assert len(admitted) == 2 and len(held) == 1  # one explanation holds the one slot
+        waiting = {key.split("/")[1] for key, wl in controller.state.workloads.items() if not wl.admission}
+        (queued,) = waiting - set(held)
+        assert controller.state.workloads[f"{queued.split('-')[0]}/{queued}"].conditions  # explained
+
+        # The admitted workload of the queued one's ClusterQueue finishes: it is admitted next.
+        (done_name,) = {name for name in admitted if name.split("-")[0] == queued.split("-")[0]}
+        obj = await store.get("Workload", queued.split("-")[0], done_name)
+        conditions = [
+            *obj["status"]["conditions"],
+            {"type": "Finished", "status": "True", "reason": "Succeeded"},
+        ]
+        done = await MemoryStore.update_status(
+            store, {**obj, "status": {**obj["status"], "conditions": conditions}}
+        )
+        controller.handle(WatchEvent("MODIFIED", done, resource_version(done)))
+        await controller.reconcile()
+        assert controller.state.workloads[f"{queued.split('-')[0]}/{queued}"].admission is not None
+        for _ in range(100):
+            if store.writes.get(queued):
+                break
+            await asyncio.sleep(0.01)
+        # It never waited for the explanation slot: one write, its admission.
+        assert store.writes[queued] == [True]
+        assert (await store.get("Workload", queued.split("-")[0], queued))["status"]["admission"]
+        assert store.writes[held[0]] == [False]  # still held
+
+        store.explain.set()
+        await controller.drain()
+        assert store.writes[queued] == [True]
+        assert store.writes[held[0]] == [False]
+        assert (await store.get("Workload", held[0].split("-")[0], held[0]))["status"]["conditions"]
+
+    asyncio.run(scenario())

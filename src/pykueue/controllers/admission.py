@@ -27,7 +27,7 @@ from typing import Any
 
 from pykueue.api import manifests
 from pykueue.controllers import workload_status
-from pykueue.controllers.background import BackgroundWrites, count_writes
+from pykueue.controllers.write_queue import WriteQueue
 from pykueue.engine import intake, loading, scheduler
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.state import State
@@ -127,11 +127,8 @@ class AdmissionController:
     _words_due: dict[str, int] = field(default_factory=dict)
     # The Kubernetes manager's event queue: writes then run in the background (see write_back).
     outbox: asyncio.Queue[WatchEvent] | None = None
-    _in_flight: set[str] = field(default_factory=set)
-    _after_flight: set[str] = field(default_factory=set)
-    _writing: BackgroundWrites = field(default_factory=lambda: BackgroundWrites("workload status"))
-    _gates: tuple[asyncio.Semaphore, asyncio.Semaphore, asyncio.Semaphore] | None = None
-    _gate_loop: asyncio.AbstractEventLoop | None = None
+    _queue: WriteQueue | None = None
+    _queue_loop: asyncio.AbstractEventLoop | None = None
     # Look at every workload on the next write-back, not only the touched ones.
     rescan: bool = True
 
@@ -223,22 +220,24 @@ class AdmissionController:
         return await self.write_back()
 
     async def write_back(self) -> int:
-        """Write the status of every workload whose engine view differs from the store.
+        """Queue a status write for every workload whose engine view differs from the store.
 
         Only the workloads the engine touched since the last write-back, or whose stored
         object changed, are looked at (``rescan`` asks for all of them once, a safety net
         the manager pulls now and then). Building a status document costs a deep copy; a
-        cheap signature of what it is built from skips those that still agree. The writes
-        go out ``write_concurrency`` at a time: each is one round trip to the API server,
-        and a cycle that admits one head per queue has many of them. Admissions go first,
-        then evictions; the words of pending workloads have a quarter as many slots of
-        their own, so they never hold an admission back.
+        cheap signature of what it is built from skips those that still agree.
+
+        The writes wait in a `WriteQueue`: admissions and evictions have
+        ``write_concurrency`` slots, ranked by the priority they serve (an eviction by its
+        preemptor's, just ahead of that admission); the explanations of pending workloads
+        have a quarter as many slots of their own, so they never hold an admission back.
+        A status is built when its slot frees up, from the engine's view then.
 
         With an ``outbox`` (the Kubernetes manager's event queue) the writes run in the
-        background and this returns the number started: the next pass decides while they
-        travel, a workload with a write in flight waits for it before its next one, and
-        what a write learns (a newer object after a conflict, a deletion) comes back
-        through the outbox to be applied between passes, never in the middle of one.
+        background and this returns the number queued: the next pass decides while they
+        travel, and what a write learns (a newer object after a conflict, a deletion)
+        comes back through the outbox to be applied between passes, never in the middle
+        of one. Without one, this waits for them and returns the number written.
         """
         now = intake.micros(self.clock())
         if self.rescan:
@@ -250,16 +249,13 @@ class AdmissionController:
                 del self._words_due[name]
             candidates = sorted(self.state.touched.union(due))
         self.state.touched.clear()
-        updates = []
+        queue = self._write_queue()
+        offered = 0
         for engine_key in candidates:
-            if engine_key in self._in_flight:
-                self._after_flight.add(engine_key)
-                continue
             wl = self.state.workloads.get(engine_key)
             if wl is None:
                 continue
-            key = Key("Workload", wl.namespace, wl.name)
-            stored = self.cache.get(key)
+            stored = self.cache.get(Key("Workload", wl.namespace, wl.name))
             if stored is None:
                 continue
             signature = _signature(wl, stored)
@@ -271,39 +267,52 @@ class AdmissionController:
                 continue
             if self._words_later(engine_key, stored, desired, now):
                 continue
-            updates.append((_urgency(wl, stored), key, stored, desired, engine_key))
+            lane, rank = self._place(wl, stored)
+            queue.offer(engine_key, lane, rank)
             self._words_written[engine_key] = now
-        if not updates:
+            offered += 1
+        if self.outbox is not None:
+            return offered
+        before = queue.written
+        await queue.drain()
+        errors = queue.take_errors()
+        if errors:
+            raise errors[0]
+        return queue.written - before
+
+    def _place(self, wl: Workload, stored: Manifest) -> tuple[int, tuple[int, ...]]:
+        """The lane and rank of a workload's write: what it serves goes first."""
+        urgency = _urgency(wl, stored)
+        if urgency == 2:
+            return 1, (-wl.priority,)
+        served = wl.priority
+        if urgency == 1 and wl.preempted_by:
+            preemptor = self.state.workloads.get(wl.preempted_by)
+            served = max(served, preemptor.priority) if preemptor is not None else served
+        # At the same priority an eviction goes just before the admission it makes room for.
+        return 0, (-served, 0 if urgency == 1 else 1)
+
+    def _write_queue(self) -> WriteQueue:
+        loop = asyncio.get_running_loop()
+        if self._queue is None or self._queue_loop is not loop:
+            slots = {0: self.write_concurrency, 1: max(1, self.write_concurrency // 4)}
+            self._queue = WriteQueue(slots, self._send)
+            self._queue_loop = loop
+        return self._queue
+
+    async def _send(self, engine_key: str) -> int:
+        """Write one workload's status as the engine sees it now (the queue calls this)."""
+        wl = self.state.workloads.get(engine_key)
+        if wl is None:
             return 0
-        updates.sort(key=lambda update: update[0])
-        if self._gates is None or self._gate_loop is not asyncio.get_running_loop():
-            # Admissions and evictions have their own slots: a backlog of pending workloads'
-            # explanations never makes a job wait to start.
-            urgent = asyncio.Semaphore(self.write_concurrency)
-            self._gates = (urgent, urgent, asyncio.Semaphore(max(1, self.write_concurrency // 4)))
-            self._gate_loop = asyncio.get_running_loop()
-        gates = self._gates
-
-        async def write(
-            urgency: int, key: Key, stored: Manifest, desired: dict[str, Any], engine_key: str
-        ) -> int:
-            try:
-                async with gates[urgency]:
-                    return await self._write_status(key, stored, desired, engine_key)
-            finally:
-                self._in_flight.discard(engine_key)
-                if engine_key in self._after_flight:
-                    self._after_flight.discard(engine_key)
-                    self.state.touched.add(engine_key)
-
-        for _, _, _, _, engine_key in updates:
-            self._in_flight.add(engine_key)
-        if self.outbox is None:
-            results = await asyncio.gather(*(write(*update) for update in updates), return_exceptions=True)
-            return count_writes(results)
-        for update in updates:
-            self._writing.start(write(*update))
-        return len(updates)
+        key = Key("Workload", wl.namespace, wl.name)
+        stored = self.cache.get(key)
+        if stored is None:
+            return 0
+        desired = workload_status.desired_status(wl, stored.get("status"))
+        if desired == (stored.get("status") or {}):
+            return 0
+        return await self._write_status(key, stored, desired, engine_key)
 
     def _words_later(self, engine_key: str, stored: Manifest, desired: dict[str, Any], now: int) -> bool:
         """Hold back a change of a pending workload's words only, if they were written lately.
@@ -328,12 +337,14 @@ class AdmissionController:
                 del book[key]
 
     async def drain(self) -> None:
-        """Wait for the background writes started so far."""
-        await self._writing.drain()
+        """Wait for the queued and travelling writes."""
+        if self._queue is not None:
+            await self._queue.drain()
 
     async def stop_writing(self) -> None:
-        """Cancel the background writes (shutdown, lost leadership); a restart redoes them."""
-        await self._writing.stop()
+        """Drop the queued writes, cancel those under way (shutdown, lost leadership)."""
+        if self._queue is not None:
+            await self._queue.stop()
 
     async def _write_status(
         self, key: Key, stored: Manifest, desired: dict[str, Any], engine_key: str

@@ -37,7 +37,6 @@ import asyncio
 import base64
 import builtins
 import contextlib
-import json
 import logging
 import os
 import random
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 import yaml
 
 from pykueue.errors import (
@@ -372,7 +372,7 @@ class KubernetesStore:
         """One API call with retries on 429/5xx and connection errors; the decoded answer."""
         if self.qps > 0 and self._limiter is None:
             self._limiter = TokenBucket(self.qps, self.burst)
-        data = None if body is None else json.dumps(body).encode()
+        data = None if body is None else orjson.dumps(body)
         for attempt in range(self.retry.attempts):
             if self._limiter is not None:
                 await self._limiter.take()
@@ -383,7 +383,7 @@ class KubernetesStore:
                 wait = self.retry.delay(attempt)
             else:
                 if answer.status < 300:
-                    result: Manifest = json.loads(answer.body)
+                    result: Manifest = orjson.loads(answer.body)
                     return result
                 error = _error_of(answer, what or path, method)
                 if not isinstance(error, Unavailable):
@@ -454,7 +454,7 @@ class KubernetesStore:
         namespace = key.namespace or ("default" if res.namespaced else "")
         path = res.path(namespace, key.name)
         params = {"fieldManager": self.field_manager, "force": "true" if force else "false"}
-        data = json.dumps(obj).encode()
+        data = orjson.dumps(obj)
         for attempt in range(self.retry.attempts):
             try:
                 answer = await self._send("PATCH", path, data, params, "application/apply-patch+yaml")
@@ -464,7 +464,7 @@ class KubernetesStore:
                 await asyncio.sleep(self.retry.delay(attempt))
                 continue
             if answer.status < 300:
-                applied: Manifest = json.loads(answer.body)
+                applied: Manifest = orjson.loads(answer.body)
                 return _named(applied, key.kind, res)
             error = _error_of(answer, str(key), "PATCH")
             if not isinstance(error, Unavailable) or attempt + 1 == self.retry.attempts:
@@ -567,7 +567,7 @@ class KubernetesStore:
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     if line.strip():
-                        event = json.loads(line)
+                        event = orjson.loads(line)
                         yield str(event.get("type", "")), event.get("object") or {}
 
 
@@ -617,7 +617,7 @@ def _retry_after(answer: Answer) -> float | None:
 
 def _error_of(answer: Answer, what: str, method: str) -> PykueueError:
     try:
-        status = json.loads(answer.body)
+        status = orjson.loads(answer.body)
     except ValueError:
         status = {"code": answer.status, "message": answer.text[:500]}
     if not isinstance(status, dict):

@@ -1,0 +1,120 @@
+"""Status writes waiting for a slot: one per object, the most pressing first, built late.
+
+The admission controller decides faster than the API server takes writes. What it
+queues is a *name*, not a document: the status is built from the engine's view when
+a slot frees up, so a workload queued for a pending explanation that is admitted in
+the meantime goes out as an admission, and one admitted and preempted before its
+turn costs one write instead of two.
+
+    offer(name, lane, rank) ──▶ queued (one entry per name, the best lane/rank wins)
+                                   │ a free slot of the lane, lowest rank first
+                                   ▼
+                             send(name) ──▶ done: slot back; offered again while
+                                                  sending? queued once more
+
+Lanes have their own slots, so a backlog in one (pending workloads' explanations)
+never holds back another (admissions and evictions). A name offered again while it
+waits moves to the place of its latest offer: a pending workload admitted meanwhile
+moves up to the admissions' lane, one admitted and preempted before its turn moves
+back down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from pykueue.errors import PykueueError
+
+log = logging.getLogger(__name__)
+
+Rank = tuple[Any, ...]
+
+
+class WriteQueue:
+    """Names waiting to be written, per lane, each lane with its own number of slots."""
+
+    def __init__(self, slots: Mapping[int, int], send: Callable[[str], Awaitable[int]]) -> None:
+        self._send = send
+        self._free = dict(slots)
+        self._heaps: dict[int, list[tuple[Rank, int, str]]] = {lane: [] for lane in slots}
+        self._queued: dict[str, tuple[int, Rank, int]] = {}
+        self._sending: dict[str, tuple[int, Rank]] = {}
+        self._again: dict[str, tuple[int, Rank]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._seq = itertools.count()
+        self.written = 0
+        self.errors: list[BaseException] = []
+
+    def __len__(self) -> int:
+        return len(self._queued) + len(self._sending)
+
+    def offer(self, name: str, lane: int, rank: Rank) -> None:
+        """Ask for ``name`` to be written, in the place its latest change calls for."""
+        if name in self._sending:
+            # The write under way was built before this change: one more after it.
+            self._again[name] = (lane, rank)
+            return
+        current = self._queued.get(name)
+        if current is not None and (current[0], current[1]) == (lane, rank):
+            return  # keeps its turn
+        seq = next(self._seq)
+        self._queued[name] = (lane, rank, seq)  # an older heap entry is now stale, skipped
+        heapq.heappush(self._heaps[lane], (rank, seq, name))
+        self._pump()
+
+    def _pump(self) -> None:
+        for lane, heap in self._heaps.items():
+            while self._free[lane] > 0 and heap:
+                rank, seq, name = heapq.heappop(heap)
+                if self._queued.get(name) != (lane, rank, seq):
+                    continue
+                del self._queued[name]
+                self._free[lane] -= 1
+                self._sending[name] = (lane, rank)
+                task = asyncio.get_running_loop().create_task(self._run(name, lane))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, name: str, lane: int) -> None:
+        try:
+            count = await self._send(name)  # not `+=` over an await: other writes add meanwhile
+            self.written += count
+        except PykueueError as exc:
+            self.errors.append(exc)
+            log.warning("status of %s not written: %s", name, exc)
+        except Exception as exc:  # a bug: kept for the caller, the other writes go on
+            self.errors.append(exc)
+            log.exception("status of %s not written", name)
+        finally:
+            del self._sending[name]
+            self._free[lane] += 1
+            again = self._again.pop(name, None)
+            if again is not None:
+                self.offer(name, *again)
+            self._pump()
+
+    async def drain(self) -> None:
+        """Wait until nothing is queued or being written."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def take_errors(self) -> list[BaseException]:
+        """The failures since the last call."""
+        errors, self.errors = self.errors, []
+        return errors
+
+    async def stop(self) -> None:
+        """Forget what is queued and cancel what is being written (a restart redoes both)."""
+        self._queued.clear()
+        self._again.clear()
+        for heap in self._heaps.values():
+            heap.clear()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,146 @@
+"""The write queue: one entry per object, lanes with their own slots, the best rank first."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pykueue.controllers.write_queue import WriteQueue
+from pykueue.errors import Conflict
+
+
+class Recorder:
+    """A send that records the order of names and holds each write until released."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.release: dict[str, asyncio.Event] = {}
+
+    async def send(self, name: str) -> int:
+        self.sent.append(name)
+        gate = self.release.setdefault(name, asyncio.Event())
+        await gate.wait()
+        return 1
+
+    def open(self, *names: str) -> None:
+        for name in names:
+            self.release.setdefault(name, asyncio.Event()).set()
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def test_a_free_slot_takes_the_best_ranked_name_and_lanes_do_not_wait_for_each_other() -> None:
+    async def scenario() -> list[str]:
+        rec = Recorder()
+        queue = WriteQueue({0: 1, 1: 1}, rec.send)
+        queue.offer("first", 0, (0,))  # takes the only urgent slot at once
+        queue.offer("low", 0, (-50,))
+        queue.offer("high", 0, (-200,))
+        queue.offer("words", 1, (0,))
+        await _settle()
+        assert rec.sent == ["first", "words"]  # the second lane has its own slot
+        rec.open("first")
+        await _settle()
+        rec.open("high")
+        await _settle()
+        rec.open("low", "words")
+        await queue.drain()
+        assert queue.written == 4 and len(queue) == 0
+        return rec.sent
+
+    assert asyncio.run(scenario()) == ["first", "words", "high", "low"]
+
+
+def test_a_waiting_name_moves_to_the_place_of_its_latest_offer_and_is_written_once() -> None:
+    async def scenario() -> list[str]:
+        rec = Recorder()
+        queue = WriteQueue({0: 1, 1: 1}, rec.send)
+        queue.offer("admitting", 0, (0,))
+        queue.offer("busy-words", 1, (0,))
+        queue.offer("explained", 1, (0,))  # waits behind busy-words
+        queue.offer("explained", 0, (-10,))  # admitted meanwhile: next in the urgent lane
+        queue.offer("bounced", 0, (-5,))  # admitted, then preempted before its turn:
+        queue.offer("bounced", 1, (0,))  # back to the explanations' lane
+        await _settle()
+        assert rec.sent == ["admitting", "busy-words"]
+        rec.open("admitting")
+        await _settle()
+        assert rec.sent == ["admitting", "busy-words", "explained"]  # busy-words still travels
+        rec.open("explained")
+        await _settle()
+        assert rec.sent == ["admitting", "busy-words", "explained"]  # bounced waits for lane 1
+        rec.open("busy-words", "bounced")
+        await queue.drain()
+        assert queue.written == 4
+        return rec.sent
+
+    assert asyncio.run(scenario()) == ["admitting", "busy-words", "explained", "bounced"]
+
+
+def test_a_name_offered_while_it_is_written_is_written_again_after() -> None:
+    async def scenario() -> list[str]:
+        rec = Recorder()
+        queue = WriteQueue({0: 2}, rec.send)
+        queue.offer("a", 0, (0,))
+        await _settle()
+        queue.offer("a", 0, (0,))  # changed while its write travels
+        queue.offer("b", 0, (0,))
+        await _settle()
+        assert rec.sent == ["a", "b"]  # never two writes of one name at once
+        rec.open("a", "b")
+        await queue.drain()
+        assert queue.written == 3
+        return rec.sent
+
+    assert asyncio.run(scenario()) == ["a", "b", "a"]
+
+
+def test_failures_are_kept_for_the_caller_and_stop_forgets_the_queue() -> None:
+    async def scenario() -> None:
+        calls: list[str] = []
+
+        async def send(name: str) -> int:
+            calls.append(name)
+            if name == "bad":
+                raise Conflict("Workload x: conflict")
+            await asyncio.sleep(3600)
+            return 1
+
+        queue = WriteQueue({0: 1, 1: 1}, send)
+        queue.offer("bad", 1, (0,))
+        queue.offer("slow", 0, (0,))
+        queue.offer("never", 0, (1,))
+        await _settle()
+        errors = queue.take_errors()
+        assert [type(e) for e in errors] == [Conflict] and queue.take_errors() == []
+        await queue.stop()
+        assert len(queue) == 0 and calls == ["bad", "slow"]
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("slots", [1, 3])
+def test_never_more_writes_at_once_than_slots(slots: int) -> None:
+    async def scenario() -> int:
+        in_flight = most = 0
+
+        async def send(name: str) -> int:
+            nonlocal in_flight, most
+            in_flight += 1
+            most = max(most, in_flight)
+            await asyncio.sleep(0.001)
+            in_flight -= 1
+            return 1
+
+        queue = WriteQueue({0: slots}, send)
+        for i in range(20):
+            queue.offer(f"w{i}", 0, (i % 3,))
+        await queue.drain()
+        assert queue.written == 20
+        return most
+
+    assert asyncio.run(scenario()) == slots
