@@ -15,7 +15,8 @@ def test_stopping_a_clusterqueue_holds_new_work_until_resumed(
     server = start_server(write_config(tmp_path, queues))
     assert server.cli("stop", "clusterqueue", "main").returncode == 0
     assert server.apply([job("held", "true")]).status_code == 200
-    wait_until(lambda: (server.explanation("default", "held") or {}).get("reasons"))
+    # Until the engine has read the new Workload its explanation is "Unknown" (with a reason).
+    wait_until(lambda: (server.explanation("default", "held") or {}).get("state", "Unknown") != "Unknown")
     explanation = server.api("GET", "/api/v1/describe/workload/default/held")["explanation"]
     assert explanation["state"] == "Pending"
     assert any(
