@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from prometheus_client import generate_latest
 
 from pykueue.controllers.admission import AdmissionController
+from pykueue.controllers.metrics import Metrics
 from pykueue.controllers.queue_status import QueueStatusWriter
 from pykueue.engine import status as engine_status
 from pykueue.store.base import Key, Manifest, WatchEvent, resource_version
@@ -270,6 +272,13 @@ def test_a_queued_explanation_goes_out_as_the_admission_it_became_ahead_of_the_b
         admitted = {name for name, writes in store.writes.items() if writes == [True]}
         held = [name for name, writes in store.writes.items() if writes == [False]]
         assert len(admitted) == 2 and len(held) == 1  # one explanation holds the one slot
+        # The held explanation and the one queued behind it.
+        assert controller.write_backlog() == {"admission": 0, "explanation": 2}
+        exposed = Metrics(write_backlog=controller.write_backlog)
+        text = generate_latest(exposed.registry).decode()
+        assert (
+            'pykueue_workload_status_writes_waiting{lane="explanation",replica_role="standalone"} 2.0' in text
+        )
         waiting = {key.split("/")[1] for key, wl in controller.state.workloads.items() if not wl.admission}
         (queued,) = waiting - set(held)
         assert controller.state.workloads[f"{queued.split('-')[0]}/{queued}"].conditions  # explained

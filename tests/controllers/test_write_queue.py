@@ -43,13 +43,14 @@ def test_a_free_slot_takes_the_best_ranked_name_and_lanes_do_not_wait_for_each_o
         queue.offer("words", 1, (0,))
         await _settle()
         assert rec.sent == ["first", "words"]  # the second lane has its own slot
+        assert queue.waiting() == {0: 3, 1: 1}
         rec.open("first")
         await _settle()
         rec.open("high")
         await _settle()
         rec.open("low", "words")
         await queue.drain()
-        assert queue.written == 4 and len(queue) == 0
+        assert queue.written == 4 and len(queue) == 0 and queue.waiting() == {0: 0, 1: 0}
         return rec.sent
 
     assert asyncio.run(scenario()) == ["first", "words", "high", "low"]

@@ -92,6 +92,7 @@ async def _run_controller(
         state=lambda: manager.admission.state if manager.passes else None,
         role=lambda: "standalone" if elector is None else ("leader" if elector.leading else "follower"),
         lease_name=ops.lease_name if elector is not None else "",
+        write_backlog=lambda: manager.admission.write_backlog(),
     )
     manager = KubeManager(
         writer,

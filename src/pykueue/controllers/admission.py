@@ -51,6 +51,8 @@ KINDS = (
     "Workload",
 )
 MAX_CYCLES_PER_PASS = 1000
+# The write queue's lanes: admissions and evictions, then pending workloads' explanations.
+LANES = ("admission", "explanation")
 
 
 def _utc_now() -> datetime:
@@ -291,6 +293,11 @@ class AdmissionController:
             served = max(served, preemptor.priority) if preemptor is not None else served
         # At the same priority an eviction goes just before the admission it makes room for.
         return 0, (-served, 0 if urgency == 1 else 1)
+
+    def write_backlog(self) -> dict[str, int]:
+        """Workload status writes queued or travelling, per lane (for the metrics)."""
+        waiting = self._queue.waiting() if self._queue is not None else {0: 0, 1: 0}
+        return {LANES[lane]: count for lane, count in sorted(waiting.items())}
 
     def _write_queue(self) -> WriteQueue:
         loop = asyncio.get_running_loop()

@@ -19,7 +19,7 @@ as upstream's; a follower has no engine state and reports only its role.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -49,6 +49,8 @@ class Metrics:
     registry: CollectorRegistry = field(default_factory=lambda: CollectorRegistry(auto_describe=True))
     # With leader election: controller-runtime's leader_election_master_status{name=<lease>}.
     lease_name: str = ""
+    # Workload status writes waiting or under way, per lane (pykueue's own gauge).
+    write_backlog: Callable[[], Mapping[str, int]] = dict
 
     def __post_init__(self) -> None:
         self.admitted = Counter(
@@ -161,6 +163,15 @@ class _StateCollector(Collector):
             )
             master.add_metric([self.metrics.lease_name], 1.0 if role == "leader" else 0.0)
             yield master
+        backlog = GaugeMetricFamily(
+            "pykueue_workload_status_writes_waiting",
+            "Workload status writes queued or under way, per 'lane' (admission: admissions and "
+            "evictions; explanation: pending workloads' conditions)",
+            labels=["lane", "replica_role"],
+        )
+        for lane, count in sorted(self.metrics.write_backlog().items()):
+            backlog.add_metric([lane, role], float(count))
+        yield backlog
         state = self.metrics.state()
         if state is not None:
             state.ensure_tree()

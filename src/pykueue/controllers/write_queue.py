@@ -53,6 +53,15 @@ class WriteQueue:
     def __len__(self) -> int:
         return len(self._queued) + len(self._sending)
 
+    def waiting(self) -> dict[int, int]:
+        """Per lane, the names queued or being written now."""
+        counts = dict.fromkeys(self._free, 0)
+        for lane, _, _ in self._queued.values():
+            counts[lane] += 1
+        for lane, _ in self._sending.values():
+            counts[lane] += 1
+        return counts
+
     def offer(self, name: str, lane: int, rank: Rank) -> None:
         """Ask for ``name`` to be written, in the place its latest change calls for."""
         if name in self._sending:

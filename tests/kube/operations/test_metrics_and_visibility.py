@@ -135,6 +135,8 @@ def test_metrics_equal_the_objects_and_tenants_see_only_their_namespace(
     used = cq_status["flavorsUsage"][0]["resources"]
     assert {r["name"]: r["total"] for r in used}["cpu"] == "2"
     assert value(samples, "kueue_admission_wait_time_seconds_count", cluster_queue=cq, priority_class="") == 2
+    # Both admissions are stored: none waits in the admissions' lane of the write queue.
+    assert value(samples, "pykueue_workload_status_writes_waiting", lane="admission") == 0
 
     # Visibility: an admin reads the ClusterQueue; the tenant only its own LocalQueue.
     status, body = controller.http(f"{VISIBILITY}/clusterqueues/{cq}/pendingworkloads", kwok_cluster.token)
