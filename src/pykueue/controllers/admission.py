@@ -296,8 +296,9 @@ class AdmissionController:
 
     def write_backlog(self) -> dict[str, int]:
         """Workload status writes queued or travelling, per lane (for the metrics)."""
-        waiting = self._queue.waiting() if self._queue is not None else {0: 0, 1: 0}
-        return {LANES[lane]: count for lane, count in sorted(waiting.items())}
+        if self._queue is None:
+            return dict.fromkeys(LANES, 0)
+        return {LANES[lane]: count for lane, count in sorted(self._queue.waiting().items())}
 
     def _write_queue(self) -> WriteQueue:
         loop = asyncio.get_running_loop()
@@ -319,7 +320,7 @@ class AdmissionController:
         desired = workload_status.desired_status(wl, stored.get("status"))
         if desired == (stored.get("status") or {}):
             return 0
-        return await self._write_status(key, stored, desired, engine_key)
+        return await self._write_status(key, stored, desired)
 
     def _words_later(self, engine_key: str, stored: Manifest, desired: dict[str, Any], now: int) -> bool:
         """Hold back a change of a pending workload's words only, if they were written lately.
@@ -353,9 +354,7 @@ class AdmissionController:
         if self._queue is not None:
             await self._queue.stop()
 
-    async def _write_status(
-        self, key: Key, stored: Manifest, desired: dict[str, Any], engine_key: str
-    ) -> int:
+    async def _write_status(self, key: Key, stored: Manifest, desired: dict[str, Any]) -> int:
         update = dict(stored)
         update["status"] = desired
         try:

@@ -1,9 +1,10 @@
 """Writes that travel while the controller goes on: started, counted, drained, cancelled.
 
-The admission controller and the queue status writer both send status writes in the
-background (the Kubernetes manager's passes do not wait for round trips). A write
-that fails is logged and left: the object still differs from the engine's view, so a
-later pass writes it again.
+The queue status writer sends its writes this way in the background, and the
+Workload status `write_queue.WriteQueue` runs each of its writes as one of these (the
+Kubernetes manager's passes do not wait for round trips). A write that fails is
+logged and left: the object still differs from the engine's view, so a later pass
+writes it again.
 """
 
 from __future__ import annotations

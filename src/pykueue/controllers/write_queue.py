@@ -21,13 +21,13 @@ back down.
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from pykueue.controllers.background import BackgroundWrites
 from pykueue.errors import PykueueError
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ class WriteQueue:
         self._queued: dict[str, tuple[int, Rank, int]] = {}
         self._sending: dict[str, tuple[int, Rank]] = {}
         self._again: dict[str, tuple[int, Rank]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._writing = BackgroundWrites("workload status")
         self._seq = itertools.count()
         self.written = 0
         self.errors: list[BaseException] = []
@@ -85,9 +85,7 @@ class WriteQueue:
                 del self._queued[name]
                 self._free[lane] -= 1
                 self._sending[name] = (lane, rank)
-                task = asyncio.get_running_loop().create_task(self._run(name, lane))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._writing.start(self._run(name, lane))
 
     async def _run(self, name: str, lane: int) -> None:
         try:
@@ -109,8 +107,7 @@ class WriteQueue:
 
     async def drain(self) -> None:
         """Wait until nothing is queued or being written."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._writing.drain()  # a write that ends starts the next queued one
 
     def take_errors(self) -> list[BaseException]:
         """The failures since the last call."""
@@ -123,7 +120,4 @@ class WriteQueue:
         self._again.clear()
         for heap in self._heaps.values():
             heap.clear()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._writing.stop()
