@@ -1,9 +1,13 @@
 """Helpers for standalone tests: the real `pykueue up` as a child process, its HTTP API and CLI.
 
 Every server gets its own data folder (a real SQLite file) and config home
-under ``tmp_path`` and a free loopback port. Teardown kills the server and
-every process that carries its store marker (the pods), so no test leaves a
-process behind, whatever it did to the server.
+under ``tmp_path``, a free loopback port, and a Unix socket and work folder in
+a folder of its own under /tmp that other users may pass through (``tmp_path``
+is root's alone, and tests run jobs as other users). Requests go over the
+socket as the test's own user (root: an admin) unless a token is given, as
+the CLI does. Teardown kills the server and every process that carries its
+store marker (the pods), so no test leaves a process behind, whatever it did
+to the server.
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +29,9 @@ from typing import Any
 
 import httpx
 import yaml
+
+from pykueue.controllers.cgroups import CgroupTree
+from pykueue.controllers.isolation import store_id
 
 BIN = Path(sys.executable).parent
 EXAMPLES = Path(__file__).parents[2] / "examples" / "standalone"
@@ -62,11 +71,23 @@ def marked_processes(db: Path) -> list[int]:
 
 
 def kill_marked(db: Path) -> None:
+    """Kill a server's pods: its cgroup subtree (a pod may have dropped its marker), then the marker."""
+    tree = CgroupTree.detect(store_id(db))
+    if tree is not None:
+        tree.kill_leftovers(timeout=10)
+        tree.remove()
     for pid in marked_processes(db):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(os.getpgid(pid), signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+
+
+def shared_folder() -> Path:
+    """A fresh folder under /tmp that every user may pass through (0711), for sockets and job folders."""
+    folder = Path(tempfile.mkdtemp(prefix="pkt-", dir="/tmp"))
+    os.chmod(folder, 0o711)
+    return folder
 
 
 @dataclass
@@ -78,10 +99,20 @@ class Server:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     token: str = ""
+    shared: Path = field(default_factory=shared_folder)
+    extra_args: tuple[str, ...] = ()
 
     @property
     def data(self) -> Path:
         return self.root / "data"
+
+    @property
+    def socket(self) -> Path:
+        return self.shared / "api.sock"
+
+    @property
+    def work(self) -> Path:
+        return self.shared / "work"
 
     @property
     def db(self) -> Path:
@@ -100,6 +131,7 @@ class Server:
 
     def start(self) -> None:
         args = [str(BIN / "pykueue"), "up", "--data", str(self.data), "--port", str(self.port), "--quiet"]
+        args += ["--socket", str(self.socket), "--work-dir", str(self.work), *self.extra_args]
         if self.config is not None:
             args += ["--config", str(self.config)]
         out = open(self.root / f"server-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115 - lives with the child
@@ -126,12 +158,21 @@ class Server:
     def stop(self) -> None:
         self.kill()
         kill_marked(self.db)
+        shutil.rmtree(self.shared, ignore_errors=True)
+
+    @property
+    def log(self) -> str:
+        return "".join(p.read_text(errors="replace") for p in sorted(self.root.glob("server-*.log")))
 
     # ------------------------------------------------------------ the API
 
     def request(self, method: str, path: str, token: str | None = None, **kwargs: Any) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {token if token is not None else self.token}"}
-        return httpx.request(method, self.url + path, headers=headers, timeout=60, **kwargs)
+        """Over HTTP with ``token``; without one, over the socket as this process's user."""
+        if token is not None:
+            headers = {"Authorization": f"Bearer {token}"}
+            return httpx.request(method, self.url + path, headers=headers, timeout=60, **kwargs)
+        with httpx.Client(transport=httpx.HTTPTransport(uds=str(self.socket)), timeout=60) as local:
+            return local.request(method, "http://pykueue" + path, **kwargs)
 
     def api(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self.request(method, path, **kwargs)
@@ -160,8 +201,11 @@ class Server:
         self, *args: str, token: str | None = None, stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         env = self.env()
-        env["PYKUEUE_SERVER"] = self.url
-        env["PYKUEUE_TOKEN"] = token if token is not None else self.token
+        if token is not None:
+            env["PYKUEUE_SERVER"] = self.url
+            env["PYKUEUE_TOKEN"] = token
+        else:
+            env["PYKUEUE_SOCKET"] = str(self.socket)
         return subprocess.run(
             [str(BIN / "pykueue"), *args], env=env, capture_output=True, text=True, timeout=120, input=stdin
         )

@@ -35,7 +35,7 @@ def test_malformed_yaml_and_schema_errors(tmp_path: Path, start_server: Callable
     assert server.jobs() == {}, "nothing of a refused apply is stored"
 
     unknown_kind = server.apply("apiVersion: v1\nkind: Banana\nmetadata: {name: b}\n")
-    assert unknown_kind.status_code == 400
+    assert unknown_kind.status_code == 422
     assert "Banana" in unknown_kind.json()["problems"][0]
 
     missing = server.cli("delete", "job", "nope")
@@ -52,7 +52,7 @@ def test_unknown_queue_is_refused_with_the_queues_that_exist(
     no_label = job("unlabelled", "true")
     del no_label["metadata"]["labels"]
     response = server.apply([no_label])
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert "name the LocalQueue to submit to (queues in default: main)" in response.json()["problems"][0]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -79,6 +80,7 @@ def test_a_second_server_on_the_same_data_is_refused(
     server = start_server()
     second = Server(server.root, None)
     result = second.cli("up", "--data", str(server.data), "--port", str(second.port), "--quiet")
+    shutil.rmtree(second.shared, ignore_errors=True)
     assert result.returncode == 1
     assert "is in use by pykueue up" in result.stderr
     assert "Traceback" not in result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -42,3 +43,4 @@ def test_the_demo_admits_borrows_and_preempts(tmp_path: Path) -> None:
         process.kill()
         process.wait(timeout=30)
         kill_marked(server.db)
+        shutil.rmtree(server.shared, ignore_errors=True)

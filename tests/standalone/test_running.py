@@ -116,6 +116,8 @@ def test_failures_follow_backoff_limit(tmp_path: Path, start_server: Callable[..
     config = write_config(
         tmp_path, cluster_queue("main", cpu="2") + "---\n" + flavor_and_queue("a100", "main", "default")
     )
+    # Retries wait for the pod back-off (tested in security/test_backoff.py); keep it short here.
+    config.write_text(config.read_text() + "executor: {podFailureBackoffSeconds: 0.2}\n")
     server = start_server(config)
     counter = tmp_path / "attempts"
     flaky = f"echo x >> {counter}; [ $(wc -l < {counter}) -ge 3 ]"  # fails twice, then succeeds

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from pykueue.api import validation_workload as wl_rules
 from pykueue.api.admission_check import AdmissionCheck
+from pykueue.api.batch import Job
 from pykueue.api.checks import (
     IMMUTABLE,
     NEGATIVE,
@@ -221,6 +222,22 @@ def _node(node: Node, out: Problems) -> None:
     check_taints(node.spec.taints, "spec.taints", out)
 
 
+def _job(job: Job, out: Problems) -> None:
+    """What the API server refuses in any Job (counts and quantities may not be negative)."""
+    spec = job.spec
+    counts = {
+        "parallelism": spec.parallelism,
+        "completions": spec.completions,
+        "backoffLimit": spec.backoff_limit,
+        "activeDeadlineSeconds": spec.active_deadline_seconds,
+        "ttlSecondsAfterFinished": spec.ttl_seconds_after_finished,
+    }
+    for name, value in counts.items():
+        if value is not None and value < 0:
+            out.add(f"spec.{name}", f"invalid value {value}: must be greater than or equal to 0")
+    wl_rules.check_pod_spec(spec.template.spec, "spec.template.spec", out)
+
+
 def validate(
     obj: BaseModel, *, check_names: bool = True, single_variable_pod_set: bool = True
 ) -> list[FieldProblem]:
@@ -256,6 +273,8 @@ def validate(
         _node(obj, out)
     elif isinstance(obj, Workload):
         out.items.extend(wl_rules.validate_workload(obj, single_variable_pod_set))
+    elif isinstance(obj, Job):
+        _job(obj, out)
     elif isinstance(obj, Namespace | LocalQueue | AdmissionCheck):
         pass  # their rules are all structural, checked by the model
     return out.items

@@ -105,6 +105,28 @@ def _resource_list(resources: dict[str, str], path: str, out: Problems) -> None:
             out.add(key_path(path, name), f"invalid value {shorten(value)}: {NEGATIVE}")
 
 
+def check_pod_spec(spec: PodSpec, path: str, out: Problems) -> None:
+    """The rules the API server applies to a Job's pod template: the pod set rules, and requests
+    within limits (a pod that breaks it could never be created)."""
+    _pod_spec(spec, path, out)
+    for field, items in (("initContainers", spec.init_containers), ("containers", spec.containers)):
+        for i, container in enumerate(items):
+            base = f"{path}.{field}[{i}].resources"
+            _requests_within_limits(container.resources.requests, container.resources.limits, base, out)
+
+
+def _requests_within_limits(
+    requests: dict[str, str], limits: dict[str, str], path: str, out: Problems
+) -> None:
+    for name, value in requests.items():
+        limit = limits.get(name)
+        if limit is not None and milli(value) >= 0 and milli(limit) >= 0 and milli(value) > milli(limit):
+            out.add(
+                key_path(f"{path}.requests", name),
+                f"must be less than or equal to {name} limit of {shorten(limit)}",
+            )
+
+
 def _resource_value(resource: str, value: str) -> int:
     # Upstream compares CPU in milli-cores and every other resource in whole units.
     if resource == "cpu":

@@ -1,8 +1,14 @@
-"""The CLI's side of the standalone API: where the server is, which token, and one HTTP call.
+"""The CLI's side of the standalone API: which server, how to reach it, and one HTTP call.
 
-The server and token come from, in order: ``--server``/``--token``, the
-environment (``PYKUEUE_SERVER``, ``PYKUEUE_TOKEN``), then the client config
-``pykueue up`` writes (``$XDG_CONFIG_HOME/pykueue/client.json``, mode 0600).
+Two ways in, chosen in this order:
+
+1. ``--server``/``--token`` or ``PYKUEUE_SERVER``/``PYKUEUE_TOKEN``: HTTP with that token;
+2. ``--socket``/``PYKUEUE_SOCKET``, the socket in the client config that ``pykueue up``
+   writes (``$XDG_CONFIG_HOME/pykueue/client.json``, mode 0600), or a well-known socket
+   (`paths.well_known_sockets`): the server's Unix socket, where the kernel tells the
+   server who we are and no token is needed;
+3. the client config's URL and admin token.
+
 Every failure becomes `ClientError` with a message for the terminal, never a
 traceback: the API's refusals are printed as it wrote them.
 """
@@ -17,6 +23,10 @@ from typing import Any
 
 import httpx
 
+from pykueue import paths
+
+SOCKET_BASE_URL = "http://pykueue"
+
 
 class ClientError(Exception):
     """A request failed; ``problems`` are the server's lines of detail."""
@@ -28,49 +38,56 @@ class ClientError(Exception):
         self.status = status
 
 
-def config_home() -> Path:
-    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "pykueue"
-
-
-def data_home() -> Path:
-    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "pykueue"
-
-
-def client_config_path() -> Path:
-    return config_home() / "client.json"
+def _saved() -> dict[str, Any]:
+    try:
+        saved = json.loads(paths.client_config_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return saved if isinstance(saved, dict) else {}
 
 
 @dataclass(frozen=True)
 class Client:
     server: str
     token: str
+    socket: str = ""  # when set, requests go over this Unix socket and carry no token
     timeout: float = 30.0
 
     @staticmethod
-    def resolve(server: str | None, token: str | None) -> Client:
+    def resolve(server: str | None, token: str | None, socket: str | None = None) -> Client:
         server = server or os.environ.get("PYKUEUE_SERVER")
         token = token or os.environ.get("PYKUEUE_TOKEN")
-        if not (server and token):
-            path = client_config_path()
-            try:
-                saved = json.loads(path.read_text())
-            except (OSError, ValueError):
-                saved = {}
-            server = server or saved.get("server")
-            token = token or saved.get("token")
+        saved = _saved()
+        if not (server or token):
+            socket = socket or os.environ.get("PYKUEUE_SOCKET")
+            if not socket:
+                candidates = [Path(saved["socket"])] if saved.get("socket") else []
+                socket = next(
+                    (str(p) for p in [*candidates, *paths.well_known_sockets()] if p.is_socket()), None
+                )
+            if socket:
+                return Client(SOCKET_BASE_URL, "", socket)
+        server = server or saved.get("server")
+        token = token or saved.get("token")
         if not server:
-            raise ClientError("no server: run `pykueue up`, or pass --server / set PYKUEUE_SERVER")
-        return Client(server.rstrip("/"), token or "")
+            raise ClientError(
+                "no server: run `pykueue up`, or pass --socket / --server (PYKUEUE_SOCKET / PYKUEUE_SERVER)"
+            )
+        return Client(str(server).rstrip("/"), str(token or ""))
+
+    @property
+    def where(self) -> str:
+        return f"the socket {self.socket}" if self.socket else self.server
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token and not self.socket else {}
+        transport = httpx.HTTPTransport(uds=self.socket) if self.socket else None
         try:
-            response = httpx.request(
-                method, self.server + path, headers=headers, timeout=self.timeout, **kwargs
-            )
+            with httpx.Client(transport=transport, timeout=self.timeout) as http:
+                response = http.request(method, self.server + path, headers=headers, **kwargs)
         except httpx.HTTPError as exc:
             raise ClientError(
-                f"cannot reach pykueue at {self.server}: {exc} (is `pykueue up` running?)"
+                f"cannot reach pykueue at {self.where}: {exc} (is `pykueue up` running?)"
             ) from None
         if response.status_code >= 400:
             try:

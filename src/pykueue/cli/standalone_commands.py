@@ -30,12 +30,16 @@ import yaml
 
 from pykueue.api import manifests
 from pykueue.cli.client import Client, ClientError
+from pykueue.errors import ParseError
 
 T = TypeVar("T")
 SERVER = typer.Option(
     None, "--server", help="URL of the pykueue API (default: PYKUEUE_SERVER or the client config)."
 )
 TOKEN = typer.Option(None, "--token", help="API token (default: PYKUEUE_TOKEN or the client config).")
+SOCKET = typer.Option(
+    None, "--socket", help="The server's Unix socket; no token needed (default: PYKUEUE_SOCKET, or found)."
+)
 NAMESPACE = typer.Option("default", "--namespace", "-n", help="Namespace of the object.")
 LISTS = ("clusterqueues", "localqueues", "workloads", "jobs")
 ALIASES = {"cq": "clusterqueues", "lq": "localqueues", "wl": "workloads", "job": "jobs"}
@@ -64,8 +68,8 @@ def _run(action: Callable[[], T]) -> T:
         raise typer.Exit(1) from None
 
 
-def _client(server: str | None, token: str | None) -> Client:
-    return _run(lambda: Client.resolve(server, token))
+def _client(server: str | None, token: str | None, socket: str | None = None) -> Client:
+    return _run(lambda: Client.resolve(server, token, socket))
 
 
 def _print_results(results: list[dict[str, str]]) -> None:
@@ -91,6 +95,7 @@ def job_manifest(
     retries: int,
     grace: int,
     workdir: str,
+    variables: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     requests: dict[str, str] = {"cpu": cpu}
     if memory:
@@ -113,6 +118,11 @@ def job_manifest(
                         "command": command,
                         "workingDir": workdir,
                         "resources": {"requests": requests},
+                        **(
+                            {"env": [{"name": k, "value": v} for k, v in variables.items()]}
+                            if variables
+                            else {}
+                        ),
                     }
                 ],
             }
@@ -136,25 +146,37 @@ def submit(
     cpu: str = typer.Option("1", "--cpu", help="CPU per pod (e.g. 4, 500m)."),
     memory: str = typer.Option(None, "--memory", help="Memory per pod (e.g. 16Gi)."),
     gpus: int = typer.Option(
-        0, "--gpus", help="GPUs per pod (nvidia.com/gpu), pinned with CUDA_VISIBLE_DEVICES."
+        0, "--gpus", min=0, help="GPUs per pod (nvidia.com/gpu), pinned with CUDA_VISIBLE_DEVICES."
     ),
     priority_class: str = typer.Option(None, "--priority-class", help="WorkloadPriorityClass name."),
-    parallelism: int = typer.Option(1, "--parallelism", help="Pods run at once."),
+    parallelism: int = typer.Option(1, "--parallelism", min=1, help="Pods run at once."),
     completions: int = typer.Option(
-        None, "--completions", help="Pods that must succeed (default: parallelism)."
+        None, "--completions", min=1, help="Pods that must succeed (default: parallelism)."
     ),
     retries: int = typer.Option(
-        0, "--retries", help="Failed pods retried before the job fails (backoffLimit)."
+        0, "--retries", min=0, help="Failed pods retried before the job fails (backoffLimit)."
     ),
-    grace: int = typer.Option(30, "--grace", help="Seconds between SIGTERM and SIGKILL on preemption."),
+    grace: int = typer.Option(
+        30, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL on preemption."
+    ),
+    env: list[str] = typer.Option(
+        None, "--env", "-e", help="KEY=VALUE for the job's environment (repeatable)."
+    ),
     wait: float = typer.Option(
         3.0, "--wait", help="Seconds to wait for the first decision (0: do not wait)."
     ),
     server: str = SERVER,
     token: str = TOKEN,
+    socket: str = SOCKET,
 ) -> None:
-    """Submit a command as a Job: `pykueue submit --queue main --gpus 1 -- python train.py`."""
-    api = _client(server, token)
+    """Submit a command as a Job: `pykueue submit --queue main --gpus 1 -- python train.py`.
+
+    The job runs in the current folder with a clean environment: your PATH (and VIRTUAL_ENV,
+    CONDA_PREFIX when set) is copied into it so the command resolves as in your shell; add
+    more with --env KEY=VALUE.
+    """
+    variables = _environment(env or [])
+    api = _client(server, token, socket)
     job_name = (
         name
         or f"{Path(command[0]).name.lower().replace('_', '-').replace('.', '-')[:40]}-{secrets.token_hex(3)}"
@@ -173,6 +195,7 @@ def submit(
         retries,
         grace,
         os.getcwd(),
+        variables,
     )
     text = yaml.safe_dump(manifest, sort_keys=False)
     result = _run(lambda: api.post("/api/v1/apply", {"files": [{"name": "submit", "text": text}]}))
@@ -206,6 +229,21 @@ def submit(
         typer.echo(f"state: {explanation['state']}")
 
 
+COPIED_VARIABLES = ("PATH", "VIRTUAL_ENV", "CONDA_PREFIX")
+
+
+def _environment(pairs: list[str]) -> dict[str, str]:
+    """The caller's PATH (and virtualenv / conda prefix), then every --env KEY=VALUE."""
+    variables = {k: os.environ[k] for k in COPIED_VARIABLES if os.environ.get(k)}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            typer.echo(f"error: --env {pair!r}: write KEY=VALUE", err=True)
+            raise typer.Exit(1)
+        variables[key] = value
+    return variables
+
+
 def _position_text(explanation: dict[str, Any]) -> str:
     position = explanation.get("position")
     cq = explanation.get("clusterQueue") or "?"
@@ -221,7 +259,11 @@ def _read_files(files: list[Path]) -> list[dict[str, str]]:
     out = []
     for path in files:
         if str(path) == "-":
-            out.append({"name": "stdin", "text": sys.stdin.read()})
+            try:
+                out.append({"name": "stdin", "text": sys.stdin.buffer.read().decode("utf-8")})
+            except UnicodeDecodeError as exc:
+                typer.echo(f"error: stdin: not UTF-8 text (byte {exc.start})", err=True)
+                raise typer.Exit(1) from None
             continue
         try:
             paths = manifests.manifest_files([path])
@@ -230,9 +272,9 @@ def _read_files(files: list[Path]) -> list[dict[str, str]]:
             raise typer.Exit(1) from None
         for item in paths:
             try:
-                out.append({"name": str(item), "text": item.read_text()})
-            except OSError as exc:
-                typer.echo(f"error: {item}: {exc.strerror}", err=True)
+                out.append({"name": str(item), "text": manifests.read_text(item)})
+            except ParseError as exc:
+                typer.echo(f"error: {exc}", err=True)
                 raise typer.Exit(1) from None
     return out
 
@@ -243,9 +285,10 @@ def apply(
     ),
     server: str = SERVER,
     token: str = TOKEN,
+    socket: str = SOCKET,
 ) -> None:
     """Create or update every object of the files, all at once or none at all."""
-    api = _client(server, token)
+    api = _client(server, token, socket)
     payload = _read_files(files)
     result = _run(lambda: api.post("/api/v1/apply", {"files": payload}))
     _print_results(result["results"])
@@ -258,17 +301,27 @@ def delete(
     namespace: str = NAMESPACE,
     server: str = SERVER,
     token: str = TOKEN,
+    socket: str = SOCKET,
 ) -> None:
     """Delete one object (KIND NAME) or every object of -f files."""
-    api = _client(server, token)
+    api = _client(server, token, socket)
     targets: list[tuple[str, str, str]] = []
     if files:
         for item in _read_files(files):
-            for doc in yaml.safe_load_all(item["text"]):
+            try:
+                docs = list(yaml.safe_load_all(item["text"]))
+            except yaml.YAMLError as exc:
+                typer.echo(f"error: {item['name']}: not valid YAML: {exc}", err=True)
+                raise typer.Exit(1) from None
+            for doc in docs:
                 if isinstance(doc, dict) and doc.get("kind"):
                     meta = doc.get("metadata") or {}
                     ns = meta.get("namespace") or ("default" if _namespaced(doc["kind"]) else "_")
                     targets.append((doc["kind"], ns, meta.get("name", "")))
+    elif kind and name and _kind(kind) == "Identity":
+        result = _run(lambda: api.delete(f"/api/v1/identities/{name}"))
+        typer.echo(f"{result['deleted']} deleted")
+        return
     elif kind and name:
         real = _kind(kind)
         targets.append((real, namespace if _namespaced(real) else "_", name))
@@ -295,6 +348,8 @@ _KINDS = {
     "resourceflavor": "ResourceFlavor",
     "cohort": "Cohort",
     "workloadpriorityclass": "WorkloadPriorityClass",
+    "identity": "Identity",
+    "identities": "Identity",
 }
 
 
@@ -323,13 +378,14 @@ def get(
     output: str = typer.Option("table", "--output", "-o", help="table or json"),
     server: str = SERVER,
     token: str = TOKEN,
+    socket: str = SOCKET,
 ) -> None:
     """List queues, workloads or jobs."""
     listing = ALIASES.get(what, what)
     if listing not in LISTS:
         typer.echo(f"error: cannot get {what!r}: choose one of {', '.join(LISTS)}", err=True)
         raise typer.Exit(1)
-    api = _client(server, token)
+    api = _client(server, token, socket)
     rows: list[dict[str, Any]] = _run(lambda: api.get(f"/api/v1/{listing}", namespace=namespace))
     if output == "json":
         typer.echo(json.dumps(rows, indent=2))
@@ -381,10 +437,21 @@ def get(
                     str(r["succeeded"]),
                     str(r["failed"]),
                     str(r["preemptions"]),
+                    str(r.get("interruptions", 0)),
                 ]
                 for r in rows
             ],
-            ["NAMESPACE", "NAME", "QUEUE", "STATE", "ACTIVE", "SUCCEEDED", "FAILED", "PREEMPTED"],
+            [
+                "NAMESPACE",
+                "NAME",
+                "QUEUE",
+                "STATE",
+                "ACTIVE",
+                "SUCCEEDED",
+                "FAILED",
+                "PREEMPTED",
+                "INTERRUPTED",
+            ],
         )
 
 
@@ -395,12 +462,13 @@ def describe(
     output: str = typer.Option("text", "--output", "-o", help="text or json"),
     server: str = SERVER,
     token: str = TOKEN,
+    socket: str = SOCKET,
 ) -> None:
     """Why a workload waits (quota / flavor mismatch / admission check), its position, its pods."""
     if what.lower() not in ("workload", "workloads", "wl", "job"):
         typer.echo("error: describe supports workload NAME (a job's name works too)", err=True)
         raise typer.Exit(1)
-    api = _client(server, token)
+    api = _client(server, token, socket)
     data: dict[str, Any] = _run(lambda: api.get(f"/api/v1/describe/workload/{namespace}/{name}"))
     if output == "json":
         typer.echo(json.dumps(data, indent=2))
@@ -427,13 +495,26 @@ def describe(
     if job:
         typer.echo(
             f"Job:       {job['state']}, active {job['active']}, succeeded {job['succeeded']}, "
-            f"failed {job['failed']}, preempted {job['preemptions']} time(s)"
+            f"failed {job['failed']}, preempted {job['preemptions']} time(s), "
+            f"interrupted by server restarts {job.get('interruptions', 0)} time(s)"
         )
+        if job.get("owner"):
+            typer.echo(
+                f"Runs as:   {job['owner']}"
+                + (f" (submitted by {job['submittedBy']})" if job.get("submittedBy") else "")
+            )
+        usage = job.get("usage") or {}
+        if usage.get("cpuSeconds") or usage.get("memoryPeakBytes"):
+            typer.echo(
+                f"Used:      {usage.get('cpuSeconds', 0)} CPU-seconds, peak memory "
+                f"{int(usage.get('memoryPeakBytes', 0)) // 2**20} MiB (pods that ended)"
+            )
         if job.get("waiting"):
             typer.echo(f"           {job['waiting']}")
     for pod in data.get("pods") or []:
         typer.echo(
-            f"Pod {pod['index']}:     pid {pod['pid']} devices [{','.join(pod['devices'])}] log {pod['log']}"
+            f"Pod {pod['index']}:     pid {pod['pid']} user {pod.get('user', '?')} "
+            f"devices [{','.join(pod['devices'])}]"
         )
     for warning in data.get("warnings") or []:
         typer.echo(f"Warning:   {warning}")
@@ -447,15 +528,16 @@ def logs(
     namespace: str = NAMESPACE,
     server: str = SERVER,
     token: str = TOKEN,
+    socket: str = SOCKET,
 ) -> None:
     """Print the output of a job's pods."""
-    api = _client(server, token)
+    api = _client(server, token, socket)
     text = _run(lambda: api.get(f"/api/v1/logs/{namespace}/{name}"))
     typer.echo(text, nl=False)
 
 
 def _set_active(
-    verb: str, what: str, name: str, namespace: str, server: str | None, token: str | None
+    verb: str, what: str, name: str, namespace: str, server: str | None, token: str | None, socket: str | None
 ) -> None:
     kind = {
         "workload": "workload",
@@ -467,7 +549,7 @@ def _set_active(
     if kind is None:
         typer.echo(f"error: cannot {verb} {what!r}: choose workload or clusterqueue", err=True)
         raise typer.Exit(1)
-    api = _client(server, token)
+    api = _client(server, token, socket)
     result = _run(lambda: api.post(f"/api/v1/{verb}", {"kind": kind, "namespace": namespace, "name": name}))
     typer.echo(" ".join(f"{k}={v}" for k, v in result.items()))
 
@@ -478,9 +560,10 @@ def stop(
     namespace: str = NAMESPACE,
     server: str = SERVER,
     token: str = TOKEN,
+    socket: str = SOCKET,
 ) -> None:
     """Stop a workload (spec.active=false: evicted, not requeued) or a ClusterQueue (stopPolicy Hold)."""
-    _set_active("stop", what, name, namespace, server, token)
+    _set_active("stop", what, name, namespace, server, token, socket)
 
 
 def resume(
@@ -489,14 +572,15 @@ def resume(
     namespace: str = NAMESPACE,
     server: str = SERVER,
     token: str = TOKEN,
+    socket: str = SOCKET,
 ) -> None:
     """Resume a stopped workload or ClusterQueue."""
-    _set_active("resume", what, name, namespace, server, token)
+    _set_active("resume", what, name, namespace, server, token, socket)
 
 
 def token(
-    action: str = typer.Argument(..., help="create"),
-    name: str = typer.Argument(..., help="Identity name."),
+    action: str = typer.Argument(..., help="create | revoke | list"),
+    name: str = typer.Argument(None, help="Identity name."),
     role: str = typer.Option("tenant", "--role", help="admin or tenant"),
     namespaces: list[str] = typer.Option(
         None, "--namespace", "-n", help="Namespaces a tenant may submit to."
@@ -504,19 +588,53 @@ def token(
     priority_classes: list[str] = typer.Option(
         None, "--priority-class", help="Priority classes a tenant may use."
     ),
+    unix_user: str = typer.Option(
+        None, "--unix-user", help="Local user it is: uses the socket without a token; its jobs run as it."
+    ),
     server: str = SERVER,
     token: str = TOKEN,
+    socket: str = SOCKET,
 ) -> None:
-    """Create (or replace) an identity and print its new token (admins only)."""
-    if action != "create":
-        typer.echo("error: only `pykueue token create NAME` is supported", err=True)
+    """Identities (admins only): create one and print its new token, revoke its token, list them.
+
+    `create` on an existing name replaces it and its token. `revoke` makes its token useless at
+    once (the identity stays; `create` gives it a new one). `pykueue delete identity NAME`
+    removes it.
+    """
+    if action not in ("create", "revoke", "list"):
+        typer.echo("error: choose create, revoke or list", err=True)
         raise typer.Exit(1)
-    api = _client(server, token)
-    body = {
+    if action != "list" and not name:
+        typer.echo(f"error: token {action} needs a NAME", err=True)
+        raise typer.Exit(1)
+    api = _client(server, token, socket)
+    if action == "list":
+        rows = _run(lambda: api.get("/api/v1/identities"))
+        _table(
+            [
+                [
+                    r["name"],
+                    r["role"],
+                    ",".join(r["namespaces"]),
+                    ",".join(r["priorityClasses"]),
+                    r.get("unixUser", ""),
+                ]
+                for r in rows
+            ],
+            ["NAME", "ROLE", "NAMESPACES", "PRIORITY CLASSES", "UNIX USER"],
+        )
+        return
+    if action == "revoke":
+        result = _run(lambda: api.post(f"/api/v1/identities/{name}/revoke", {}))
+        typer.echo(f"the token of {result['revoked']} is revoked")
+        return
+    body: dict[str, Any] = {
         "name": name,
         "role": role,
         "namespaces": namespaces or [],
         "priorityClasses": priority_classes or [],
     }
+    if unix_user:
+        body["unixUser"] = unix_user
     result = _run(lambda: api.post("/api/v1/identities", body))
     typer.echo(result["token"])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import typer
 
-from pykueue.cli import client
+from pykueue import paths
 
 DEMO_CONFIG = Path("examples/standalone/config.yaml")
 
@@ -38,13 +38,23 @@ def up(
     ),
     demo: bool = typer.Option(False, "--demo", help="Apply the config's demo jobs and show every decision."),
     quiet: bool = typer.Option(False, "--quiet", help="Do not print decisions and events."),
+    socket: Path = typer.Option(
+        None,
+        "--socket",
+        help="Unix socket for local users, who need no token (default: /run/pykueue/pykueue.sock as root).",
+    ),
+    work_dir: Path = typer.Option(
+        None,
+        "--work-dir",
+        help="Where jobs without a workingDir get a folder of their own (default: outside the data folder).",
+    ),
 ) -> None:
     """Run standalone pykueue until Ctrl-C: queues, quotas and preemption for jobs on this machine."""
     if demo and config is None and DEMO_CONFIG.exists():
         config = DEMO_CONFIG
     if data is None:
         # A demo starts from nothing every time; a real server keeps its state.
-        data = Path(tempfile.mkdtemp(prefix="pykueue-demo-")) if demo else client.data_home()
+        data = Path(tempfile.mkdtemp(prefix="pykueue-demo-")) if demo else paths.data_home()
     if config is not None and not config.exists():
         typer.echo(f"error: {config}: no such config file", err=True)
         raise typer.Exit(1)
@@ -59,10 +69,18 @@ def up(
         "--port",
         str(port),
         "--client-config",
-        str(client.client_config_path()),
+        str(paths.client_config_path()),
     ]
     if config is not None:
         argv += ["--config", str(config)]
+    if demo:
+        # A demo never takes the machine's shared socket, nor leaves folders outside its own.
+        socket = socket or data / "pykueue.sock"
+        work_dir = work_dir or data.parent / f"{data.name}-work"
+    if socket is not None:
+        argv += ["--socket", str(socket)]
+    if work_dir is not None:
+        argv += ["--work-dir", str(work_dir)]
     if demo:
         argv.append("--demo")
     if quiet:

@@ -5,24 +5,30 @@ store and, for each one the job adapter has unsuspended:
 
 * starts its pods (``parallelism`` at a time, the admitted count) until
   ``completions`` (default: ``parallelism``) indexes have exited 0. A pod is
-  ``command + args`` of the first container in a new session (its own process
-  group), with the container's ``env``; the image is ignored, and the Job's
-  status says so;
+  ``command + args`` of the first container in a new session, fenced in as
+  `isolation` describes: its owner's user, its own folder and cgroup, a clean
+  environment with the container's ``env``; the image is ignored, and the
+  Job's status says so;
 * pins GPUs: a pod asking ``nvidia.com/gpu: N`` gets N devices of the admitted
   flavor's pool in ``CUDA_VISIBLE_DEVICES`` (empty for the others), from a
-  `node.DeviceTable` that frees a device only when the pod's whole process
-  group is gone; a pod waits while its devices are still held;
-* captures each pod's output in ``logs/<namespace>/<job>/<index>.log``;
+  `node.DeviceTable` that frees a device only when every process of the pod
+  (its cgroup, or its group and session) is gone; a pod waits while its
+  devices are still held;
+* captures each pod's output in ``logs/<namespace>/<job>/<job uid>/<index>.log``
+  (a new job of an old name starts with no logs; deleting a job deletes them);
 * counts exits: 0 completes the index; anything else is a failure, retried
-  until the Job's ``backoffLimit`` (default 6) is exceeded, then the Job fails;
-* stops a suspended Job: SIGTERM to every pod's group, the pod's
+  after a back-off (10 s, doubled per failure, at most 6 min, as the Job
+  controller does) until the Job's ``backoffLimit`` (default 6) is exceeded,
+  then the Job fails;
+* stops a suspended Job: SIGTERM to every process of each pod, the pod's
   ``terminationGracePeriodSeconds`` (default 30) to finish, then SIGKILL. Such
   an exit is not a failure; the next start sees ``PYKUEUE_PREEMPTED=1``.
 
-Crash safety: every pod carries ``PYKUEUE_STORE=<store file>`` in its
-environment. On start, before anything runs, the executor kills every process
-that carries its marker (left by a server that died) and waits until they are
-gone; their Jobs, still admitted, start their unfinished indexes again with
+Crash safety: every pod runs in a cgroup under the store's subtree and carries
+``PYKUEUE_STORE=<store file>`` in its environment. On start, before anything
+runs, the executor kills every process of that subtree and every process that
+carries the marker (left by a server that died) and waits until they are gone;
+their Jobs, still admitted, start their unfinished indexes again with
 ``PYKUEUE_PREEMPTED=1``. So no pod ever runs twice at once, at the price of
 restarting work that was in flight (at-least-once execution).
 
@@ -37,7 +43,9 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +54,9 @@ from pathlib import Path
 from typing import Any
 
 from pykueue.controllers import jobframework
+from pykueue.controllers.accounts import AccountError, RunAs
+from pykueue.controllers.cgroups import Limits, PodCgroup, Usage
+from pykueue.controllers.isolation import POD_MARKER_ENV, Isolation, child_setup, sweep
 from pykueue.controllers.node import GPU_RESOURCE, DeviceTable, Node
 from pykueue.errors import NotFound
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, version_number
@@ -56,15 +67,29 @@ MARKER_ENV = "PYKUEUE_STORE"
 DEFAULT_GRACE_SECONDS = 30
 DEFAULT_BACKOFF_LIMIT = 6
 IMAGE_WARNING = "the container image is ignored in standalone mode: the command runs on this machine"
+REAP_SECONDS = 10.0  # how long a pod's leftovers may take to die after SIGKILL before we stop waiting
 
 
 def _now_text() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Delay before a failed pod starts again: ``base`` doubled per failure, at most ``most``."""
+
+    base: float = 10.0
+    most: float = 360.0
+
+    def delay(self, failures: int) -> float:
+        if failures <= 0 or self.base <= 0:
+            return 0.0
+        return float(min(self.most, self.base * 2 ** min(failures - 1, 30)))
+
+
 @dataclass
 class Pod:
-    """One running (or terminating) process group of a Job."""
+    """One running (or terminating) pod of a Job: its leading process and its fence."""
 
     job: Key
     index: int
@@ -72,11 +97,32 @@ class Pod:
     devices: list[str]
     log_path: Path
     grace: float
+    user: str
+    marker: str
+    cgroup: PodCgroup | None = None
     stopping: bool = False
 
     @property
     def holder(self) -> str:
         return f"{self.job}#{self.index}"
+
+    def signal_all(self, sig: int) -> None:
+        """``sig`` to every process of the pod: its cgroup, or its process group."""
+        if self.cgroup is not None:
+            self.cgroup.signal(sig)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, sig)
+
+    def kill_all(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        if self.cgroup is None:
+            sweep(self.process.pid, f"{POD_MARKER_ENV}={self.marker}")
+
+    def gone(self) -> bool:
+        return self.cgroup.empty() if self.cgroup is not None else True
 
 
 @dataclass
@@ -89,22 +135,32 @@ class JobRun:
     interruptions: int = 0
     start_time: str = ""
     outcome: tuple[str, str, str] | None = None  # (condition type, reason, message) once finished
-    waiting: str = ""  # why a pod is not started (devices, no command)
+    waiting: str = ""  # why a pod is not started (devices, no command, back-off)
+    retry_at: dict[int, float] = field(default_factory=dict)  # index -> monotonic time it may start again
+    cpu_seconds: float = 0.0
+    memory_peak: int = 0
 
     @staticmethod
     def from_status(status: Manifest) -> JobRun:
         extra = status.get("pykueue") or {}
+        usage = extra.get("usage") or {}
         run = JobRun(
             completed=set(extra.get("completed", [])),
             failed=int(status.get("failed", 0)),
             preemptions=int(extra.get("preemptions", 0)),
             interruptions=int(extra.get("interruptions", 0)),
             start_time=str(status.get("startTime", "")),
+            cpu_seconds=float(usage.get("cpuSeconds", 0.0)),
+            memory_peak=int(usage.get("memoryPeakBytes", 0)),
         )
         for cond in status.get("conditions", []):
             if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
                 run.outcome = (cond["type"], cond.get("reason", ""), cond.get("message", ""))
         return run
+
+    def add_usage(self, usage: Usage) -> None:
+        self.cpu_seconds = round(self.cpu_seconds + usage.cpu_seconds, 3)
+        self.memory_peak = max(self.memory_peak, usage.memory_peak_bytes)
 
 
 class LocalExecutor:
@@ -116,25 +172,33 @@ class LocalExecutor:
         node: Node,
         data_dir: Path,
         marker: str,
-        record: Callable[[str], None] = lambda message: None,
+        isolation: Isolation,
+        record: Callable[[str, str], None] = lambda message, namespace: None,
+        backoff: Backoff | None = None,
     ) -> None:
         self.store = store
         self.devices = DeviceTable(node)
         self.data_dir = data_dir
         self.marker = marker
+        self.isolation = isolation
         self.record = record
+        self.backoff = backoff or Backoff()
         self.jobs: dict[Key, Manifest] = {}
         self.runs: dict[Key, JobRun] = {}
         self.pods: dict[Key, dict[int, Pod]] = {}
         self._dirty: set[Key] = set()
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._serial = 0
         self.starts = 0  # pods started since this executor began (for tests and metrics)
 
     # ------------------------------------------------------------ start up
 
     def kill_leftovers(self, timeout: float = 15.0) -> int:
         """Kill every process left by an earlier server on this store; wait until they are gone."""
+        stuck = 0
+        if self.isolation.cgroups is not None:
+            stuck = self.isolation.cgroups.kill_leftovers(timeout)
         found = _marked_processes(f"{MARKER_ENV}={self.marker}")
         for pid in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -145,7 +209,7 @@ class LocalExecutor:
         while found and time.monotonic() < deadline:
             found = [pid for pid in found if _alive(pid)]
             time.sleep(0.02)
-        return len(found)
+        return stuck + len(found)
 
     async def sync(self) -> str:
         items, version = await self.store.list("Job")
@@ -199,6 +263,7 @@ class LocalExecutor:
         key = Key.of(event.object)
         if event.type == "DELETED":
             self.jobs.pop(key, None)
+            self._forget_files(key, event.object)
         else:
             current = self.jobs.get(key)
             if current is not None and version_number(current) > version_number(event.object):
@@ -206,6 +271,14 @@ class LocalExecutor:
             self.jobs[key] = event.object
             self.runs.setdefault(key, JobRun.from_status(event.object.get("status") or {}))
         self._dirty.add(key)
+
+    def _forget_files(self, key: Key, job: Manifest) -> None:
+        """A deleted job's logs and folder go with it, as a pod's do in Kubernetes."""
+        shutil.rmtree(self._log_folder(key, job), ignore_errors=True)
+        self.isolation.remove_job_folder(key, job)
+
+    def _log_folder(self, key: Key, job: Manifest) -> Path:
+        return log_folder(self.data_dir, key.namespace, key.name, str(job["metadata"].get("uid") or ""))
 
     async def shutdown(self) -> None:
         """Leave pods running: a restarted server kills and restarts them (see the module doc)."""
@@ -217,15 +290,15 @@ class LocalExecutor:
         """Stop every pod (SIGTERM, then SIGKILL after its grace, capped at ``timeout``)."""
         pods = [pod for pods in self.pods.values() for pod in pods.values()]
         for pod in pods:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pod.process.pid, signal.SIGTERM)
+            pod.signal_all(signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for pod in pods:
             grace = max(0.0, min(pod.grace, deadline - time.monotonic()))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(pod.process.wait(), timeout=grace)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pod.process.pid, signal.SIGKILL)
+            pod.kill_all()
+        for pod in pods:
+            await self._reap(pod)
 
     def _wants_pods(self, key: Key) -> bool:
         job = self.jobs.get(key)
@@ -253,12 +326,15 @@ class LocalExecutor:
                 self._stop(pod)
             return
         if _suspended(job):
+            run.retry_at.clear()  # a preemption ends the back-off: the next admission starts afresh
             live = [pod for pod in pods.values() if not pod.stopping]
             if live:
                 run.preemptions += 1
                 reason = _eviction_reason(await self._workload(key, job))
                 run.start_time = ""  # as the job controller: a suspended Job has no startTime
-                self.record(f"{key.namespace}/{key.name}: stopping {len(live)} pod(s): {reason}")
+                self.record(
+                    f"{key.namespace}/{key.name}: stopping {len(live)} pod(s): {reason}", key.namespace
+                )
                 for pod in live:
                     self._stop(pod)
                 await self._write_status(key)
@@ -276,13 +352,29 @@ class LocalExecutor:
             return  # a stop is still in progress: wait for its pods to be gone
         running = set(pods)
         todo = [i for i in range(completions) if i not in run.completed and i not in running]
+        now = time.monotonic()
         started = False
         for index in todo[: max(0, parallelism - len(running))]:
+            due = run.retry_at.get(index, 0.0)
+            if due > now:
+                self._wake_at(due)
+                message = (
+                    f"pod {index} starts again in {due - now:.0f} s (back-off after {run.failed} failure(s))"
+                )
+                if not run.waiting.startswith(f"pod {index} starts again"):
+                    run.waiting = message
+                    await self._write_status(key)
+                continue
+            run.retry_at.pop(index, None)
             if not await self._start(key, job, run, index):
                 break
             started = True
         if started:
             await self._write_status(key)
+
+    def _wake_at(self, due: float) -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_later(max(0.0, due - time.monotonic()) + 0.01, self._wake.set)
 
     async def _start(self, key: Key, job: Manifest, run: JobRun, index: int) -> bool:
         template = (job.get("spec") or {}).get("template") or {}
@@ -291,13 +383,16 @@ class LocalExecutor:
         container = containers[0]
         argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
         if not argv:
-            run.outcome = (
-                "Failed",
+            return await self._fail_job(
+                key,
+                run,
                 "NoCommand",
                 "the container has no command: standalone mode cannot run an image's entrypoint",
             )
-            await self._write_status(key)
-            return False
+        try:
+            owner = self.isolation.run_as(job)
+        except AccountError as exc:
+            return await self._fail_job(key, run, "NoSuchUser", str(exc))
         gpus = _gpu_count(container)
         flavors = _admitted_flavors(await self._workload(key, job)) if gpus else {}
         holder = f"{key}#{index}"
@@ -309,16 +404,24 @@ class LocalExecutor:
                 await self._write_status(key)
             return False
         run.waiting = ""
-        log_path = self.data_dir / "logs" / key.namespace / key.name / f"{index}.log"
+        log_path = self._log_folder(key, job) / f"{index}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = self._environment(key, job, run, container, index, devices)
-        workdir = container.get("workingDir") or ""
-        if not workdir or not Path(workdir).is_dir():
-            workdir = str(self.data_dir / "work" / key.namespace / key.name)
-            Path(workdir).mkdir(parents=True, exist_ok=True)
+        folder = self._folder_for(key, job, container, owner)
+        self._serial += 1
+        marker = f"{self.marker}#{self._serial}"
+        env = self.isolation.environment(
+            owner, folder, container, self._variables(key, run, index, devices, marker)
+        )
+        cgroup = None
+        if self.isolation.cgroups is not None:
+            job_folder = f"{key.namespace}.{key.name}.{str(job['metadata'].get('uid') or '')[:8]}"
+            cgroup = self.isolation.cgroups.pod(job_folder, index, Limits.of_container(container))
+        switch = owner if self.isolation.switch_users and owner.uid != os.getuid() else None
+        setup = child_setup(cgroup.procs_files if cgroup is not None else [], switch, str(folder))
         with open(log_path, "ab") as out:
             out.write(
-                f"--- pykueue: start of pod {index} at {_now_text()} devices={','.join(devices)}\n".encode()
+                f"--- pykueue: start of pod {index} at {_now_text()} as {owner.name} "
+                f"devices={','.join(devices)}\n".encode()
             )
             out.flush()
             try:
@@ -328,24 +431,42 @@ class LocalExecutor:
                     stdout=out,
                     stderr=asyncio.subprocess.STDOUT,
                     env=env,
-                    cwd=workdir,
-                    start_new_session=True,  # its own process group: signals reach the whole pod
+                    start_new_session=True,  # its own session and process group
+                    preexec_fn=setup,
                 )
-            except OSError as exc:
+            except (OSError, subprocess.SubprocessError) as exc:
                 self.devices.release(holder)
+                if cgroup is not None:
+                    cgroup.remove()
                 out.write(f"--- pykueue: cannot start {argv[0]}: {exc}\n".encode())
                 await self._pod_exited(key, index, 127, stopping=False)
                 return True
         grace = float(pod_spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
-        pod = Pod(key, index, process, devices, log_path, grace)
+        pod = Pod(key, index, process, devices, log_path, grace, owner.name, marker, cgroup)
         self.pods.setdefault(key, {})[index] = pod
         self.starts += 1
         gpus_text = f", GPUs {','.join(devices)}" if devices else ""
-        self.record(f"{key.namespace}/{key.name}: pod {index} started (pid {process.pid}{gpus_text})")
+        self.record(
+            f"{key.namespace}/{key.name}: pod {index} started (pid {process.pid}, user {owner.name}{gpus_text})",
+            key.namespace,
+        )
         if not run.start_time:
             run.start_time = _now_text()
         self._spawn(self._watch_pod(pod))
         return True
+
+    def _folder_for(self, key: Key, job: Manifest, container: Manifest, owner: RunAs) -> Path:
+        """The container's workingDir when given (entered as the owner), else the job's own folder."""
+        wanted = str(container.get("workingDir") or "")
+        if wanted and os.path.isabs(wanted) and os.path.isdir(wanted):
+            return Path(wanted)  # whether the owner may enter it is checked as the owner, in the child
+        return self.isolation.make_job_folder(key, job, owner)
+
+    async def _fail_job(self, key: Key, run: JobRun, reason: str, message: str) -> bool:
+        run.outcome = ("Failed", reason, message)
+        self.record(f"{key.namespace}/{key.name}: failed ({message})", key.namespace)
+        await self._write_status(key)
+        return False
 
     async def _workload(self, key: Key, job: Manifest) -> Manifest | None:
         """The job's Workload (named as the job reconciler names it), or None."""
@@ -356,26 +477,22 @@ class LocalExecutor:
         except NotFound:
             return None
 
-    def _environment(
-        self, key: Key, job: Manifest, run: JobRun, container: Manifest, index: int, devices: list[str]
+    def _variables(
+        self, key: Key, run: JobRun, index: int, devices: list[str], marker: str
     ) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYKUEUE_")}
-        for item in container.get("env") or []:
-            if "name" in item and "value" in item:
-                env[str(item["name"])] = str(item["value"])
-        env.update(
-            {
-                MARKER_ENV: self.marker,
-                "PYKUEUE_NAMESPACE": key.namespace,
-                "PYKUEUE_JOB": key.name,
-                "PYKUEUE_POD_INDEX": str(index),
-                "JOB_COMPLETION_INDEX": str(index),
-                "CUDA_VISIBLE_DEVICES": ",".join(devices),
-            }
-        )
+        """pykueue's own variables, set last so a Job cannot hide them."""
+        variables = {
+            MARKER_ENV: self.marker,
+            POD_MARKER_ENV: marker,
+            "PYKUEUE_NAMESPACE": key.namespace,
+            "PYKUEUE_JOB": key.name,
+            "PYKUEUE_POD_INDEX": str(index),
+            "JOB_COMPLETION_INDEX": str(index),
+            "CUDA_VISIBLE_DEVICES": ",".join(devices),
+        }
         if run.preemptions or run.interruptions:
-            env["PYKUEUE_PREEMPTED"] = "1"
-        return env
+            variables["PYKUEUE_PREEMPTED"] = "1"
+        return variables
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -386,10 +503,10 @@ class LocalExecutor:
 
     async def _watch_pod(self, pod: Pod) -> None:
         code = await pod.process.wait()
-        # The leader is gone; whatever it left in its group goes too, before devices are freed.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pod.process.pid, signal.SIGKILL)
-        self.devices.release(pod.holder)
+        # The leader is gone; whatever it left behind, detached or not, goes too, before
+        # its devices are freed.
+        pod.kill_all()
+        await self._reap(pod)
         pods = self.pods.get(pod.job, {})
         if pods.get(pod.index) is pod:
             del pods[pod.index]
@@ -397,6 +514,25 @@ class LocalExecutor:
             out.write(f"--- pykueue: pod {pod.index} exited with {code} at {_now_text()}\n".encode())
         await self._pod_exited(pod.job, pod.index, code, pod.stopping)
         self._wake.set()
+
+    async def _reap(self, pod: Pod) -> None:
+        """Wait until every process of the pod is gone, then free its devices and its cgroup."""
+        deadline = time.monotonic() + REAP_SECONDS
+        while not pod.gone() and time.monotonic() < deadline:
+            pod.kill_all()
+            await asyncio.sleep(0.02)
+        if pod.cgroup is not None:
+            run = self.runs.get(pod.job)
+            if run is not None:
+                run.add_usage(pod.cgroup.usage())
+            if pod.gone():
+                pod.cgroup.remove()
+            else:
+                log.warning(
+                    "%s: processes of pod %s would not die; its devices stay held", pod.job, pod.index
+                )
+                return
+        self.devices.release(pod.holder)
 
     async def _pod_exited(self, key: Key, index: int, code: int, stopping: bool) -> None:
         run = self.runs.get(key)
@@ -413,7 +549,7 @@ class LocalExecutor:
             _, completions = job_counts(spec)
             if len(run.completed) >= completions:
                 run.outcome = ("Complete", "Completed", f"{completions} pod(s) succeeded")
-                self.record(f"{key.namespace}/{key.name}: completed")
+                self.record(f"{key.namespace}/{key.name}: completed", key.namespace)
         else:
             run.failed += 1
             limit = _int(spec.get("backoffLimit"), DEFAULT_BACKOFF_LIMIT)
@@ -423,9 +559,11 @@ class LocalExecutor:
                     "BackoffLimitExceeded",
                     f"pod {index} exited with {code}; {run.failed} failure(s) exceed backoffLimit {limit}",
                 )
-                self.record(f"{key.namespace}/{key.name}: failed ({run.outcome[2]})")
+                self.record(f"{key.namespace}/{key.name}: failed ({run.outcome[2]})", key.namespace)
                 for pod in self.pods.get(key, {}).values():
                     self._stop(pod)
+            else:
+                run.retry_at[index] = time.monotonic() + self.backoff.delay(run.failed)
         await self._write_status(key)
 
     def _stop(self, pod: Pod) -> None:
@@ -435,13 +573,11 @@ class LocalExecutor:
         self._spawn(self._terminate(pod))
 
     async def _terminate(self, pod: Pod) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pod.process.pid, signal.SIGTERM)
+        pod.signal_all(signal.SIGTERM)
         try:
             await asyncio.wait_for(asyncio.shield(pod.process.wait()), timeout=pod.grace)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pod.process.pid, signal.SIGKILL)
+            pod.kill_all()
 
     # -------------------------------------------------------------- status
 
@@ -463,14 +599,16 @@ class LocalExecutor:
                     {
                         "index": pod.index,
                         "pid": pod.process.pid,
+                        "user": pod.user,
                         "devices": pod.devices,
-                        "log": str(pod.log_path),
+                        "cgroup": pod.cgroup.name if pod.cgroup is not None else "",
                         "stopping": pod.stopping,
                     }
                     for pod in sorted(pods.values(), key=lambda p: p.index)
                 ],
                 "warnings": [IMAGE_WARNING] if _has_image(job) else [],
                 "waiting": run.waiting,
+                "usage": {"cpuSeconds": run.cpu_seconds, "memoryPeakBytes": run.memory_peak},
             },
         }
         if run.start_time:
@@ -510,6 +648,11 @@ class LocalExecutor:
         current = self.jobs.get(key)
         if current is None or version_number(current) < version_number(written):
             self.jobs[key] = written
+
+
+def log_folder(data_dir: Path, namespace: str, job: str, uid: str) -> Path:
+    """Where one job's pod logs are: by uid, so a new job of a deleted job's name starts empty."""
+    return data_dir / "logs" / namespace / job / (uid or "nouid")
 
 
 def _int(value: Any, default: int) -> int:

@@ -21,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--client-config", type=Path, default=None)
     parser.add_argument("--demo", action="store_true")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--socket", type=Path, default=None)
+    parser.add_argument("--work-dir", type=Path, default=None)
     args = parser.parse_args(argv)
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>` prints every thread's stack
     options = runtime.Options(
@@ -31,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         demo=args.demo,
         client_config=args.client_config,
         quiet=args.quiet,
+        socket=args.socket,
+        work_dir=args.work_dir,
     )
     try:
         runtime.serve(options)

@@ -1,6 +1,6 @@
 """The HTTP API of standalone pykueue (FastAPI): everything the CLI does goes through here.
 
-    GET    /healthz                                  no token needed
+    GET    /healthz                                  no identity needed
     GET    /api/v1/whoami | /api/v1/node | /api/v1/events?after=N
     GET    /api/v1/{clusterqueues|localqueues|workloads|jobs}      rows for `pykueue get`
     GET    /api/v1/objects/{kind}[/{namespace}/{name}]             stored manifests ("_" = no namespace)
@@ -9,34 +9,46 @@
     GET    /api/v1/describe/workload/{namespace}/{name}            why it waits, its position
     GET    /api/v1/logs/{namespace}/{name}                         a job's pod logs
     POST   /api/v1/{stop|resume}  {"kind": "workload"|"clusterqueue", "namespace", "name"}
-    POST   /api/v1/identities     {"name", "role", "namespaces", "priorityClasses"} -> a new token
+    GET    /api/v1/identities                                      admins only
+    POST   /api/v1/identities     {"name", "role", "namespaces", "priorityClasses", "unixUser"} -> a token
+    POST   /api/v1/identities/{name}/revoke                        the identity's token stops working
+    DELETE /api/v1/identities/{name}
 
-Every request but /healthz carries ``Authorization: Bearer <token>``. Errors
-are JSON ``{"error": "...", "problems": [...]}`` with 400 (bad input), 401
-(no or unknown token), 403 (not allowed, and why), 404 and 409; never a
-traceback.
+A request on the server's Unix socket is its caller's Unix user (`peer`); any
+other request carries ``Authorization: Bearer <token>``. Every input goes
+through `inputs` first; errors are JSON ``{"error": "...", "problems": [...]}``
+with 400, 401, 403, 404, 409, 413, 415 or 422 (`inputs` says which is which);
+an unexpected failure is a 500 in the same shape, its traceback in the
+server's log only.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pykueue.api import defaults
+from pykueue.api import defaults, manifests
 from pykueue.controllers import jobframework
-from pykueue.controllers.executor import LocalExecutor
+from pykueue.controllers.accounts import AccountError
+from pykueue.controllers.executor import LocalExecutor, log_folder
 from pykueue.controllers.node import Node
 from pykueue.controllers.standalone import StandaloneManager
 from pykueue.controllers.workloads import StandaloneAdmission
-from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, ValidationError
-from pykueue.server import applying, auth, views
+from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, ParseError, ValidationError
+from pykueue.server import applying, auth, inputs, owners, views
+from pykueue.server.peer import PEER_STATE_KEY, Peer
 from pykueue.store.base import Key, Manifest
+
+log = logging.getLogger(__name__)
 
 ROW_KINDS = {
     "clusterqueues": "ClusterQueue",
@@ -44,6 +56,8 @@ ROW_KINDS = {
     "workloads": "Workload",
     "jobs": "Job",
 }
+OBJECT_KINDS = {*manifests.KNOWN_KINDS, auth.IDENTITY_KIND}
+HIDDEN_HOLDER = "a job of another namespace"
 
 
 @dataclass
@@ -57,64 +71,105 @@ class ServerContext:
     authenticator: auth.Authenticator
     node: Node
     data_dir: Path
+    owners: owners.Owners = field(default_factory=owners.Owners)
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
-class ApiError(Exception):
-    def __init__(self, status: int, message: str, problems: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.problems = problems or []
+class ApiError(inputs.InputRefused):
+    """A refusal decided by a route (same shape as the boundary's)."""
 
 
 def _error(status: int, message: str, problems: list[str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message, "problems": problems or []}, status_code=status)
 
 
-def create_app(ctx: ServerContext) -> FastAPI:
-    app = FastAPI(title="pykueue", docs_url=None, redoc_url=None, openapi_url=None)
-    registry = jobframework.default_registry()
-
-    async def on_api_error(_: Request, exc: Exception) -> Response:
-        assert isinstance(exc, ApiError)
+def _handlers(app: FastAPI) -> None:
+    async def refused_at_boundary(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, inputs.InputRefused)
         return _error(exc.status, exc.message, exc.problems)
 
-    async def on_refused(_: Request, exc: Exception) -> Response:
+    async def refused(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, applying.Refused)
         return _error(403, "refused", exc.problems)
 
-    async def on_input_error(_: Request, exc: Exception) -> Response:
+    async def too_large(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, applying.TooLarge)
+        return _error(413, "an object is too large", exc.problems)
+
+    async def input_error(_: Request, exc: Exception) -> Response:
         if isinstance(exc, ValidationError):
-            return _error(400, "invalid input", [str(p) for p in exc.problems])
+            return _error(422, "invalid input", [str(p) for p in exc.problems])
+        if isinstance(exc, ParseError):
+            return _error(400, "the input cannot be read", [str(exc)])
         return _error(400, str(exc), [str(exc)])
 
-    async def on_not_found(_: Request, exc: Exception) -> Response:
+    async def request_values(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        problems = [
+            f"{manifests.format_loc(e.get('loc', ()))}: {e.get('msg', 'invalid')}" for e in exc.errors()
+        ]
+        return _error(422, "the request's values do not fit this route", problems)
+
+    async def routing(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        return _error(exc.status_code, str(exc.detail))
+
+    async def not_found(_: Request, exc: Exception) -> Response:
         return _error(404, str(exc))
 
-    async def on_conflict(_: Request, exc: Exception) -> Response:
+    async def conflict(_: Request, exc: Exception) -> Response:
         return _error(409, str(exc))
 
-    app.add_exception_handler(ApiError, on_api_error)
-    app.add_exception_handler(applying.Refused, on_refused)
-    app.add_exception_handler(InputError, on_input_error)
-    app.add_exception_handler(NotFound, on_not_found)
-    app.add_exception_handler(Conflict, on_conflict)
-    app.add_exception_handler(AlreadyExists, on_conflict)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return _error(500, "internal error: the server's log has the details")
+
+    app.add_exception_handler(inputs.InputRefused, refused_at_boundary)
+    app.add_exception_handler(applying.Refused, refused)
+    app.add_exception_handler(applying.TooLarge, too_large)
+    app.add_exception_handler(InputError, input_error)
+    app.add_exception_handler(RequestValidationError, request_values)
+    app.add_exception_handler(StarletteHTTPException, routing)
+    app.add_exception_handler(NotFound, not_found)
+    app.add_exception_handler(Conflict, conflict)
+    app.add_exception_handler(AlreadyExists, conflict)
+    app.add_exception_handler(Exception, unexpected)
+
+
+def create_app(ctx: ServerContext) -> FastAPI:
+    app = FastAPI(title="pykueue", docs_url=None, redoc_url=None, openapi_url=None)
+    registry = jobframework.default_registry()
+    _handlers(app)
 
     async def caller(request: Request) -> auth.Identity:
+        peer = request.scope.get("state", {}).get(PEER_STATE_KEY)
+        if isinstance(peer, Peer):
+            identity = await ctx.authenticator.identify_peer(peer.uid)
+            if identity is None:
+                raise ApiError(
+                    403,
+                    f"Unix user uid {peer.uid} has no pykueue identity; an admin can map one: "
+                    f"pykueue token create NAME --unix-user USER -n NAMESPACE",
+                )
+            return identity
         header = request.headers.get("authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else ""
         if not token:
-            raise ApiError(401, "no token: pass --token, set PYKUEUE_TOKEN, or run `pykueue up` to write one")
+            raise ApiError(401, "no token: pass --token, set PYKUEUE_TOKEN, or use the server's Unix socket")
         identity = await ctx.authenticator.identify(token)
         if identity is None:
-            raise ApiError(401, "unknown token")
+            raise ApiError(401, "unknown or revoked token")
         return identity
 
     def need_admin(identity: auth.Identity, what: str) -> None:
         if not identity.is_admin:
             raise ApiError(403, f"tenant {identity.name} may not {what}: only admins may")
+
+    def may_see(identity: auth.Identity, namespace: str) -> bool:
+        return identity.is_admin or not namespace or namespace in identity.namespaces
+
+    def optional_namespace(value: str | None) -> str | None:
+        return None if value is None else inputs.namespace_of(value, where="query")
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -126,49 +181,42 @@ def create_app(ctx: ServerContext) -> FastAPI:
 
     @app.get("/api/v1/node")
     async def node(request: Request) -> dict[str, Any]:
-        await caller(request)
-        return {**ctx.node.describe(), "devicesHeld": dict(ctx.executor.devices.held)}
+        identity = await caller(request)
+        held = {
+            device: holder if may_see(identity, _holder_namespace(holder)) else HIDDEN_HOLDER
+            for device, holder in ctx.executor.devices.held.items()
+        }
+        return {**ctx.node.describe(), "devicesHeld": held}
 
     @app.get("/api/v1/events")
     async def events(request: Request, after: int = 0) -> list[dict[str, Any]]:
-        await caller(request)
-        return ctx.events[after:]
-
-    @app.get("/api/v1/{rows}")
-    async def rows(request: Request, rows: str, namespace: str | None = None) -> list[dict[str, Any]]:
         identity = await caller(request)
-        kind = ROW_KINDS.get(rows)
-        if kind is None:
-            raise ApiError(404, f"unknown list {rows!r}: choose one of {', '.join(ROW_KINDS)}")
-        items, _ = await ctx.store.list(kind, namespace)
-        items = [i for i in items if auth.may_read(identity, kind, i["metadata"].get("namespace", ""))]
-        if kind == "ClusterQueue":
-            return [views.cluster_queue_row(ctx.admission, i) for i in items]
-        if kind == "LocalQueue":
-            return [views.local_queue_row(ctx.admission, i) for i in items]
-        if kind == "Workload":
-            return [views.workload_row(i) for i in items]
-        return [views.job_row(i) for i in items]
+        if after < 0:
+            raise ApiError(422, "after must be 0 or more", ["query.after: at least 0"])
+        return [e for e in ctx.events[after:] if may_see(identity, e.get("namespace", ""))]
 
     @app.get("/api/v1/objects/{kind}")
     async def list_objects(request: Request, kind: str, namespace: str | None = None) -> list[Manifest]:
         identity = await caller(request)
-        items, _ = await ctx.store.list(kind, namespace)
-        return [i for i in items if auth.may_read(identity, kind, i["metadata"].get("namespace", ""))]
+        kind = inputs.kind_of(kind, OBJECT_KINDS)
+        items, _ = await ctx.store.list(kind, optional_namespace(namespace))
+        readable = [i for i in items if auth.may_read(identity, kind, i["metadata"].get("namespace", ""))]
+        return [_shown(i) for i in readable]
 
     @app.get("/api/v1/objects/{kind}/{namespace}/{name}")
     async def get_object(request: Request, kind: str, namespace: str, name: str) -> Manifest:
         identity = await caller(request)
-        ns = "" if namespace == "_" else namespace
+        kind = inputs.kind_of(kind, OBJECT_KINDS)
+        ns, name = inputs.namespace_of(namespace, allow_none=True), inputs.name_of(name)
         if not auth.may_read(identity, kind, ns):
             raise ApiError(403, f"tenant {identity.name} may not read {kind} objects in namespace {ns}")
-        obj: Manifest = await ctx.store.get(kind, ns, name)
-        return obj
+        return _shown(await ctx.store.get(kind, ns, name))
 
     @app.delete("/api/v1/objects/{kind}/{namespace}/{name}")
     async def delete_object(request: Request, kind: str, namespace: str, name: str) -> dict[str, str]:
         identity = await caller(request)
-        ns = "" if namespace == "_" else namespace
+        kind = inputs.kind_of(kind, OBJECT_KINDS)
+        ns, name = inputs.namespace_of(namespace, allow_none=True), inputs.name_of(name)
         if not ns and defaults.is_namespaced(kind):
             ns = "default"
         stored = await ctx.store.get(kind, ns, name)
@@ -181,12 +229,25 @@ def create_app(ctx: ServerContext) -> FastAPI:
     @app.post("/api/v1/apply")
     async def apply(request: Request) -> dict[str, Any]:
         identity = await caller(request)
-        body = await request.json()
-        files = body.get("files") if isinstance(body, dict) else None
-        if not isinstance(files, list):
-            raise ApiError(400, 'the body must be {"files": [{"name": ..., "text": ...}]}')
-        result = await applying.apply(ctx.store, identity, files)
+        body = await inputs.read_body(request, inputs.ApplyRequest)
+        files = [(f.name, f.text) for f in body.files]
+        result = await applying.apply(ctx.store, identity, files, ctx.owners)
         return {"results": result.actions}
+
+    async def find_job(namespace: str, name: str) -> Manifest | None:
+        """The Job called ``name``, or the Job that owns the Workload called ``name``."""
+        with contextlib.suppress(NotFound):
+            return await ctx.store.get("Job", namespace, name)  # type: ignore[no-any-return]
+        with contextlib.suppress(NotFound, inputs.InputRefused):
+            owner = registry.owner_of(await ctx.store.get("Workload", namespace, name))
+            owner_name = str(owner[1].get("name", "")) if owner is not None else ""
+            if owner is not None and owner[0].kind == "Job" and owner_name:
+                # An owner reference is written by whoever wrote the Workload: only a Job
+                # that exists, in the same namespace, with the referenced uid, counts.
+                job: Manifest = await ctx.store.get("Job", namespace, inputs.name_of(owner_name))
+                if str(job["metadata"].get("uid", "")) == str(owner[1].get("uid", "")):
+                    return job
+        return None
 
     async def find_workload(
         identity: auth.Identity, namespace: str, name: str
@@ -201,8 +262,10 @@ def create_app(ctx: ServerContext) -> FastAPI:
             owner = registry.owner_of(workload)
             job = None
             if owner is not None:
-                with contextlib.suppress(NotFound):
-                    job = await ctx.store.get(owner[0].kind, namespace, str(owner[1].get("name", "")))
+                with contextlib.suppress(NotFound, inputs.InputRefused):
+                    job = await ctx.store.get(
+                        owner[0].kind, namespace, inputs.name_of(str(owner[1].get("name", "")))
+                    )
             return workload, job
         try:
             job = await ctx.store.get("Job", namespace, name)
@@ -219,53 +282,48 @@ def create_app(ctx: ServerContext) -> FastAPI:
     @app.get("/api/v1/describe/workload/{namespace}/{name}")
     async def describe(request: Request, namespace: str, name: str) -> dict[str, Any]:
         identity = await caller(request)
+        namespace, name = inputs.namespace_of(namespace), inputs.name_of(name)
         workload, job = await find_workload(identity, namespace, name)
         return views.describe_workload(ctx.admission, workload, job)
 
     @app.get("/api/v1/logs/{namespace}/{name}")
     async def logs(request: Request, namespace: str, name: str) -> PlainTextResponse:
         identity = await caller(request)
+        namespace, name = inputs.namespace_of(namespace), inputs.name_of(name)
         if not auth.may_read(identity, "Job", namespace):
             raise ApiError(403, f"tenant {identity.name} may not read logs in namespace {namespace}")
-        job_name = name
-        with contextlib.suppress(NotFound):
-            owner = registry.owner_of(await ctx.store.get("Workload", namespace, name))
-            job_name = str(owner[1].get("name", name)) if owner is not None else name
-        folder = ctx.data_dir / "logs" / namespace / job_name
-        if not folder.is_dir():
-            try:
-                await ctx.store.get("Job", namespace, job_name)
-            except NotFound:
-                raise ApiError(404, f"no job named {job_name} in namespace {namespace}") from None
-            return PlainTextResponse("")
+        job = await find_job(namespace, name)
+        if job is None:
+            raise ApiError(404, f"no job named {name} in namespace {namespace}")
+        meta = job["metadata"]
+        folder = log_folder(ctx.data_dir, namespace, str(meta["name"]), str(meta.get("uid") or ""))
         parts = []
-        for path in sorted(folder.glob("*.log"), key=lambda p: int(p.stem) if p.stem.isdigit() else 0):
+        paths = sorted(folder.glob("*.log"), key=lambda p: int(p.stem) if p.stem.isdigit() else 0)
+        for path in paths if folder.is_dir() else []:
             parts.append(path.read_text(errors="replace"))
         return PlainTextResponse("".join(parts))
 
     async def set_active(request: Request, active: bool) -> dict[str, str]:
         identity = await caller(request)
-        body = await request.json()
-        kind = str(body.get("kind", "")).lower()
-        name = str(body.get("name", ""))
-        if kind == "workload":
-            namespace = str(body.get("namespace") or "default")
-            workload, _ = await find_workload(identity, namespace, name)
+        body = await inputs.read_body(request, inputs.ActivationRequest)
+        if body.kind == "workload":
+            workload, _ = await find_workload(identity, body.namespace, body.name)
             why = auth.write_refusal(identity, workload)
             if why:
                 raise ApiError(403, why)
             updated = copy.deepcopy(workload)
             updated["spec"]["active"] = active
             await ctx.store.update(updated)
-            return {"workload": f"{namespace}/{workload['metadata']['name']}", "active": str(active).lower()}
-        if kind == "clusterqueue":
-            need_admin(identity, "stop or resume ClusterQueues")
-            cq = await ctx.store.get("ClusterQueue", "", name)
-            updated = copy.deepcopy(cq)
-            updated["spec"]["stopPolicy"] = "None" if active else "Hold"
-            await ctx.store.update(updated)
-            return {"clusterQueue": name, "stopPolicy": updated["spec"]["stopPolicy"]}
-        raise ApiError(400, f"cannot stop or resume {kind!r}: choose workload or clusterqueue")
+            return {
+                "workload": f"{body.namespace}/{workload['metadata']['name']}",
+                "active": str(active).lower(),
+            }
+        need_admin(identity, "stop or resume ClusterQueues")
+        cq = await ctx.store.get("ClusterQueue", "", body.name)
+        updated = copy.deepcopy(cq)
+        updated["spec"]["stopPolicy"] = "None" if active else "Hold"
+        await ctx.store.update(updated)
+        return {"clusterQueue": body.name, "stopPolicy": updated["spec"]["stopPolicy"]}
 
     @app.post("/api/v1/stop")
     async def stop(request: Request) -> dict[str, str]:
@@ -275,32 +333,90 @@ def create_app(ctx: ServerContext) -> FastAPI:
     async def resume(request: Request) -> dict[str, str]:
         return await set_active(request, True)
 
+    @app.get("/api/v1/identities")
+    async def list_identities(request: Request) -> list[dict[str, Any]]:
+        need_admin(await caller(request), "list identities")
+        items, _ = await ctx.store.list(auth.IDENTITY_KIND)
+        return [auth.Identity.from_manifest(i).as_dict() for i in items]
+
     @app.post("/api/v1/identities")
     async def create_identity(request: Request) -> dict[str, Any]:
-        identity = await caller(request)
-        need_admin(identity, "create identities")
-        body = await request.json()
-        role = str(body.get("role", auth.TENANT))
-        if role not in (auth.ADMIN, auth.TENANT):
-            raise ApiError(400, f"role must be admin or tenant, not {role!r}")
+        need_admin(await caller(request), "create identities")
+        body = await inputs.read_body(request, inputs.IdentityRequest)
+        unix_user = ""
+        if body.unixUser is not None:
+            try:
+                unix_user = ctx.owners.check_mapping(body.unixUser).name
+            except AccountError as exc:
+                raise ApiError(422, "invalid input", [f"body.unixUser: {exc}"]) from None
+            taken = await ctx.authenticator.identify_peer(ctx.owners.check_mapping(unix_user).uid)
+            if taken is not None and taken.name != body.name:
+                raise ApiError(409, f"Unix user {unix_user} is already mapped to identity {taken.name}")
         new = auth.Identity(
-            name=str(body.get("name", "")),
-            role=role,
-            namespaces=tuple(body.get("namespaces") or ()),
-            priority_classes=tuple(body.get("priorityClasses") or ()),
+            name=body.name,
+            role=body.role,
+            namespaces=tuple(body.namespaces),
+            priority_classes=tuple(body.priorityClasses),
+            unix_user=unix_user,
         )
-        if not new.name:
-            raise ApiError(400, "an identity needs a name")
         token = auth.new_token()
-        manifest = auth.identity_manifest(new, token)
+        await _store_identity(auth.identity_manifest(new, token))
+        return {"identity": new.as_dict(), "token": token}
+
+    async def _store_identity(manifest: Manifest) -> None:
         try:
-            current = await ctx.store.get(auth.IDENTITY_KIND, "", new.name)
+            current = await ctx.store.get(auth.IDENTITY_KIND, "", manifest["metadata"]["name"])
         except NotFound:
             await ctx.store.create(manifest)
         else:
             manifest["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             await ctx.store.update(manifest)
-        await ctx.authenticator.refresh()
-        return {"identity": new.as_dict(), "token": token}
+
+    @app.post("/api/v1/identities/{name}/revoke")
+    async def revoke_identity(request: Request, name: str) -> dict[str, str]:
+        need_admin(await caller(request), "revoke tokens")
+        name = inputs.name_of(name)
+        current = await ctx.store.get(auth.IDENTITY_KIND, "", name)
+        # A hash of a token nobody was ever shown: the old token stops working, the identity stays.
+        await _store_identity(auth.identity_manifest(auth.Identity.from_manifest(current), auth.new_token()))
+        return {"revoked": name}
+
+    @app.delete("/api/v1/identities/{name}")
+    async def delete_identity(request: Request, name: str) -> dict[str, str]:
+        need_admin(await caller(request), "delete identities")
+        name = inputs.name_of(name)
+        await ctx.store.delete(auth.IDENTITY_KIND, "", name)
+        return {"deleted": str(Key(auth.IDENTITY_KIND, "", name))}
+
+    # Last: a catch-all path must not shadow /api/v1/identities and the other fixed routes.
+    @app.get("/api/v1/{rows}")
+    async def rows(request: Request, rows: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        identity = await caller(request)
+        kind = ROW_KINDS.get(rows)
+        if kind is None:
+            raise ApiError(404, f"unknown list {rows[:64]!r}: choose one of {', '.join(ROW_KINDS)}")
+        items, _ = await ctx.store.list(kind, optional_namespace(namespace))
+        items = [i for i in items if auth.may_read(identity, kind, i["metadata"].get("namespace", ""))]
+        if kind == "ClusterQueue":
+            return [views.cluster_queue_row(ctx.admission, i) for i in items]
+        if kind == "LocalQueue":
+            return [views.local_queue_row(ctx.admission, i) for i in items]
+        if kind == "Workload":
+            return [views.workload_row(i) for i in items]
+        return [views.job_row(i) for i in items]
 
     return app
+
+
+def _holder_namespace(holder: str) -> str:
+    """The namespace of a device holder, ``Job/<namespace>/<name>#<index>``."""
+    parts = holder.split("/")
+    return parts[1] if len(parts) >= 3 else ""
+
+
+def _shown(obj: Manifest) -> Manifest:
+    """A stored object as the API shows it: never a token's hash."""
+    if obj.get("kind") == auth.IDENTITY_KIND and "tokenSha256" in (obj.get("spec") or {}):
+        obj = copy.deepcopy(obj)
+        del obj["spec"]["tokenSha256"]
+    return obj

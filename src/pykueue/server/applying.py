@@ -2,10 +2,13 @@
 
     decode      each file's YAML (a List is read item by item)      -> ParseError: file: message
     validate    manifests.parse_object, STRICT, every document      -> file#doc Kind/name path: message
+                at most inputs.MAX_OBJECT_BYTES per object          -> TooLarge (413)
     authorize   auth.write_refusal for the caller                   -> 403, one line per object
+                a tenant's Workload priority is its class's value   -> 403
     check       references a user would otherwise wait on forever:  -> file#doc Kind/name: message
                 a Job names a LocalQueue that exists (here or in the same apply),
                 a priority class that exists
+    own         a Job records who submitted it and whom it runs as  -> `owners`
     store       one store transaction: created / configured / unchanged
 
 Nothing is stored unless every document passes every step, so a refused apply
@@ -17,15 +20,17 @@ a Job's spec cannot be changed once submitted (delete and submit again).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from pykueue.api import manifests
+from pykueue.controllers.accounts import AccountError
 from pykueue.errors import FieldProblem, InputError, NotFound, ParseError, ValidationError
-from pykueue.server import auth
+from pykueue.server import auth, owners
+from pykueue.server.inputs import MAX_OBJECT_BYTES, object_size
 from pykueue.store.base import Key, Manifest
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -35,6 +40,14 @@ PRIORITY_KINDS = ("WorkloadPriorityClass", "PriorityClass")
 
 class Refused(Exception):
     """The caller may not do this (HTTP 403); ``problems`` says why, object by object."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class TooLarge(InputError):
+    """One object is larger than an object may be (HTTP 413)."""
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
@@ -52,11 +65,10 @@ class ApplyResult:
     actions: list[dict[str, str]] = field(default_factory=list)
 
 
-def decode(files: Sequence[Mapping[str, str]]) -> list[tuple[str, Any]]:
-    """(source, raw document) for every document of every file."""
+def decode(files: Sequence[tuple[str, str]]) -> list[tuple[str, Any]]:
+    """(source, raw document) for every document of every (name, text) file."""
     out: list[tuple[str, Any]] = []
-    for item in files:
-        name, text = str(item.get("name", "input")), str(item.get("text", ""))
+    for name, text in files:
         try:
             docs = list(yaml.load_all(text, Loader=_Loader))
         except yaml.YAMLError as exc:
@@ -70,7 +82,10 @@ def decode(files: Sequence[Mapping[str, str]]) -> list[tuple[str, Any]]:
                 continue
             index += 1
             if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
-                for sub, item_doc in enumerate(doc.get("items") or [], start=1):
+                items = doc.get("items") or []
+                if not isinstance(items, list):
+                    raise ParseError(f"{name}#{index}: items of a {doc.get('kind')} must be a list")
+                for sub, item_doc in enumerate(items, start=1):
                     out.append((f"{name}#{index}.{sub}", item_doc))
             else:
                 out.append((f"{name}#{index}", doc))
@@ -82,6 +97,7 @@ def decode(files: Sequence[Mapping[str, str]]) -> list[tuple[str, Any]]:
 def validate(raw: list[tuple[str, Any]]) -> list[Document]:
     """Every document parsed STRICT; all problems of all documents raised together."""
     problems: list[FieldProblem] = []
+    too_large: list[str] = []
     documents: list[Document] = []
     for source, doc in raw:
         try:
@@ -90,6 +106,13 @@ def validate(raw: list[tuple[str, Any]]) -> list[Document]:
             problems.extend(exc.problems)
             continue
         stored = manifests.to_manifest(parsed)
+        size = object_size(stored)
+        if size > MAX_OBJECT_BYTES:
+            too_large.append(
+                f"{source} {manifests.object_ref(stored)}: {size} bytes; an object may be at most {MAX_OBJECT_BYTES}"
+            )
+            continue
+        owners.strip_server_annotations(stored)
         meta = stored.setdefault("metadata", {})
         if stored.get("kind") in ("Job", "Workload", "LocalQueue", "LimitRange") and not meta.get(
             "namespace"
@@ -99,6 +122,8 @@ def validate(raw: list[tuple[str, Any]]) -> list[Document]:
             meta.pop(field_name, None)
         stored.pop("status", None)  # status is the controllers' to write, never the user's
         documents.append(Document(source, stored))
+    if too_large:
+        raise TooLarge(too_large)
     if problems:
         raise ValidationError(problems)
     return documents
@@ -110,6 +135,34 @@ def authorize(identity: auth.Identity, documents: list[Document]) -> None:
         why = auth.write_refusal(identity, doc.manifest)
         if why:
             refusals.append(f"{doc.source} {manifests.object_ref(doc.manifest)}: {why}")
+    if refusals:
+        raise Refused(refusals)
+
+
+async def check_priorities(store: Any, identity: auth.Identity, documents: list[Document]) -> None:
+    """A tenant's Workload may not choose its priority: it is its priority class's value (or 0)."""
+    if identity.is_admin:
+        return
+    refusals = []
+    for doc in documents:
+        spec = doc.manifest.get("spec") or {}
+        if doc.manifest.get("kind") != "Workload" or spec.get("priority") is None:
+            continue
+        ref = spec.get("priorityClassRef") or {}
+        expected, source = 0, "no priority class"
+        if ref.get("name"):
+            kind = "PriorityClass" if ref.get("kind") == "PriorityClass" else "WorkloadPriorityClass"
+            source = f"{kind} {ref['name']}"
+            try:
+                expected = int((await store.get(kind, "", ref["name"])).get("value") or 0)
+            except NotFound:
+                expected = 0
+        if spec["priority"] != expected:
+            refusals.append(
+                f"{doc.source} {manifests.object_ref(doc.manifest)}: tenant {identity.name} may not set "
+                f"spec.priority to {spec['priority']}: a Workload's priority comes from its priority class "
+                f"({source}: {expected}); leave spec.priority out"
+            )
     if refusals:
         raise Refused(refusals)
 
@@ -226,12 +279,29 @@ def _same(new: Manifest, current: Manifest) -> bool:
     return all(new.get(k) == current.get(k) for k in keys if k not in ("metadata", "status"))
 
 
-async def apply(store: Any, identity: auth.Identity, files: Sequence[Mapping[str, str]]) -> ApplyResult:
-    """The whole pipeline; raises InputError (400) or Refused (403) with every problem."""
+async def own(documents: list[Document], identity: auth.Identity, owning: owners.Owners) -> None:
+    """Record on every Job who submitted it and whom it will run as (a user may be made now)."""
+    jobs = [d for d in documents if d.manifest.get("kind") in owners.RUNNABLE_KINDS]
+    if not jobs:
+        return
+    try:
+        owner = await owning.run_as(identity)
+    except AccountError as exc:
+        raise Refused([f"{jobs[0].source} {manifests.object_ref(jobs[0].manifest)}: {exc}"]) from None
+    for doc in jobs:
+        owners.stamp(doc.manifest, identity, owner)
+
+
+async def apply(
+    store: Any, identity: auth.Identity, files: Sequence[tuple[str, str]], owning: owners.Owners
+) -> ApplyResult:
+    """The whole pipeline; raises InputError (400/413/422) or Refused (403) with every problem."""
     documents = validate(decode(files))
     authorize(identity, documents)
+    await check_priorities(store, identity, documents)
     await check_references(store, documents)
+    await own(documents, identity, owning)
     return await store_all(store, documents)
 
 
-__all__ = ["ApplyResult", "InputError", "Refused", "apply"]
+__all__ = ["ApplyResult", "InputError", "Refused", "TooLarge", "apply"]

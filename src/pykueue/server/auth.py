@@ -12,6 +12,12 @@ the role:
 
 Every refusal is a sentence that says who asked, what was refused and what
 would be allowed, so a tenant can fix the request without asking an admin.
+
+Callers on the server's Unix socket need no token: the kernel tells who they
+are (`peer`). Root and the server's own user are admins; any other local user
+is the identity mapped to it (``spec.unixUser``), or refused. Every request is
+checked against the stored identity, so deleting an identity or replacing its
+token takes effect at the next request.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from pykueue.controllers import accounts
+from pykueue.errors import NotFound
 from pykueue.store.base import Manifest, Store
 
 IDENTITY_KIND = "Identity"
@@ -45,18 +53,25 @@ class Identity:
     role: str
     namespaces: tuple[str, ...] = ()
     priority_classes: tuple[str, ...] = ()
+    unix_user: str = ""  # the local user it is mapped to (its socket caller, and whom its jobs run as)
+    uid: int | None = None  # set when the kernel vouched for the caller (the Unix socket)
 
     @property
     def is_admin(self) -> bool:
         return self.role == ADMIN
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "role": self.role,
             "namespaces": list(self.namespaces),
             "priorityClasses": list(self.priority_classes),
         }
+        if self.unix_user:
+            out["unixUser"] = self.unix_user
+        if self.uid is not None:
+            out["uid"] = self.uid
+        return out
 
     @staticmethod
     def from_manifest(obj: Manifest) -> Identity:
@@ -66,43 +81,82 @@ class Identity:
             role=str(spec.get("role", TENANT)),
             namespaces=tuple(spec.get("namespaces") or ()),
             priority_classes=tuple(spec.get("priorityClasses") or ()),
+            unix_user=str(spec.get("unixUser") or ""),
         )
 
 
 def identity_manifest(identity: Identity, token: str) -> Manifest:
+    spec: Manifest = {
+        "role": identity.role,
+        "namespaces": list(identity.namespaces),
+        "priorityClasses": list(identity.priority_classes),
+        "tokenSha256": token_hash(token),
+    }
+    if identity.unix_user:
+        spec["unixUser"] = identity.unix_user
     return {
         "apiVersion": IDENTITY_API,
         "kind": IDENTITY_KIND,
         "metadata": {"name": identity.name},
-        "spec": {
-            "role": identity.role,
-            "namespaces": list(identity.namespaces),
-            "priorityClasses": list(identity.priority_classes),
-            "tokenSha256": token_hash(token),
-        },
+        "spec": spec,
     }
+
+
+def local_admin(uid: int) -> Identity:
+    """Root, or the server's own user, on the socket (and the server applying its own config)."""
+    user = accounts.by_uid(uid)
+    name = user.name if user is not None else str(uid)
+    return Identity(name, ADMIN, unix_user=name, uid=uid)
 
 
 @dataclass
 class Authenticator:
-    """Maps a bearer token to its identity (identities cached, refreshed when a token is unknown)."""
+    """Who a request comes from: a bearer token's identity, or the socket peer's."""
 
     store: Store
-    _by_hash: dict[str, Identity] = field(default_factory=dict)
+    server_uid: int = 0
+    _names: dict[str, str] = field(default_factory=dict)  # token hash -> identity name
 
     async def refresh(self) -> None:
         items, _ = await self.store.list(IDENTITY_KIND)
-        self._by_hash = {
-            str(obj["spec"]["tokenSha256"]): Identity.from_manifest(obj)
+        self._names = {
+            str(obj["spec"]["tokenSha256"]): str(obj["metadata"]["name"])
             for obj in items
             if (obj.get("spec") or {}).get("tokenSha256")
         }
 
     async def identify(self, token: str) -> Identity | None:
+        """The token's identity, read from the store on every call: a revoked token fails at once."""
         digest = token_hash(token)
-        if digest not in self._by_hash:
+        name = self._names.get(digest)
+        if name is None:
             await self.refresh()
-        return self._by_hash.get(digest)
+            name = self._names.get(digest)
+            if name is None:
+                return None
+        try:
+            stored = await self.store.get(IDENTITY_KIND, "", name)
+        except NotFound:
+            stored = None
+        if stored is None or (stored.get("spec") or {}).get("tokenSha256") != digest:
+            self._names.pop(digest, None)
+            return None
+        return Identity.from_manifest(stored)
+
+    async def identify_peer(self, uid: int) -> Identity | None:
+        """A local caller by uid: root and the server's user are admins; others by their mapping."""
+        if uid in (0, self.server_uid):
+            return local_admin(uid)
+        user = accounts.by_uid(uid)
+        items, _ = await self.store.list(IDENTITY_KIND)
+        for obj in items:
+            mapped = str((obj.get("spec") or {}).get("unixUser") or "")
+            if mapped and (mapped == str(uid) or (user is not None and mapped == user.name)):
+                found = Identity.from_manifest(obj)
+                return Identity(
+                    found.name, found.role, found.namespaces, found.priority_classes, found.unix_user, uid
+                )
+        return None
 
 
 def priority_class_of(obj: Manifest) -> str:

@@ -2,16 +2,22 @@
 
 Start-up order matters for crash safety:
 
-1. take the data folder's lock (a second server on the same store would run
-   every job twice), held by the OS until this process dies, even by kill -9;
-2. open the store and kill whatever an earlier server on it left running
-   (`LocalExecutor.kill_leftovers`), before anything may start;
+1. make every file it writes private (umask 077; the data folder 0700, its
+   files 0600), then take the data folder's lock (a second server on the same
+   store would run every job twice), held by the OS until this process dies,
+   even by kill -9;
+2. open the store, decide how pods are fenced in (`isolation`: users,
+   cgroups, work folders; said on the console) and kill whatever an earlier
+   server on it left running (`LocalExecutor.kill_leftovers`), before anything
+   may start;
 3. make sure an admin token exists (only its hash is stored; the token itself
    goes to the 0600 client config the CLI reads);
 4. apply the config's manifests (or, on an empty store without any, a
-   ``main`` ClusterQueue sized to this machine) as the admin would;
+   ``main`` ClusterQueue sized to this machine) as the server's own user;
 5. run the admission controller, the job reconciler, the executor and the API
-   on one event loop; freeze the loaded state out of the garbage collector.
+   (on TCP with tokens, and on a Unix socket where the kernel names the
+   caller) on one event loop; freeze the loaded state out of the garbage
+   collector.
 
 Stopping (Ctrl-C, SIGTERM) stops the API and the controllers and sends the
 running pods SIGTERM (then SIGKILL after their grace, at most 10 s): the next
@@ -29,6 +35,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -39,13 +46,17 @@ from typing import Any, TextIO
 import uvicorn
 import yaml
 
-from pykueue.controllers.executor import LocalExecutor
+from pykueue import paths
+from pykueue.controllers import isolation
+from pykueue.controllers.executor import Backoff, LocalExecutor
 from pykueue.controllers.node import GPU_RESOURCE, Node, discover
 from pykueue.controllers.standalone import StandaloneManager
 from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.errors import InputError, NotFound, PykueueError
-from pykueue.server import applying, auth
+from pykueue.server import applying, auth, owners
 from pykueue.server.app import ServerContext, create_app
+from pykueue.server.peer import PeerCredentialsProtocol, bind_unix_socket
+from pykueue.store.base import Key
 from pykueue.store.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -62,15 +73,21 @@ class Options:
     demo: bool = False
     client_config: Path | None = None
     quiet: bool = False
+    socket: Path | None = None  # default: paths.default_socket
+    work_dir: Path | None = None  # default: isolation.default_work_root
 
 
 @dataclass
 class Config:
-    """The ``--config`` file: node GPUs, manifests applied at start, demo phases."""
+    """The ``--config`` file: node GPUs, manifests applied at start, demo phases, isolation."""
 
     gpus: list[dict[str, Any]] = field(default_factory=list)
     manifests: list[Path] = field(default_factory=list)
     demo: list[tuple[float, Path]] = field(default_factory=list)
+    user_prefix: str = owners.DEFAULT_USER_PREFIX
+    create_users: bool = True
+    cgroups: bool = True
+    backoff: Backoff = field(default_factory=Backoff)
 
     @staticmethod
     def load(path: Path | None) -> Config:
@@ -78,17 +95,47 @@ class Config:
             return Config()
         try:
             raw = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
+        except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
             raise InputError(f"{path}: cannot read the config: {exc}") from None
         if not isinstance(raw, dict):
             raise InputError(f"{path}: the config must be a mapping")
+        unknown = set(raw) - {"node", "manifests", "demo", "isolation", "executor"}
+        if unknown:
+            raise InputError(f"{path}: unknown config keys {', '.join(sorted(map(str, unknown)))}")
         base = path.parent
         node = raw.get("node") or {}
+        fences = _section(path, raw, "isolation", {"userPrefix": str, "createUsers": bool, "cgroups": bool})
+        pace = _section(
+            path, raw, "executor", {"podFailureBackoffSeconds": float, "podFailureBackoffMaxSeconds": float}
+        )
+        default_backoff = Backoff()
         return Config(
             gpus=[dict(g) for g in node.get("gpus") or []],
             manifests=[base / str(p) for p in raw.get("manifests") or []],
             demo=[(float(d.get("after", 0)), base / str(d["file"])) for d in raw.get("demo") or []],
+            user_prefix=str(fences.get("userPrefix", owners.DEFAULT_USER_PREFIX)),
+            create_users=bool(fences.get("createUsers", True)),
+            cgroups=bool(fences.get("cgroups", True)),
+            backoff=Backoff(
+                float(pace.get("podFailureBackoffSeconds", default_backoff.base)),
+                float(pace.get("podFailureBackoffMaxSeconds", default_backoff.most)),
+            ),
         )
+
+
+def _section(path: Path, raw: dict[str, Any], name: str, fields: dict[str, type]) -> dict[str, Any]:
+    """One mapping of the config, every key known and of its type."""
+    section = raw.get(name) or {}
+    if not isinstance(section, dict):
+        raise InputError(f"{path}: {name} must be a mapping")
+    for key, value in section.items():
+        wanted = fields.get(str(key))
+        if wanted is None:
+            raise InputError(f"{path}: {name}.{key} is not a known key ({', '.join(fields)})")
+        ok = isinstance(value, wanted) or (wanted is float and isinstance(value, int))
+        if not ok or (wanted is not bool and isinstance(value, bool)):
+            raise InputError(f"{path}: {name}.{key} must be a {wanted.__name__}, not {value!r}")
+    return section
 
 
 class Console:
@@ -99,16 +146,32 @@ class Console:
         self.out = out
         self.started = time.monotonic()
 
-    def record(self, source: str, message: str) -> None:
+    def record(self, source: str, message: str, namespace: str = "") -> None:
+        """Print and keep one event; ``namespace`` says which tenants may read it ("" = everyone)."""
         elapsed = time.monotonic() - self.started
-        self.events.append({"seconds": round(elapsed, 3), "source": source, "message": message})
+        event = {"seconds": round(elapsed, 3), "source": source, "message": message}
+        if namespace:
+            event["namespace"] = namespace
+        self.events.append(event)
         if self.out is not None:
             print(f"[{elapsed:7.2f}s] {source:<9} {message}", file=self.out, flush=True)
 
 
+def secure_data_dir(data_dir: Path) -> None:
+    """The data folder and everything in it readable by the server's user only (0700 / 0600)."""
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for folder, dirs, files in os.walk(data_dir):
+        os.chmod(folder, 0o700)
+        for name in files:
+            target = os.path.join(folder, name)
+            if not os.path.islink(target) and not stat.S_ISSOCK(os.lstat(target).st_mode):
+                os.chmod(target, 0o600)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+
+
 @contextlib.contextmanager
 def data_lock(data_dir: Path) -> Iterator[None]:
-    data_dir.mkdir(parents=True, exist_ok=True)
+    secure_data_dir(data_dir)
     path = data_dir / "pykueue.lock"
     handle = open(path, "a+")  # noqa: SIM115 - held for the life of the process
     try:
@@ -136,12 +199,12 @@ def free_port(host: str) -> int:
         return int(probe.getsockname()[1])
 
 
-def write_client_config(path: Path, server: str, token: str) -> None:
+def write_client_config(path: Path, server: str, token: str, socket_path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
-        json.dump({"server": server, "token": token}, out)
+        json.dump({"server": server, "token": token, "socket": str(socket_path)}, out)
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
 
@@ -232,23 +295,34 @@ class _Server(uvicorn.Server):
         yield
 
 
-async def _apply_files(store: SQLiteStore, admin: auth.Identity, paths: list[Path], console: Console) -> None:
-    files = [{"name": str(p), "text": p.read_text()} for p in paths]
-    result = await applying.apply(store, admin, files)
+async def _apply_files(
+    store: SQLiteStore, admin: auth.Identity, paths: list[Path], console: Console, owning: owners.Owners
+) -> None:
+    try:
+        files = [(str(p), p.read_text(encoding="utf-8")) for p in paths]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read a manifest of the config: {exc}") from None
+    result = await applying.apply(store, admin, files, owning)
     for action in result.actions:
         where = f"{action['namespace']}/" if action["namespace"] else ""
-        console.record("apply", f"{action['kind']} {where}{action['name']} {action['action']}")
+        console.record(
+            "apply", f"{action['kind']} {where}{action['name']} {action['action']}", action["namespace"]
+        )
 
 
 async def _demo(
-    store: SQLiteStore, admin: auth.Identity, phases: list[tuple[float, Path]], console: Console
+    store: SQLiteStore,
+    admin: auth.Identity,
+    phases: list[tuple[float, Path]],
+    console: Console,
+    owning: owners.Owners,
 ) -> None:
     started = time.monotonic()
     for after, path in phases:
         await asyncio.sleep(max(0.0, started + after - time.monotonic()))
         console.record("demo", f"applying {path.name}")
         try:
-            await _apply_files(store, admin, [path], console)
+            await _apply_files(store, admin, [path], console, owning)
         except PykueueError as exc:
             console.record("demo", f"refused: {exc}")
     console.record(
@@ -264,7 +338,8 @@ async def _pump_decisions(admission: StandaloneAdmission, console: Console, stop
         events = admission.decisions
         seen = min(seen, len(events))  # a resync starts a new list
         for event in events[seen:]:
-            console.record("engine", f"{event.type} {event.workload}: {event.message}")
+            namespace = event.workload.split("/", 1)[0] if "/" in event.workload else ""
+            console.record("engine", f"{event.type} {event.workload}: {event.message}", namespace)
         seen = len(events)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=0.2)
@@ -280,23 +355,37 @@ async def _main(options: Options, config: Config) -> None:
     events: list[dict[str, Any]] = []
     console = Console(events, None if options.quiet else sys.stdout)
     node = discover(config.gpus)
+    work_root = options.work_dir or isolation.default_work_root(data_dir, store.path)
+    fences = isolation.Isolation.detect(store.path, work_root, use_cgroups=config.cgroups)
+    try:
+        fences.prepare()
+    except OSError as exc:
+        raise PykueueError(f"cannot prepare the work folder {work_root}: {exc}") from None
     executor = LocalExecutor(
         store,
         node,
         data_dir,
         marker=str(store.path.resolve()),
-        record=lambda m: console.record("executor", m),
+        isolation=fences,
+        record=lambda message, namespace: console.record("executor", message, namespace),
+        backoff=config.backoff,
     )
     left = executor.kill_leftovers()
     if left:
         raise PykueueError(f"{left} process(es) of an earlier server would not die; not starting")
     client_paths = [p for p in (options.client_config, data_dir / "client.json") if p is not None]
     token = await ensure_admin(store, client_paths)
-    admin = auth.Identity("admin", auth.ADMIN)
+    owning = owners.Owners(
+        switch_users=fences.switch_users,
+        server=fences.server,
+        user_prefix=config.user_prefix,
+        create_users=config.create_users,
+    )
+    itself = auth.local_admin(os.getuid())  # the config is the server owner's word
     if config.manifests:
-        await _apply_files(store, admin, config.manifests, console)
+        await _apply_files(store, itself, config.manifests, console, owning)
     elif not (await store.list("ClusterQueue"))[0]:
-        await applying.apply(store, admin, [{"name": "default-queues", "text": default_queues(node)}])
+        await applying.apply(store, itself, [("default-queues", default_queues(node))], owning)
         console.record("apply", "created ClusterQueue main and LocalQueue default/main sized to this machine")
     manager = StandaloneManager(store, resync_seconds=0.5)
     admission = manager.admission
@@ -308,13 +397,19 @@ async def _main(options: Options, config: Config) -> None:
         admission=admission,
         manager=manager,
         executor=executor,
-        authenticator=auth.Authenticator(store),
+        authenticator=auth.Authenticator(store, server_uid=os.getuid()),
         node=node,
         data_dir=data_dir,
+        owners=owning,
         events=events,
     )
+    socket_path = options.socket or paths.default_socket(data_dir)
+    try:
+        sockets = [_tcp_socket(options.host, port), bind_unix_socket(socket_path)]
+    except OSError as exc:
+        raise PykueueError(f"cannot listen: {exc}") from None
     server = _Server(
-        uvicorn.Config(create_app(ctx), host=options.host, port=port, log_level="warning", lifespan="off")
+        uvicorn.Config(create_app(ctx), log_level="warning", lifespan="off", http=PeerCredentialsProtocol)
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -332,28 +427,45 @@ async def _main(options: Options, config: Config) -> None:
     ]
     helpers = [asyncio.create_task(_pump_decisions(admission, console, stop), name="decisions")]
     if options.demo and config.demo:
-        helpers.append(asyncio.create_task(_demo(store, admin, config.demo, console), name="demo"))
+        helpers.append(asyncio.create_task(_demo(store, itself, config.demo, console, owning), name="demo"))
     for path in client_paths:
-        write_client_config(path, url, token)
-    print(f"pykueue is serving {url}", flush=True)
+        write_client_config(path, url, token, socket_path)
+    print(f"pykueue is serving {url} and {socket_path}", flush=True)
     print(f"  admin token: {token}", flush=True)
     print(f"  data: {data_dir}  (client config: {', '.join(map(str, client_paths))})", flush=True)
     gpus = ", ".join(f"{f}: {len(d)}" for f, d in node.gpus.items()) or "none"
     print(
         f"  node: {node.cpus} CPUs, {node.memory // 2**20} MiB, GPUs {gpus} ({node.gpu_source})", flush=True
     )
-    serving = asyncio.create_task(server.serve(), name="api")
+    print(f"  jobs: folders under {work_root}", flush=True)
+    for line in fences.summary():
+        print(f"  {line}", flush=True)
+    serving = asyncio.create_task(server.serve(sockets=sockets), name="api")
     await _freeze_when_loaded(admission)
     done, _ = await asyncio.wait([serving, *tasks], return_when=asyncio.FIRST_COMPLETED)
     failed = [t for t in done if not t.cancelled() and t.exception() is not None]
     request_stop()
     await asyncio.gather(serving, *tasks, *helpers, return_exceptions=True)
     await executor.stop_all(SHUTDOWN_GRACE_SECONDS)
+    if fences.cgroups is not None:
+        fences.cgroups.remove()
+    with contextlib.suppress(OSError):
+        socket_path.unlink()
     store.close()
     if failed:
         error = failed[0].exception()
         assert error is not None
         raise error
+
+
+def _tcp_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
 
 
 def _dump_tasks() -> None:
@@ -368,7 +480,9 @@ class _ToConsole(logging.Handler):
         self.console = console
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.console.record(self.source, record.getMessage())
+        args = record.args if isinstance(record.args, tuple) else ()
+        namespace = next((a.namespace for a in args if isinstance(a, Key)), "")
+        self.console.record(self.source, record.getMessage(), namespace)
 
 
 def _forward_logs(logger: str, source: str, console: Console) -> None:
@@ -404,5 +518,6 @@ async def _freeze_when_loaded(admission: StandaloneAdmission, timeout: float = 3
 def serve(options: Options) -> None:
     """Run until stopped; raises PykueueError (shown as a message by the CLI) on bad input."""
     config = Config.load(options.config)
+    os.umask(0o077)  # the store, its journal and every log: the server's user's alone
     with data_lock(options.data_dir):
         asyncio.run(_main(options, config))

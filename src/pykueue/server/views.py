@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pykueue.controllers import job_reconciler, jobframework
+from pykueue.controllers.isolation import RUN_AS_USER_ANNOTATION, SUBMITTED_BY_ANNOTATION
 from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.store.base import Manifest
 
@@ -63,6 +64,7 @@ def job_state(job: Manifest) -> str:
 
 def job_row(job: Manifest) -> dict[str, Any]:
     meta = job["metadata"]
+    annotations = meta.get("annotations") or {}
     status = job.get("status") or {}
     extra = status.get("pykueue") or {}
     return {
@@ -74,7 +76,11 @@ def job_row(job: Manifest) -> dict[str, Any]:
         "succeeded": status.get("succeeded", 0),
         "failed": status.get("failed", 0),
         "preemptions": extra.get("preemptions", 0),
+        "interruptions": extra.get("interruptions", 0),
         "waiting": extra.get("waiting", ""),
+        "owner": annotations.get(RUN_AS_USER_ANNOTATION, ""),
+        "submittedBy": annotations.get(SUBMITTED_BY_ANNOTATION, ""),
+        "usage": extra.get("usage") or {},
     }
 
 
