@@ -45,7 +45,6 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,7 +55,8 @@ from typing import Any
 from pykueue.controllers import jobframework
 from pykueue.controllers.accounts import AccountError, RunAs
 from pykueue.controllers.cgroups import Limits, PodCgroup, Usage
-from pykueue.controllers.isolation import POD_MARKER_ENV, Isolation, child_setup, sweep
+from pykueue.controllers.isolation import POD_MARKER_ENV, Isolation, sweep
+from pykueue.controllers.launcher_client import LaunchedProcess, LauncherClient, LaunchError
 from pykueue.controllers.node import GPU_RESOURCE, DeviceTable, Node
 from pykueue.errors import NotFound
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, version_number
@@ -93,7 +93,7 @@ class Pod:
 
     job: Key
     index: int
-    process: asyncio.subprocess.Process
+    process: LaunchedProcess
     devices: list[str]
     log_path: Path
     grace: float
@@ -190,6 +190,7 @@ class LocalExecutor:
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._serial = 0
+        self.launcher = LauncherClient()
         self.starts = 0  # pods started since this executor began (for tests and metrics)
 
     # ------------------------------------------------------------ start up
@@ -299,6 +300,7 @@ class LocalExecutor:
             pod.kill_all()
         for pod in pods:
             await self._reap(pod)
+        await self.launcher.close()
 
     def _wants_pods(self, key: Key) -> bool:
         job = self.jobs.get(key)
@@ -416,31 +418,32 @@ class LocalExecutor:
         if self.isolation.cgroups is not None:
             job_folder = f"{key.namespace}.{key.name}.{str(job['metadata'].get('uid') or '')[:8]}"
             cgroup = self.isolation.cgroups.pod(job_folder, index, Limits.of_container(container))
-        switch = owner if self.isolation.switch_users and owner.uid != os.getuid() else None
-        setup = child_setup(cgroup.procs_files if cgroup is not None else [], switch, str(folder))
+        switch = self.isolation.switch_users and owner.uid != os.getuid()
+        request = {
+            "argv": argv,
+            "env": env,
+            "cwd": str(folder),
+            "log": str(log_path),
+            "cgroups": cgroup.procs_files if cgroup is not None else [],
+            "user": {"uid": owner.uid, "gid": owner.gid, "groups": list(owner.groups), "name": owner.name}
+            if switch
+            else None,
+        }
         with open(log_path, "ab") as out:
             out.write(
                 f"--- pykueue: start of pod {index} at {_now_text()} as {owner.name} "
                 f"devices={','.join(devices)}\n".encode()
             )
-            out.flush()
-            try:
-                process = await asyncio.create_subprocess_exec(
-                    *argv,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=asyncio.subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,  # its own session and process group
-                    preexec_fn=setup,
-                )
-            except (OSError, subprocess.SubprocessError) as exc:
-                self.devices.release(holder)
-                if cgroup is not None:
-                    cgroup.remove()
+        try:
+            process = await self.launcher.spawn(request)
+        except LaunchError as exc:
+            self.devices.release(holder)
+            if cgroup is not None:
+                cgroup.remove()
+            with open(log_path, "ab") as out:
                 out.write(f"--- pykueue: cannot start {argv[0]}: {exc}\n".encode())
-                await self._pod_exited(key, index, 127, stopping=False)
-                return True
+            await self._pod_exited(key, index, 127, stopping=False)
+            return True
         grace = float(pod_spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
         pod = Pod(key, index, process, devices, log_path, grace, owner.name, marker, cgroup)
         self.pods.setdefault(key, {})[index] = pod

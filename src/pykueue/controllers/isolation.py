@@ -14,8 +14,8 @@
                  still carries its marker variable
 
 The user switch, the cgroup and the folder are entered in the child between
-fork and exec (`child_setup`), so the command never runs a single
-instruction as the server's user or outside its cgroup.
+fork and exec (`launcher`), so the command never runs a single instruction as
+the server's user or outside its cgroup.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import os
 import shutil
 import signal
 import stat
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +42,6 @@ NOT_ISOLATED_WARNING = (
     "this server is not running as root: every job runs as uid {uid} ({name}), the server's own user, "
     "so tenants are not isolated from each other or from the server's data folder"
 )
-START_FAILED_EXIT = 126
 
 
 def store_id(db_path: Path) -> str:
@@ -155,33 +153,6 @@ class Isolation:
                 env[str(item["name"])] = str(item["value"])
         env.update(variables)
         return env
-
-
-def child_setup(procs_files: list[str], owner: accounts.RunAs | None, folder: str) -> Callable[[], None]:
-    """What the pod's process does between fork and exec: join its cgroup, become its owner, cd.
-
-    Only async-signal-safe-ish work happens here (system calls on prepared values); a failure
-    is written to the pod's log and ends the child with exit code 126, as a shell does for a
-    command it cannot run.
-    """
-
-    def setup() -> None:
-        step = "join its cgroup"
-        try:
-            cgroups.join(procs_files)
-            if owner is not None:
-                step = f"switch to user {owner.name} (uid {owner.uid})"
-                os.setgroups(list(owner.groups))
-                os.setgid(owner.gid)
-                os.setuid(owner.uid)
-            os.umask(0o022)
-            step = f"enter its working folder {folder}" + (f" as {owner.name}" if owner is not None else "")
-            os.chdir(folder)
-        except OSError as exc:
-            os.write(2, f"--- pykueue: the pod could not {step}: {exc.strerror}\n".encode())
-            os._exit(START_FAILED_EXIT)
-
-    return setup
 
 
 def _owns(owner: accounts.RunAs, folder: str) -> bool:
