@@ -14,12 +14,20 @@ def _marker() -> str:
     return f"1000.{random.randrange(10**8, 10**9)}"  # a unique sleep length: findable in /proc
 
 
+def _detach(marker: str, prefix: str = "") -> str:
+    """A script that leaves ``sleep <marker>`` running in a session of its own, and only then goes on."""
+    return (
+        f"{prefix}setsid sh -c 'echo $$ > started; exec sleep {marker}' & "
+        "while [ ! -s started ]; do sleep 0.05; done; "
+    )
+
+
 def test_a_detached_process_ends_with_its_job_before_its_gpu_is_handed_on(
     tmp_path: Path, start_server: Callable[..., Server]
 ) -> None:
     server = two_teams(tmp_path, start_server, gpus=1)
     marker, out = _marker(), server.shared / "next.txt"
-    leaver = job("leaver", f"setsid sleep {marker} & echo left", namespace="research", gpus=1)
+    leaver = job("leaver", _detach(marker) + "echo left", namespace="research", gpus=1)
     assert server.apply([leaver]).status_code == 200
     wait_until(lambda: job_state(server, "research/leaver") == "Succeeded")
     assert processes_with(marker) == [], "the detached child outlived its job"
@@ -36,7 +44,7 @@ def test_a_process_that_drops_its_environment_dies_with_the_server_it_outlived(
 ) -> None:
     server = two_teams(tmp_path, start_server)
     marker = _marker()
-    hider = job("hider", f"env -i setsid sleep {marker} & sleep 600", namespace="research")
+    hider = job("hider", _detach(marker, prefix="env -i ") + "sleep 600", namespace="research")
     assert server.apply([hider]).status_code == 200
     hidden = wait_until(lambda: processes_with(marker), timeout=30)
     server.kill()
@@ -55,9 +63,7 @@ def test_without_cgroups_the_fallback_still_stops_a_setsid_child_and_says_what_i
     assert "no writable cgroup hierarchy" in server.log
     assert "(env -i) can outlive its job" in server.log
     marker = _marker()
-    assert (
-        server.apply([job("leaver", f"setsid sleep {marker} & echo left", namespace="research")]).status_code
-        == 200
-    )
+    leaver = job("leaver", _detach(marker) + "echo left", namespace="research")
+    assert server.apply([leaver]).status_code == 200
     wait_until(lambda: job_state(server, "research/leaver") == "Succeeded")
     wait_until(lambda: not processes_with(marker), timeout=10)

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
+
+import httpx
+
+from pykueue.server import auth
+from pykueue.server.app import ServerContext, create_app
+from pykueue.store.sqlite import SQLiteStore
 
 from ..helpers import Server, job, wait_until
 from .common import job_state, tenant, two_teams
@@ -45,6 +52,8 @@ def test_no_owner_reference_or_path_reaches_another_tenants_log(
     assert server.apply([job("bobjob", "echo BOB-SECRET-OUTPUT", namespace="product")]).status_code == 200
     wait_until(lambda: job_state(server, "product/bobjob") == "Succeeded")
 
+    # The job reconciler soon deletes a Workload whose owner does not exist; whether or not it
+    # is still there, the answer is the same (the route itself is pinned by the test below).
     for name, owner in (("climb", "../product/bobjob"), ("escape", "../../../../secret"), ("deep", "bobjob")):
         stored = server.apply([_owned_by(name, owner)], token=alice)
         assert stored.status_code == 200, stored.text
@@ -76,3 +85,44 @@ def test_a_new_job_of_a_deleted_jobs_name_starts_with_no_logs(
     wait_until(lambda: job_state(server, "research/reused") == "Succeeded")
     output = server.cli("logs", "reused", "-n", "research").stdout
     assert "SECOND-RUN" in output and "FIRST-RUN" not in output
+
+
+def test_the_logs_route_follows_no_owner_name_of_a_stored_workload(tmp_path: Path) -> None:
+    """The route on a real store holding a hostile Workload, with no reconciler to delete it."""
+    store = SQLiteStore(tmp_path / "data" / "pykueue.db")
+    bob_job = job("bobjob", "true", namespace="product")
+    bob_job["metadata"]["uid"] = "bob-uid"
+    logs = tmp_path / "data" / "logs" / "product" / "bobjob"
+    for folder in (logs, logs / "bob-uid"):  # where logs were kept before and after issue 14
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "0.log").write_text("BOB-SECRET-OUTPUT")
+    (tmp_path / "data" / "logs" / "research" / "alicejob").mkdir(parents=True)  # alice has run jobs too
+    alice = auth.Identity("alice", auth.TENANT, ("research",), ("batch",))
+
+    async def scenario() -> list[httpx.Response]:
+        await store.create(bob_job)
+        await store.create(_owned_by("climb", "../product/bobjob"))
+        await store.create(_owned_by("escape", "../../../../secret"))
+        ctx = ServerContext(
+            store=store,
+            admission=None,  # type: ignore[arg-type]  # the logs route needs no engine
+            manager=None,  # type: ignore[arg-type]
+            executor=None,  # type: ignore[arg-type]
+            authenticator=auth.Authenticator(store),
+            node=None,  # type: ignore[arg-type]
+            data_dir=tmp_path / "data",
+        )
+        token = auth.new_token()
+        await store.create(auth.identity_manifest(alice, token))
+        transport = httpx.ASGITransport(app=create_app(ctx))
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=headers) as client:
+            return [await client.get(f"/api/v1/logs/research/{name}") for name in ("climb", "escape")]
+
+    try:
+        answers = asyncio.run(scenario())
+    finally:
+        store.close()
+    for answer in answers:
+        assert answer.status_code == 404, answer.text
+        assert "BOB-SECRET-OUTPUT" not in answer.text
