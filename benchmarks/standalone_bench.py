@@ -14,6 +14,7 @@ really ran, not what the server says. The figures go to docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -42,7 +43,12 @@ class Server:
         self.root = root
         self.shared = Path(tempfile.mkdtemp(prefix="pkbench-", dir="/tmp"))
         os.chmod(self.shared, 0o711)
-        config = {"manifests": ["queues.yaml"], "node": {"gpus": [{"flavor": "a100", "count": gpus}]}}
+        config: dict[str, Any] = {
+            "manifests": ["queues.yaml"],
+            "node": {"gpus": [{"flavor": "a100", "count": gpus}]},
+        }
+        if os.environ.get("PYKUEUE_BENCH_NO_CGROUPS") == "1":  # to see what the cgroups cost
+            config["isolation"] = {"cgroups": False}
         (root / "queues.yaml").write_text(queues)
         (root / "config.yaml").write_text(yaml.safe_dump(config))
         self.process: subprocess.Popen[bytes] | None = None
@@ -72,6 +78,17 @@ class Server:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
 
+    def cpu_seconds(self) -> tuple[float, float]:
+        """CPU time of the server and of its pod launcher (not of the pods): pykueue's own cost."""
+        assert self.process is not None
+        launcher = 0.0
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and _parent(int(entry)) == self.process.pid:
+                with contextlib.suppress(OSError):
+                    if b"pykueue.controllers.launcher" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                        launcher += _cpu(int(entry))
+        return round(_cpu(self.process.pid), 1), round(launcher, 1)
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -92,6 +109,23 @@ class Server:
             response = http.get(path)
             response.raise_for_status()
             return response.json()
+
+
+def _stat(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
+def _cpu(pid: int) -> float:
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") if fields else 0.0
+
+
+def _parent(pid: int) -> int:
+    fields = _stat(pid)
+    return int(fields[1]) if fields else 0
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.1) -> Any:
@@ -166,6 +200,12 @@ def _succeeded(server: Server) -> int:
     return sum(j["state"] == "Succeeded" for j in server.get("/api/v1/jobs"))
 
 
+def _drained(server: Server) -> bool:
+    """No workload pending or admitted (a queue's counters are cheap to read; all jobs are not)."""
+    cq = server.get("/api/v1/clusterqueues")[0]
+    return bool(cq["pending"] == 0 and cq["admitted"] == 0)
+
+
 def crash(root: Path, jobs: int = 40, kills: int = 6, every: float = 4.0) -> dict[str, Any]:
     server = Server(root, queues("16", 4), gpus=4)
     out, locks = root / "out", root / "locks"
@@ -228,8 +268,10 @@ def load(root: Path, jobs: int = 2000, clients: int = 8) -> dict[str, Any]:
         for thread in threads:
             thread.join()
         submitted = time.monotonic() - started
-        wait_until(lambda: _succeeded(server) == jobs, 900, interval=0.5)
+        wait_until(lambda: _drained(server), 900, interval=0.2)
         drained = time.monotonic() - started
+        wait_until(lambda: _succeeded(server) == jobs, 60, interval=0.5)
+        cpu = server.cpu_seconds()
     finally:
         server.stop()
     runs = {p.stem: p.read_text().count("run") for p in out.glob("*.txt")}
@@ -240,6 +282,8 @@ def load(root: Path, jobs: int = 2000, clients: int = 8) -> dict[str, Any]:
         "submits per second": round(jobs / submitted, 1),
         "submit seconds": round(submitted, 1),
         "all succeeded after seconds": round(drained, 1),
+        "server CPU seconds (server, launcher)": cpu,
+        "server CPU ms per job": round(1000 * sum(cpu) / jobs, 1),
         "jobs that ran": len(runs),
         "jobs that ran more than once": sorted(k for k, v in runs.items() if v != 1),
     }

@@ -12,7 +12,7 @@ in every hierarchy pykueue may write to:
 * cgroup v2 (the unified hierarchy, ``/sys/fs/cgroup`` or a hybrid system's
   ``/sys/fs/cgroup/unified``): membership, ``cgroup.kill``, CPU time, and the
   ``cpu``/``memory`` controllers when the parent lets us enable them;
-* cgroup v1 ``memory``, ``cpu`` and ``cpuacct`` hierarchies, for the limits and
+* cgroup v1 ``memory`` and ``cpu`` hierarchies (and ``cpuacct`` without v2), for the limits and
   accounting that v2 cannot give on a hybrid system.
 
 Limits follow the kubelet's rules for a container: CPU requests become a
@@ -255,6 +255,9 @@ class CgroupTree:
             if not (root / "cgroup.procs").exists():
                 continue
             roots[mount.kind] = root
+        if "v2" in roots and "cpuacct" in roots:
+            # v2's cpu.stat counts CPU time without any controller: one hierarchy less per pod.
+            _rmdir(roots.pop("cpuacct"))
         if not roots:
             return None
         controllers: frozenset[str] = frozenset()

@@ -521,9 +521,11 @@ class LocalExecutor:
     async def _reap(self, pod: Pod) -> None:
         """Wait until every process of the pod is gone, then free its devices and its cgroup."""
         deadline = time.monotonic() + REAP_SECONDS
+        pause = 0.001  # killed processes are usually gone within a millisecond or two
         while not pod.gone() and time.monotonic() < deadline:
             pod.kill_all()
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(pause)
+            pause = min(0.05, pause * 2)
         if pod.cgroup is not None:
             run = self.runs.get(pod.job)
             if run is not None:
