@@ -9,19 +9,23 @@ Two ways in, chosen in this order:
    server who we are and no token is needed;
 3. the client config's URL and admin token.
 
-Every failure becomes `ClientError` with a message for the terminal, never a
-traceback: the API's refusals are printed as it wrote them.
+The calls use the standard library's ``http.client``: a command makes one or
+two requests, and importing an HTTP client library would cost more than they
+take (docs/performance.md, "CLI start-up"). Every failure becomes `ClientError`
+with a message for the terminal, never a traceback: the API's refusals are
+printed as it wrote them.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import httpx
+from urllib.parse import urlencode, urlsplit
 
 from pykueue import paths
 
@@ -36,6 +40,24 @@ class ClientError(Exception):
         self.message = message
         self.problems = problems or []
         self.status = status
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a Unix socket (the host name is only what the Host header says)."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("pykueue", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self.socket_path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
 
 
 def _saved() -> dict[str, Any]:
@@ -79,37 +101,56 @@ class Client:
     def where(self) -> str:
         return f"the socket {self.socket}" if self.socket else self.server
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token and not self.socket else {}
-        transport = httpx.HTTPTransport(uds=self.socket) if self.socket else None
+    def _connection(self) -> tuple[http.client.HTTPConnection, str]:
+        if self.socket:
+            return _UnixConnection(self.socket, self.timeout), ""
+        url = urlsplit(self.server)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ClientError(f"the server must be an http:// or https:// URL, not {self.server!r}")
+        kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+        return kind(url.hostname, url.port, timeout=self.timeout), url.path.rstrip("/")
+
+    def request(
+        self, method: str, path: str, params: dict[str, Any] | None = None, json_body: Any = None
+    ) -> Any:
+        connection, prefix = self._connection()
+        headers = {"Accept": "application/json"}
+        if self.token and not self.socket:
+            headers["Authorization"] = f"Bearer {self.token}"
+        body = None
+        if json_body is not None:
+            body = json.dumps(json_body).encode()
+            headers["Content-Type"] = "application/json"
+        target = prefix + path + (f"?{urlencode(params)}" if params else "")
         try:
-            with httpx.Client(transport=transport, timeout=self.timeout) as http:
-                response = http.request(method, self.server + path, headers=headers, **kwargs)
-        except httpx.HTTPError as exc:
+            connection.request(method, target, body=body, headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException) as exc:
             raise ClientError(
                 f"cannot reach pykueue at {self.where}: {exc} (is `pykueue up` running?)"
             ) from None
-        if response.status_code >= 400:
+        finally:
+            connection.close()
+        text = data.decode("utf-8", errors="replace")
+        is_json = (response.getheader("content-type") or "").startswith("application/json")
+        if response.status >= 400:
             try:
-                body = response.json()
+                error = json.loads(text)
             except ValueError:
-                raise ClientError(
-                    f"HTTP {response.status_code}: {response.text[:500]}", status=response.status_code
-                ) from None
+                raise ClientError(f"HTTP {response.status}: {text[:500]}", status=response.status) from None
             raise ClientError(
-                str(body.get("error", f"HTTP {response.status_code}")),
-                [str(p) for p in body.get("problems", [])],
-                response.status_code,
+                str(error.get("error", f"HTTP {response.status}")),
+                [str(p) for p in error.get("problems", [])],
+                response.status,
             )
-        if response.headers.get("content-type", "").startswith("application/json"):
-            return response.json()
-        return response.text
+        return json.loads(text) if is_json else text
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params={k: v for k, v in params.items() if v is not None})
 
     def post(self, path: str, body: Any) -> Any:
-        return self.request("POST", path, json=body)
+        return self.request("POST", path, json_body=body)
 
     def delete(self, path: str) -> Any:
         return self.request("DELETE", path)

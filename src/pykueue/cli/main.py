@@ -1,56 +1,101 @@
 """Entry point of the `pykueue` command: one typer app, one module per command group.
 
-Each command module exposes `register(app)`; this file only wires them up, so
-adding a command never touches another command's code.
+Each command module exposes `register(app)`. Only the module of the command
+being run is imported: the server, controller and simulator stacks take a
+second or more to import, and `pykueue get jobs` needs none of them. Help, an
+unknown command and shell completion import them all, so every command is
+listed. Adding a command means one line in `COMMANDS`.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 
 import typer
 
-from pykueue.cli import (
-    controller_command,
-    demo_command,
-    manifests_command,
-    scenario_command,
-    simulate_command,
-    standalone_commands,
-    up_command,
-    validate_command,
-)
+import pykueue
 
-app = typer.Typer(
-    name="pykueue",
-    help="Kueue's job queueing in Python: quotas, cohorts, fair sharing and preemption.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-COMMANDS = (
-    validate_command,
-    scenario_command,
-    demo_command,
-    simulate_command,
-    up_command,
-    standalone_commands,
-    controller_command,
-    manifests_command,
-)
-for module in COMMANDS:
-    module.register(app)
+COMMANDS: dict[str, str] = {
+    # command -> module of pykueue.cli that registers it
+    "validate": "validate_command",
+    "scenario": "scenario_command",
+    "demo": "demo_command",
+    "simulate": "simulate_command",
+    "plan": "simulate_command",
+    "up": "up_command",
+    "submit": "standalone_commands",
+    "apply": "standalone_commands",
+    "delete": "standalone_commands",
+    "get": "standalone_commands",
+    "describe": "standalone_commands",
+    "logs": "standalone_commands",
+    "stop": "standalone_commands",
+    "resume": "standalone_commands",
+    "token": "standalone_commands",
+    "controller": "controller_command",
+    "install": "controller_command",
+    "manifests": "manifests_command",
+}
+COMPLETION_VARIABLE = "_PYKUEUE_COMPLETE"
 
 
-@app.command()
 def version() -> None:
     """Print pykueue's version."""
-    import pykueue
-
     typer.echo(pykueue.__version__)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        version()
+        raise typer.Exit()
+
+
+def _options(
+    show_version: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Kueue's job queueing in Python: quotas, cohorts, fair sharing and preemption."""
+
+
+def _wanted(argv: list[str]) -> str | None:
+    """The command the arguments name (the first word that is not an option), if any."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_app(argv: list[str]) -> typer.Typer:
+    """The app with the commands ``argv`` needs: the one it names, or all of them."""
+    app = typer.Typer(
+        name="pykueue",
+        no_args_is_help=True,
+        add_completion=True,
+        pretty_exceptions_enable=False,
+    )
+    app.callback()(_options)
+    app.command("version")(version)
+    wanted = _wanted(argv)
+    if COMPLETION_VARIABLE in os.environ:
+        modules = list(dict.fromkeys(COMMANDS.values()))
+    elif wanted == "version" or (wanted is None and "--version" in argv):
+        modules = []
+    elif wanted in COMMANDS:
+        modules = [COMMANDS[wanted]]
+    else:  # help, or a command that does not exist: list them all
+        modules = list(dict.fromkeys(COMMANDS.values()))
+    for module in modules:
+        importlib.import_module(f"pykueue.cli.{module}").register(app)
+    return app
 
 
 def main() -> None:
     """Run the CLI; a bug shows a traceback, bad input never does (commands catch InputError)."""
-    sys.exit(app())
+    sys.exit(build_app(sys.argv[1:])())
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``pykueue.cli.main.app``: the app with every command (for tests and tools that import it)."""
+    if name == "app":
+        return build_app([])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

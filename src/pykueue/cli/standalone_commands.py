@@ -28,7 +28,6 @@ from typing import Any, TypeVar
 import typer
 import yaml
 
-from pykueue.api import manifests
 from pykueue.cli.client import Client, ClientError
 from pykueue.errors import ParseError
 
@@ -265,6 +264,8 @@ def _read_files(files: list[Path]) -> list[dict[str, str]]:
                 typer.echo(f"error: stdin: not UTF-8 text (byte {exc.start})", err=True)
                 raise typer.Exit(1) from None
             continue
+        from pykueue.api import manifests  # the models take a while to import: only apply -f needs them
+
         try:
             paths = manifests.manifest_files([path])
         except Exception as exc:
