@@ -157,6 +157,16 @@ INVALID = {
     "unknown-kind": (("kind: ResourceFlavor", "kind: ResourceFlavour"), "objects[0]", ["ResourceFlavour"]),
     "missing-name": (("name: a valid scenario\n", ""), "name", []),
     "unknown-top-level-key": (("format: 1\n", "format: 1\nsurprise: true\n"), "", ["surprise"]),
+    "unknown-own-option": (
+        ("format: 1\n", "format: 1\nconfig:\n  pykueue: {nominalFirts: true}\n"),
+        "config.pykueue",
+        ["nominalFirts"],
+    ),
+    "own-option-not-a-bool": (
+        ("format: 1\n", "format: 1\nconfig:\n  pykueue: {nominalFirst: 'yes'}\n"),
+        "config.pykueue.nominalFirst",
+        [],
+    ),
 }
 
 

@@ -159,6 +159,12 @@ def controller(
     fair_sharing: bool = typer.Option(
         False, "--fair-sharing", help="Fair sharing between ClusterQueues (upstream's fairSharing.enable)."
     ),
+    nominal_first: bool = typer.Option(
+        True,
+        "--nominal-first/--upstream-cycle",
+        help="Within a pass, a queue's heads take back its freed nominal quota before others borrow it "
+        "(docs/semantics.md); --upstream-cycle runs upstream's cycle unchanged.",
+    ),
     leader_elect: bool = typer.Option(
         False, "--leader-elect", help="Write only while holding the Lease (run several replicas)."
     ),
@@ -182,7 +188,7 @@ def controller(
     )
     try:
         store = _connect(kubeconfig, context, qps, burst)
-        config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing))
+        config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing), nominal_first=nominal_first)
         ops = Operations(
             leader_elect=leader_elect,
             lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "kueue-system",

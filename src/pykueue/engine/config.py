@@ -40,6 +40,11 @@ class EngineConfig:
     fair_sharing: FairSharing = FairSharing()
     admission_fair_sharing: AdmissionFairSharing | None = None
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    # pykueue's own: within a cycle, once a ClusterQueue admits within its nominal quota and
+    # still has room there, heads that would borrow the same flavor-resources in its cohort
+    # tree wait for the next cycle (docs/semantics.md, "Nominal quota first"). Off reproduces
+    # upstream's cycle exactly; scenario files get it only when they ask.
+    nominal_first: bool = True
 
     def gate(self, name: str) -> bool:
         return self.feature_gates.get(name, DEFAULT_GATES.get(name, False))

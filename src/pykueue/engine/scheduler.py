@@ -6,13 +6,28 @@
     order      non-borrowing entries first, then priority, then queue time
                (or by dominant resource share under fair sharing)
     process    admit in order, re-checking that each still fits after the
-               entries before it; issue preemptions; never over-admit a cohort
+               entries before it; issue preemptions; never over-admit a cohort;
+               with `nominal_first`, a head that would borrow waits for the next
+               cycle while a ClusterQueue of its cohort tree admits within its
+               nominal quota and still has room there
     requeue    put back every head that was not admitted: active or parked
     evict      targets of the issued preemptions release their quota
 
 Quota used by an entry that only *waits* for its preemptions (or that
 reserves capacity it cannot reclaim later) counts against the cohort for the
 rest of the cycle only; it is given back when the cycle ends.
+
+Why `nominal_first`: a cycle takes one head per ClusterQueue. When a queue
+frees much of its nominal quota at once (a large job ended, or several jobs
+ended between two passes of a controller), its first head takes part of it
+back and the heads of its siblings, ordered after it because they borrow,
+take the rest in the same cycle. The queue's next heads, a cycle later,
+reclaim that quota by preemption: the borrowed workloads are stopped before
+they ran. Upstream's scheduler meets the same cycle rules, but its loop runs
+per event, so quota rarely frees up in larger pieces than one head takes.
+Holding the borrowers back while the lender's own heads still fit within its
+nominal quota keeps the quota with its owner and costs a few cycles, never a
+preemption.
 """
 
 from __future__ import annotations
@@ -282,6 +297,9 @@ class _Cycle:
     issued: list[tuple[Target, Entry]] = field(default_factory=list)
     preempted_keys: dict[str, Target] = field(default_factory=dict)
     reserved: list[tuple[str, Quantities]] = field(default_factory=list)
+    # nominal_first: (root of a cohort tree, flavor-resource) -> the ClusterQueue that
+    # admitted within its nominal quota there in this cycle and still has room.
+    lenders: dict[tuple[cohort_tree.Node, FlavorResource], str] = field(default_factory=dict)
 
     def process(self, entry: Entry) -> None:
         mode = entry.assignment.mode()
@@ -298,6 +316,14 @@ class _Cycle:
             self._skip(entry, "Workload has overlapping preemption targets with another workload")
             return
         usage = entry.assignment.usage
+        lender = self._lender_first(entry)
+        if lender:
+            self._skip(
+                entry,
+                f"Workload waits for a cycle: ClusterQueue {lender} of its cohort admits within its "
+                "nominal quota first",
+            )
+            return
         if not self._fits(entry.cluster_queue, usage, entry.targets):
             self._skip(entry, "Workload no longer fits after processing another workload")
             return
@@ -314,6 +340,30 @@ class _Cycle:
                 self.issued.append((target, entry))
             return
         _admit(self.state, entry)
+        if self.state.config.nominal_first and not entry.borrows:
+            self._note_lender(entry)
+
+    def _lender_first(self, entry: Entry) -> str:
+        """The ClusterQueue whose nominal admissions a borrowing ``entry`` waits for ("" if none)."""
+        if not self.lenders or not entry.borrows:
+            return ""
+        root = self.state.nodes[entry.cluster_queue].root()
+        for fr in entry.assignment.usage:
+            lender = self.lenders.get((root, fr))
+            if lender:
+                return lender
+        return ""
+
+    def _note_lender(self, entry: Entry) -> None:
+        """After an admission within nominal quota: where its queue still has nominal room."""
+        node = self.state.nodes[entry.cluster_queue]
+        if node.parent is None:
+            return
+        root = node.root()
+        for fr in entry.assignment.usage:
+            quota = node.quotas.get(fr)
+            if quota is not None and node.usage.get(fr, 0) < quota.nominal:
+                self.lenders.setdefault((root, fr), entry.cluster_queue)
 
     def _skip(self, entry: Entry, message: str) -> None:
         entry.status = SKIPPED

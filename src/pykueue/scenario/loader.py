@@ -99,7 +99,7 @@ def _time(value: Any, where: str) -> int:
 def _config(raw: Any, source: str) -> EngineConfig:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{source} config: must be a mapping")
-    unknown = sorted(set(raw) - {"fairSharing", "admissionFairSharing", "featureGates"})
+    unknown = sorted(set(raw) - {"fairSharing", "admissionFairSharing", "featureGates", "pykueue"})
     if unknown:
         raise ScenarioError(f"{source} config: unknown key(s): {', '.join(map(str, unknown))}")
     fs_raw = raw.get("fairSharing") or {}
@@ -134,7 +134,31 @@ def _config(raw: Any, source: str) -> EngineConfig:
     gates = raw.get("featureGates") or {}
     if not isinstance(gates, dict) or not all(isinstance(v, bool) for v in gates.values()):
         raise ScenarioError(f"{source} config.featureGates: must map gate names to true/false")
-    return EngineConfig(fair_sharing=fair, admission_fair_sharing=afs, feature_gates=dict(gates))
+    return EngineConfig(
+        fair_sharing=fair,
+        admission_fair_sharing=afs,
+        feature_gates=dict(gates),
+        nominal_first=_own_options(raw.get("pykueue"), source),
+    )
+
+
+def _own_options(raw: Any, source: str) -> bool:
+    """``config.pykueue``: pykueue's own engine options, off unless a file asks for them.
+
+    A scenario describes upstream's cycle, so pykueue's departures from it
+    (`EngineConfig.nominal_first`) stay off by default here.
+    """
+    if raw is None:
+        return False
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{source} config.pykueue: must be a mapping")
+    unknown = sorted(set(raw) - {"nominalFirst"})
+    if unknown:
+        raise ScenarioError(f"{source} config.pykueue: unknown key(s): {', '.join(map(str, unknown))}")
+    value = raw.get("nominalFirst", False)
+    if not isinstance(value, bool):
+        raise ScenarioError(f"{source} config.pykueue.nominalFirst: must be true or false")
+    return value
 
 
 def _objects(raw: Any, source: str, where: str) -> list[Any]:
