@@ -178,8 +178,12 @@ def controller(
         help="HTTP port of /metrics, /healthz, /readyz and the visibility API (0: none; the Deployment uses 8080).",
     ),
     metrics_host: str = typer.Option("0.0.0.0", "--metrics-host", help="Address of that port."),
-    qps: float = typer.Option(50.0, "--qps", help="API requests per second, sustained (0: unlimited)."),
-    burst: int = typer.Option(100, "--burst", help="API requests allowed in a burst above --qps."),
+    qps: float = typer.Option(
+        50.0, "--qps", help="API requests per second per resource kind, sustained (0: unlimited)."
+    ),
+    burst: int = typer.Option(
+        100, "--burst", help="API requests per resource kind allowed in a burst above --qps."
+    ),
 ) -> None:
     """Run pykueue as a Kubernetes controller: admit queued Jobs and Workloads, write queue status."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
