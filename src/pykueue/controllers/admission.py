@@ -232,7 +232,9 @@ class AdmissionController:
         The writes wait in a `WriteQueue`: admissions and evictions have
         ``write_concurrency`` slots, ranked by the priority they serve (an eviction by its
         preemptor's, just ahead of that admission); the explanations of pending workloads
-        have a quarter as many slots of their own, so they never hold an admission back.
+        have a quarter as many slots of their own, so they never hold an admission back,
+        and start none while admissions are queued (under a rate limit they would take the
+        tokens the admissions wait for).
         A status is built when its slot frees up, from the engine's view then.
 
         With an ``outbox`` (the Kubernetes manager's event queue) the writes run in the
