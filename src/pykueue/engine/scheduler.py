@@ -36,42 +36,25 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pykueue.engine import cohort_tree, fair_sharing, specs
+from pykueue.engine.entries import (
+    ASSUMED,
+    FAILED_AFTER_NOMINATION,
+    GENERIC,
+    NAMESPACE_MISMATCH,
+    NO_FIT,
+    NOMINATED,
+    NOT_NOMINATED,
+    PENDING_PREEMPTION,
+    PREEMPTION_NO_CANDIDATES,
+    SKIPPED,
+    Entry,
+)
 from pykueue.engine.flavor_assigner import Assignment, FlavorAssigner, Mode, Possibility
-from pykueue.engine.preemption import HUMAN_REASONS, Preemptor, Target, can_always_reclaim
+from pykueue.engine.preemption import Preemptor
 from pykueue.engine.resources import FlavorResource, Quantities
 from pykueue.engine.state import ADMITTED, PENDING, PREEMPTED, Event, State
+from pykueue.engine.targets import HUMAN_REASONS, Target, can_always_reclaim
 from pykueue.engine.workloads import Admission, Condition, PodSetAssignment, Workload
-
-# Why a head goes back to its queue (upstream's RequeueReason).
-GENERIC = ""
-NO_FIT = "NoFit"
-NAMESPACE_MISMATCH = "NamespaceMismatch"
-FAILED_AFTER_NOMINATION = "FailedAfterNomination"
-PENDING_PREEMPTION = "PendingPreemption"
-PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
-
-NOT_NOMINATED = ""
-NOMINATED = "nominated"
-SKIPPED = "skipped"
-ASSUMED = "assumed"
-
-
-@dataclass(eq=False, slots=True)
-class Entry:
-    """A head workload being considered in this cycle."""
-
-    workload: Workload
-    cluster_queue: str
-    assignment: Assignment = field(default_factory=Assignment)
-    targets: list[Target] = field(default_factory=list)
-    status: str = NOT_NOMINATED
-    requeue_reason: str = GENERIC
-    message: str = ""
-    reason: str = ""  # QuotaReserved=False reason
-
-    @property
-    def borrows(self) -> int:
-        return self.assignment.borrowing
 
 
 @dataclass(slots=True)
