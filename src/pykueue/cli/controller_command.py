@@ -93,6 +93,7 @@ async def _run_controller(
         role=lambda: "standalone" if elector is None else ("leader" if elector.leading else "follower"),
         lease_name=ops.lease_name if elector is not None else "",
         write_backlog=lambda: manager.admission.write_backlog(),
+        unseen_preemption=lambda key: key in manager.admission.unseen_preemptions,
     )
     manager = KubeManager(
         writer,

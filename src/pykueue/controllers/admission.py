@@ -30,7 +30,7 @@ from pykueue.controllers import workload_status
 from pykueue.controllers.write_queue import WriteQueue
 from pykueue.engine import intake, loading, scheduler
 from pykueue.engine.config import EngineConfig
-from pykueue.engine.state import State
+from pykueue.engine.state import PREEMPTED, State
 from pykueue.engine.workloads import Workload
 from pykueue.errors import Conflict, InputError, NotFound
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, resource_version, version_number
@@ -133,6 +133,8 @@ class AdmissionController:
     _queue_loop: asyncio.AbstractEventLoop | None = None
     # Look at every workload on the next write-back, not only the touched ones.
     rescan: bool = True
+    # The last pass's preemptions of workloads whose admission had not been written.
+    unseen_preemptions: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.state = State(config=self.config)
@@ -219,6 +221,12 @@ class AdmissionController:
             result = scheduler.run_cycle(self.state)
             if not result.changed:
                 break
+        # Preemptions of admissions not written yet: nobody saw those (see workload_status).
+        self.unseen_preemptions = {
+            event.workload
+            for event in self.state.events
+            if event.type == PREEMPTED and not self.holds_stored_reservation(event.workload)
+        }
         return await self.write_back()
 
     async def write_back(self) -> int:
@@ -295,6 +303,11 @@ class AdmissionController:
             served = max(served, preemptor.priority) if preemptor is not None else served
         # At the same priority an eviction goes just before the admission it makes room for.
         return 0, (-served, 0 if urgency == 1 else 1)
+
+    def holds_stored_reservation(self, engine_key: str) -> bool:
+        """Does the stored Workload (as last seen) hold a quota reservation?"""
+        namespace, _, name = engine_key.partition("/")
+        return workload_status.holds_reservation(self.cache.get(Key("Workload", namespace, name)))
 
     def write_backlog(self) -> dict[str, int]:
         """Workload status writes queued or travelling, per lane (for the metrics)."""
