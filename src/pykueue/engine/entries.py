@@ -39,6 +39,9 @@ class Entry:
     requeue_reason: str = GENERIC
     message: str = ""
     reason: str = ""  # QuotaReserved=False reason
+    # It issued preemptions in an earlier cycle and still waits for them (upstream's
+    # IsPreemptor); with PrioritizePreemptorWorkloads it goes first in its cycle.
+    is_preemptor: bool = False
 
     @property
     def borrows(self) -> int:

@@ -194,6 +194,8 @@ def _tournament(
 def _less(
     a: Entry, b: Entry, parent: str, shares: dict[tuple[str, str], Share], non_borrowing_first: bool
 ) -> bool:
+    if a.is_preemptor != b.is_preemptor:
+        return a.is_preemptor  # waiting for its evictions: it goes first (PrioritizePreemptorWorkloads)
     a_share = shares[(parent, a.workload.key)]
     b_share = shares[(parent, b.workload.key)]
     if non_borrowing_first:

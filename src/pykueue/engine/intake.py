@@ -119,8 +119,14 @@ def cluster_queue(obj: ApiClusterQueue) -> specs.ClusterQueue:
     groups, quotas = _quotas(spec.resource_groups)
     borrow = spec.preemption.borrow_within_cohort
     checks: tuple[str, ...] = ()
+    on_flavors: dict[str, tuple[str, ...]] = {}
     if spec.admission_checks_strategy is not None:
         checks = tuple(rule.name for rule in spec.admission_checks_strategy.admission_checks)
+        on_flavors = {
+            rule.name: tuple(rule.on_flavors)
+            for rule in spec.admission_checks_strategy.admission_checks
+            if rule.on_flavors
+        }
     afs = spec.admission_scope is not None and (
         spec.admission_scope.admission_mode == "UsageBasedAdmissionFairSharing"
     )
@@ -145,6 +151,7 @@ def cluster_queue(obj: ApiClusterQueue) -> specs.ClusterQueue:
         ),
         stop_policy=spec.stop_policy,
         admission_checks=checks,
+        check_on_flavors=on_flavors,
         fair_weight=fair_weight(spec.fair_sharing),
         admission_fair_sharing=afs,
     )

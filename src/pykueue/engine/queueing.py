@@ -155,7 +155,9 @@ class ClusterQueueQueue:
         return wl
 
     def remove(self, key: str) -> Workload | None:
-        """Out of this queue altogether."""
+        """Out of this queue altogether (a preemptor that leaves stops being one)."""
+        if self.sticky == key:
+            self.sticky = None
         self._base.pop(key, None)
         wl = self._leave(key)
         return wl if wl is not None else self._held.pop(key, None)
