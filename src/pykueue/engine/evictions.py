@@ -92,7 +92,9 @@ def begin(
 
 def complete(wl: Workload, eviction: Eviction, now: int) -> None:
     """The job stopped: write the status of a workload that lost its reservation."""
-    wl.set_condition("Requeued", "True" if eviction.requeue else "False", eviction.reason, eviction.message, now)
+    wl.set_condition(
+        "Requeued", "True" if eviction.requeue else "False", eviction.reason, eviction.message, now
+    )
     unreserve(wl, PENDING_EVALUATION, eviction.message, now)
     if not wl.active:
         unreserve(wl, DEACTIVATED, DEACTIVATED_MESSAGE, now)

@@ -313,7 +313,9 @@ class State:
         wl.requeue_count, wl.requeue_at = 0, None
         evicted = wl.conditions.get("Evicted")
         if evicted is None or evicted.status != "True":
-            wl.set_condition("Evicted", "True", evictions.DEACTIVATED, evictions.DEACTIVATED_MESSAGE, self.now)
+            wl.set_condition(
+                "Evicted", "True", evictions.DEACTIVATED, evictions.DEACTIVATED_MESSAGE, self.now
+            )
             stat = (evictions.DEACTIVATED, "")
             wl.eviction_counts[stat] = wl.eviction_counts.get(stat, 0) + 1
 
@@ -373,7 +375,11 @@ class State:
             return
         eviction = evictions.begin(wl, reason, message, self.now, preempted_reason, underlying_cause)
         config = self.config.wait_for_pods_ready
-        if reason == evictions.PODS_READY_TIMEOUT and config is not None and config.requeuing_timestamp == "Creation":
+        if (
+            reason == evictions.PODS_READY_TIMEOUT
+            and config is not None
+            and config.requeuing_timestamp == "Creation"
+        ):
             wl.evicted_at = None  # requeuingStrategy.timestamp: Creation keeps its place by creation time
         self.touched.add(key)
         if not preempted_reason:
@@ -465,7 +471,11 @@ class State:
             return
         if not admission_checks.all_ready(wl):
             wl.set_condition(
-                "Admitted", "False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready", self.now
+                "Admitted",
+                "False",
+                "UnsatisfiedAdmissionChecks",
+                "The workload has not all checks ready",
+                self.now,
             )
             self.touched.add(wl.key)
             return
@@ -478,7 +488,16 @@ class State:
             waited = self.now - reserved.last_transition if reserved is not None else None
             message = f"Admitted by ClusterQueue {wl.admission.cluster_queue}: every admission check is Ready"
             self.events.append(
-                Event(self.cycle, wl.key, CHECKS_PASSED, message, "Admitted", wl.admission.cluster_queue, "", waited)
+                Event(
+                    self.cycle,
+                    wl.key,
+                    CHECKS_PASSED,
+                    message,
+                    "Admitted",
+                    wl.admission.cluster_queue,
+                    "",
+                    waited,
+                )
             )
 
     def reconcile_checks(self, key: str) -> None:
@@ -875,7 +894,9 @@ class State:
             return "Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist"
         if cq.name in self.inactive_reason:
             return "Suspended", f"ClusterQueue {cq.name} is inactive"
-        if cq.namespace_selector is None or not cq.namespace_selector.matches(self.namespace_labels(wl.namespace)):
+        if cq.namespace_selector is None or not cq.namespace_selector.matches(
+            self.namespace_labels(wl.namespace)
+        ):
             return "Misconfigured", NAMESPACE_MISMATCH_MESSAGE
         if wl.invalid_reason:
             return "Misconfigured", wl.invalid_reason

@@ -1,0 +1,122 @@
+"""The admission lifecycle after a reservation: what controllers report, what time does.
+
+The scheduling cycle reserves quota; everything after that is driven from
+outside the cycle, and these are the engine's entry points for it:
+
+    report_check(state, key, check, "Ready")     a check's controller wrote a state
+    report_pods_ready(state, key, ready)          pods became ready, or lost readiness
+    advance(state, now)                           the clock moves: PodsReady timeouts
+                                                  fire in time order, backoffs end
+    state.complete_eviction(key)                  an evicted workload's job stopped
+                                                  (with config.async_evictions)
+    next_deadline(state)                          when `advance` has work next
+
+    pending ──cycle──▶ QuotaReserved ──checks Ready──▶ Admitted ──pods ready──▶ PodsReady
+       ▲                   │   │                          │ timeout / recovery timeout
+       │        check Retry│   │check Rejected            ▼
+       └──── backoff ◀─────┘   └──────────▶ deactivated ◀── past backoffLimitCount
+
+Every function is deterministic and reads no clock: the time is ``state.now``.
+"""
+
+from __future__ import annotations
+
+from pykueue.engine import admission_checks, evictions, pods_ready
+from pykueue.engine.state import State
+from pykueue.engine.workloads import CHECK_STATES
+
+
+def report_check(
+    state: State,
+    key: str,
+    check: str,
+    value: str,
+    message: str | None = None,
+    requeue_after_seconds: int | None = None,
+    pod_set_updates: tuple[dict[str, object], ...] | None = None,
+) -> None:
+    """A check's controller reports ``value`` (Pending, Ready, Retry, Rejected) for a
+    workload, and the engine reacts as upstream's workload controller does
+    (`State.reconcile_checks`). Raises KeyError for an unknown workload and ValueError
+    for an unknown state."""
+    if value not in CHECK_STATES:
+        raise ValueError(f"admission check state {value!r} is not one of {', '.join(CHECK_STATES)}")
+    wl = state.workloads[key]
+    if admission_checks.set_state(
+        wl, check, value, state.now, message, requeue_after_seconds, pod_set_updates
+    ):
+        state.touched.add(key)
+    state.reconcile_checks(key)
+
+
+def report_pods_ready(state: State, key: str, ready: bool) -> None:
+    """The workload's pods are all ready (``ready``), or one of them is not any more.
+
+    Raises KeyError for an unknown workload."""
+    if key not in state.workloads:
+        raise KeyError(key)
+    state.report_pods_ready(key, ready)
+
+
+def advance(state: State, now: int) -> None:
+    """Move the clock to ``now``; every PodsReady timeout that falls due on the way
+    fires at its own time, in time order (ties by arrival), then backoffs that ended
+    put their workloads back in their queues."""
+    config = state.config.wait_for_pods_ready
+    while config is not None:
+        due = _next_timeout(state, now)
+        if due is None:
+            break
+        at, _, key, cause = due
+        state.advance_clock(at)
+        _time_out(state, key, cause)
+    state.advance_clock(now)
+
+
+def _next_timeout(state: State, until: int) -> tuple[int, int, str, str] | None:
+    config = state.config.wait_for_pods_ready
+    if config is None:
+        return None
+    best: tuple[int, int, str, str] | None = None
+    for admitted in state.admitted.values():
+        for wl in admitted.values():
+            found = pods_ready.deadline(wl, config)
+            if found is None or found[0] > until:
+                continue
+            candidate = (max(found[0], state.now), wl.seq, wl.key, found[1])
+            if best is None or candidate < best:
+                best = candidate
+    return best
+
+
+def _time_out(state: State, key: str, cause: str) -> None:
+    """Upstream's reconcileNotReadyTimeout: requeue with backoff, or deactivate."""
+    config = state.config.wait_for_pods_ready
+    wl = state.workloads[key]
+    assert config is not None
+    if pods_ready.limit_exceeded(wl, config):
+        state.deactivate(key, pods_ready.LIMIT_EXCEEDED, pods_ready.LIMIT_EXCEEDED_MESSAGE)
+        return
+    wl.requeue_count += 1
+    until = state.now + pods_ready.backoff(config, wl.requeue_count)
+    if wl.requeue_at is None or wl.requeue_at < until:
+        wl.requeue_at = until
+    state.evict(key, evictions.PODS_READY_TIMEOUT, pods_ready.timeout_message(wl), underlying_cause=cause)
+
+
+def next_deadline(state: State) -> int | None:
+    """The earliest time `advance` would change something: a PodsReady timeout, the end
+    of a requeue backoff. None when nothing is waiting on the clock."""
+    times: list[int] = []
+    config = state.config.wait_for_pods_ready
+    if config is not None:
+        for admitted in state.admitted.values():
+            for wl in admitted.values():
+                found = pods_ready.deadline(wl, config)
+                if found is not None:
+                    times.append(found[0])
+    for queue in state.queues.values():
+        for wl in queue.held():
+            if wl.requeue_at is not None:
+                times.append(wl.requeue_at)
+    return min(times) if times else None
