@@ -22,8 +22,8 @@ Every function is deterministic and reads no clock: the time is ``state.now``.
 from __future__ import annotations
 
 from pykueue.engine import admission_checks, evictions, pods_ready
-from pykueue.engine.state import State
-from pykueue.engine.workloads import CHECK_STATES
+from pykueue.engine.state import PODS_READY, Event, State
+from pykueue.engine.workloads import CHECK_REJECTED, CHECK_RETRY, CHECK_STATES
 
 
 def report_check(
@@ -37,7 +37,7 @@ def report_check(
 ) -> None:
     """A check's controller reports ``value`` (Pending, Ready, Retry, Rejected) for a
     workload, and the engine reacts as upstream's workload controller does
-    (`State.reconcile_checks`). Raises KeyError for an unknown workload and ValueError
+    (`reconcile_checks`). Raises KeyError for an unknown workload and ValueError
     for an unknown state."""
     if value not in CHECK_STATES:
         raise ValueError(f"admission check state {value!r} is not one of {', '.join(CHECK_STATES)}")
@@ -46,16 +46,76 @@ def report_check(
         wl, check, value, state.now, message, requeue_after_seconds, pod_set_updates
     ):
         state.touched.add(key)
-    state.reconcile_checks(key)
+    reconcile_checks(state, key)
+
+
+def reconcile_checks(state: State, key: str) -> None:
+    """React to a workload's check states as upstream's workload controller does.
+
+    Holding a reservation: a Rejected check deactivates the workload, a Retry check
+    evicts it (requeued after the checks' ``requeueAfterSeconds``, if any), every
+    check Ready admits it. Without a reservation the states are kept: a Ready check
+    admits at the next reservation, a Retry or Rejected one keeps the scheduler
+    away; every eviction resets them to Pending. A controller that reads check
+    states from the store (rather than calling `report_check`) calls this after
+    applying the workload.
+    """
+    wl = state.workloads.get(key)
+    if wl is None:
+        return
+    if wl.admission is None:
+        if not admission_checks.has_failed(wl):
+            state.unpark(wl)
+        return
+    if wl.eviction is not None:
+        return
+    rejected = admission_checks.in_state(wl, CHECK_REJECTED)
+    if rejected:
+        state.deactivate(key, evictions.ADMISSION_CHECK, admission_checks.summary(rejected, CHECK_REJECTED))
+        return
+    retry = admission_checks.in_state(wl, CHECK_RETRY)
+    if retry:
+        until = admission_checks.retry_until(wl)
+        if until is not None and until > state.now and (wl.requeue_at is None or wl.requeue_at < until):
+            wl.requeue_at = until
+        message = f"Evicted due to {admission_checks.summary(retry, CHECK_RETRY)}"
+        state.evict(key, evictions.ADMISSION_CHECK, message)
+        return
+    state.sync_admitted(wl)
 
 
 def report_pods_ready(state: State, key: str, ready: bool) -> None:
     """The workload's pods are all ready (``ready``), or one of them is not any more.
 
-    Raises KeyError for an unknown workload."""
-    if key not in state.workloads:
-        raise KeyError(key)
-    state.report_pods_ready(key, ready)
+    Sets PodsReady as upstream's job reconciler does, keeps `State.pods_not_ready`
+    (what blockAdmission waits on) and records a PODS_READY event the first time
+    the pods are ready after an admission. Raises KeyError for an unknown workload.
+    """
+    wl = state.workloads[key]
+    before = wl.conditions.get(pods_ready.PODS_READY)
+    was = None if before is None else (before.status, before.reason, before.message)
+    became = pods_ready.report(wl, ready, state.now)
+    after = wl.conditions[pods_ready.PODS_READY]
+    if was != (after.status, after.reason, after.message):
+        state.touched.add(key)
+    if ready:
+        state.pods_not_ready.discard(key)
+    elif wl.admission is not None:
+        state.pods_not_ready.add(key)
+    if became and wl.admission is not None:
+        admitted = wl.conditions.get("Admitted")
+        waited = state.now - admitted.last_transition if admitted is not None else None
+        state.events.append(
+            Event(
+                state.cycle,
+                key,
+                PODS_READY,
+                pods_ready.READY_MESSAGE,
+                became,
+                wl.admission.cluster_queue,
+                waited=waited,
+            )
+        )
 
 
 def advance(state: State, now: int) -> None:

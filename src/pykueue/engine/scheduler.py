@@ -62,8 +62,9 @@ from pykueue.engine.entries import (
 from pykueue.engine.flavor_assigner import Assignment, FlavorAssigner, Mode, Possibility
 from pykueue.engine.preemption import Preemptor
 from pykueue.engine.resources import FlavorResource, Quantities
-from pykueue.engine.state import ADMITTED, NAMESPACE_MISMATCH_MESSAGE, PENDING, PREEMPTED, Event, State
+from pykueue.engine.state import ADMITTED, PENDING, PREEMPTED, Event, State
 from pykueue.engine.targets import HUMAN_REASONS, Target, can_always_reclaim
+from pykueue.engine.waiting import NAMESPACE_MISMATCH_MESSAGE
 from pykueue.engine.workloads import Admission, PodSetAssignment, Workload
 
 

@@ -34,7 +34,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pykueue.engine import admission_checks, admission_fair_sharing, cohort_tree, evictions, pods_ready, specs
+from pykueue.engine import (
+    admission_checks,
+    admission_fair_sharing,
+    cohort_tree,
+    evictions,
+    pods_ready,
+    specs,
+    waiting,
+)
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.queueing import ClusterQueueQueue
@@ -53,24 +61,6 @@ EVICTED = "Evicted"
 CHECKS_PASSED = "AdmissionChecksPassed"
 # PodsReady became True (reason Started or Recovered; waited: since Admitted).
 PODS_READY = "PodsReady"
-
-# QuotaReserved=False reasons the scheduler writes; the workload controller keeps them
-# until the next cycle (upstream's schedulerSetReasons). Any other reason of a workload
-# that is no longer blocked turns into PendingEvaluation.
-SCHEDULER_REASONS = frozenset(
-    {
-        "WaitingForQuota",
-        "NoMatchingFlavor",
-        "ExceedsMaxQuota",
-        "TopologyPlacementFailed",
-        "WaitingForPreemptedWorkloads",
-        "WaitingForPodsReady",
-        evictions.PENDING_EVALUATION,
-    }
-)
-GATED = "AdmissionGated"
-GATE_CLEARED_MESSAGE = "AdmissionGatedBy cleared, waiting for quota reservation"
-NAMESPACE_MISMATCH_MESSAGE = "workload namespace doesn't match ClusterQueue selector"
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +280,7 @@ class State:
         if wl.gated_by and wl.admission is not None:
             # An admission gate takes the reservation back (upstream's workload controller).
             wl.admission = None
-            evictions.unreserve(wl, GATED, f"Admission is gated by: {wl.gated_by}", self.now)
+            evictions.unreserve(wl, waiting.GATED, f"Admission is gated by: {wl.gated_by}", self.now)
         if wl.admission is not None:
             self._account(wl, +1)
             self.sync_checks(wl)
@@ -500,71 +490,6 @@ class State:
                 )
             )
 
-    def reconcile_checks(self, key: str) -> None:
-        """React to check states as upstream's workload controller does.
-
-        Holding a reservation: a Rejected check deactivates the workload, a Retry
-        check evicts it (requeued after the checks' ``requeueAfterSeconds``, if any),
-        every check Ready admits it. Without a reservation the states are kept: a
-        Ready check admits at the next reservation, a Retry or Rejected one keeps the
-        scheduler away; every eviction resets them to Pending.
-        """
-        wl = self.workloads.get(key)
-        if wl is None:
-            return
-        if wl.admission is None:
-            if not admission_checks.has_failed(wl):
-                self._unpark(wl)
-            return
-        if wl.eviction is not None:
-            return
-        rejected = admission_checks.in_state(wl, "Rejected")
-        if rejected:
-            self.deactivate(key, evictions.ADMISSION_CHECK, admission_checks.summary(rejected, "Rejected"))
-            return
-        retry = admission_checks.in_state(wl, "Retry")
-        if retry:
-            until = admission_checks.retry_until(wl)
-            if until is not None and until > self.now and (wl.requeue_at is None or wl.requeue_at < until):
-                wl.requeue_at = until
-            message = f"Evicted due to {admission_checks.summary(retry, 'Retry')}"
-            self.evict(key, evictions.ADMISSION_CHECK, message)
-            return
-        self.sync_admitted(wl)
-
-    # ------------------------------------------------------------- pods ready
-
-    def report_pods_ready(self, key: str, ready: bool) -> None:
-        """The controller saw the workload's pods become ready (or stop being ready)."""
-        wl = self.workloads.get(key)
-        if wl is None:
-            return
-        before = wl.conditions.get(pods_ready.PODS_READY)
-        snapshot = None if before is None else (before.status, before.reason, before.message)
-        became = pods_ready.report(wl, ready, self.now)
-        after = wl.conditions[pods_ready.PODS_READY]
-        if snapshot != (after.status, after.reason, after.message):
-            self.touched.add(key)
-        if ready:
-            self.pods_not_ready.discard(key)
-        elif wl.admission is not None:
-            self.pods_not_ready.add(key)
-        if became and wl.admission is not None:
-            admitted = wl.conditions.get("Admitted")
-            waited = self.now - admitted.last_transition if admitted is not None else None
-            self.events.append(
-                Event(
-                    self.cycle,
-                    key,
-                    PODS_READY,
-                    "All pods reached readiness and the workload is running",
-                    became,
-                    wl.admission.cluster_queue,
-                    "",
-                    waited,
-                )
-            )
-
     def register_admission(self, wl: Workload) -> None:
         """Account a workload the scheduler just admitted (its admission is already set)."""
         self._account(wl, +1)
@@ -751,7 +676,7 @@ class State:
             return
         self.queues[cq].push(wl)
 
-    def _unpark(self, wl: Workload) -> None:
+    def unpark(self, wl: Workload) -> None:
         """A held pending workload that may be admissible again goes back to its active queue."""
         for queue in self.queues.values():
             if wl.key in queue.inadmissible and queue.remove(wl.key) is not None:
@@ -858,51 +783,17 @@ class State:
                 self._explain_waiting(wl)
 
     def _explain_waiting(self, wl: Workload) -> None:
-        """QuotaReserved=False for a pending workload, as upstream's workload controller
-        writes it: why it is blocked, or PendingEvaluation once a block is gone."""
-        if wl.admission is not None:
-            return
-        blocked = self.blocker(wl)
-        current = wl.conditions.get("QuotaReserved")
-        if blocked is not None:
-            reason, message = blocked
-        elif current is None:
-            if not self.config.gate("UnadmittedWorkloadsExplicitStatus"):
-                return
-            reason, message = evictions.PENDING_EVALUATION, evictions.PENDING_EVALUATION_MESSAGE
-        elif current.status == "False" and current.reason not in SCHEDULER_REASONS:
-            reason = evictions.PENDING_EVALUATION
-            cleared = current.reason == GATED
-            message = GATE_CLEARED_MESSAGE if cleared else evictions.PENDING_EVALUATION_MESSAGE
-        else:
-            return
-        if evictions.unreserve(wl, reason, message, self.now):
+        if wl.admission is None and waiting.explain(
+            wl, self.blocker(wl), self.config.gate("UnadmittedWorkloadsExplicitStatus"), self.now
+        ):
             self.touched.add(wl.key)
 
     def blocker(self, wl: Workload) -> tuple[str, str] | None:
-        """Why the scheduler cannot consider a pending workload now, in upstream's
-        (reason, message); None when nothing blocks it."""
-        if not wl.active:
-            return evictions.DEACTIVATED, evictions.DEACTIVATED_MESSAGE
+        """Why no cycle can consider a pending workload now (`pykueue.engine.waiting`)."""
         lq = self.local_queues.get(wl.queue_key)
-        if lq is None:
-            return "Misconfigured", f"LocalQueue {wl.queue_name} doesn't exist"
-        if lq.stop_policy != "None":
-            return "Suspended", f"LocalQueue {wl.queue_name} is inactive"
-        cq = self.cluster_queues.get(lq.cluster_queue)
-        if cq is None:
-            return "Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist"
-        if cq.name in self.inactive_reason:
-            return "Suspended", f"ClusterQueue {cq.name} is inactive"
-        if cq.namespace_selector is None or not cq.namespace_selector.matches(
-            self.namespace_labels(wl.namespace)
-        ):
-            return "Misconfigured", NAMESPACE_MISMATCH_MESSAGE
-        if wl.invalid_reason:
-            return "Misconfigured", wl.invalid_reason
-        if wl.gated_by:
-            return GATED, f"Admission is gated by: {wl.gated_by}"
-        return None
+        cq = self.cluster_queues.get(lq.cluster_queue) if lq is not None else None
+        inactive = cq is not None and cq.name in self.inactive_reason
+        return waiting.blocker(wl, lq, cq, inactive, self.namespace_labels(wl.namespace))
 
     # ----------------------------------------------------------------- reading
 
