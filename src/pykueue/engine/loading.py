@@ -16,7 +16,7 @@ from pykueue.api.local_queue import LocalQueue
 from pykueue.api.priority import WorkloadPriorityClass
 from pykueue.api.resource_flavor import ResourceFlavor
 from pykueue.api.workload import Workload
-from pykueue.engine import evictions, intake
+from pykueue.engine import evictions, intake, lifecycle
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Condition, Eviction
 from pykueue.engine.workloads import Workload as EngineWorkload
@@ -102,7 +102,12 @@ def workload(state: State, obj: Workload) -> EngineWorkload:
 
 
 def add_workload(state: State, obj: Workload) -> None:
-    state.add_workload(workload(state, obj))
+    wl = workload(state, obj)
+    state.add_workload(wl)
+    if wl.checks and wl.admission is not None:
+        # Check states read with the workload take effect as upstream's workload
+        # controller makes them: a Rejected or Retry check evicts, all Ready admit.
+        lifecycle.reconcile_checks(state, wl.key)
 
 
 def update_workload_spec(state: State, obj: Workload) -> None:
