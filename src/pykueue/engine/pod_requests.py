@@ -110,7 +110,8 @@ def _greater(values: Resources, bounds: Resources) -> list[str]:
 
 def _invalid(path: str, names: list[str], detail: str) -> str:
     """A field error as Kubernetes prints it: ``path: Invalid value: ["cpu"]: detail``."""
-    return f"{path}: Invalid value: {json.dumps(names)}: {detail}"
+    value = json.dumps(names, separators=(",", ":"))  # Go's encoding: no spaces
+    return f"{path}: Invalid value: {value}: {detail}"
 
 
 def compute(

@@ -273,6 +273,8 @@ class State:
             self._dequeue(old)
         self.pods_not_ready.discard(wl.key)
         self._insert(wl)
+        if old.admission is not None and wl.admission is None:
+            self._on_release(old.admission.cluster_queue)  # an admission gate took it back
 
     def _insert(self, wl: Workload) -> None:
         self.workloads[wl.key] = wl
