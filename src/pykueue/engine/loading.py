@@ -17,6 +17,7 @@ from pykueue.api.priority import WorkloadPriorityClass
 from pykueue.api.resource_flavor import ResourceFlavor
 from pykueue.api.workload import Workload
 from pykueue.engine import evictions, intake, lifecycle
+from pykueue.engine.config import CREATION_TIMESTAMP
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Condition, Eviction
 from pykueue.engine.workloads import Workload as EngineWorkload
@@ -75,6 +76,16 @@ def workload(state: State, obj: Workload) -> EngineWorkload:
         wl.reclaimable = {}
     if not config.gate("AdmissionGatedBy"):
         wl.gated_by = ""
+    pods_ready_config = config.wait_for_pods_ready
+    evicted = wl.conditions.get("Evicted")
+    if (
+        wl.evicted_at is not None
+        and evicted is not None
+        and evicted.reason == evictions.PODS_READY_TIMEOUT
+        and pods_ready_config is not None
+        and pods_ready_config.requeuing_timestamp == CREATION_TIMESTAMP
+    ):
+        wl.evicted_at = None  # requeuingStrategy.timestamp: Creation orders it by creation
     if wl.admission is not None:
         if "QuotaReserved" not in wl.conditions:
             wl.conditions["QuotaReserved"] = Condition(
@@ -88,7 +99,6 @@ def workload(state: State, obj: Workload) -> EngineWorkload:
             wl.conditions["Admitted"] = Condition(
                 "Admitted", "True", "Admitted", "The workload is admitted", reserved_at
             )
-        evicted = wl.conditions.get("Evicted")
         if config.async_evictions and evicted is not None and evicted.status == "True":
             # Stored while being evicted: its job is still stopping.
             wl.eviction = Eviction(

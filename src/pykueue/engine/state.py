@@ -44,7 +44,7 @@ from pykueue.engine import (
     waiting,
 )
 from pykueue.engine.cohort_tree import Node
-from pykueue.engine.config import EngineConfig
+from pykueue.engine.config import CREATION_TIMESTAMP, EngineConfig
 from pykueue.engine.queueing import ClusterQueueQueue
 from pykueue.engine.resources import Quantities, add_into
 from pykueue.engine.workloads import Condition, Workload
@@ -370,7 +370,7 @@ class State:
         if (
             reason == evictions.PODS_READY_TIMEOUT
             and config is not None
-            and config.requeuing_timestamp == "Creation"
+            and config.requeuing_timestamp == CREATION_TIMESTAMP
         ):
             wl.evicted_at = None  # requeuingStrategy.timestamp: Creation keeps its place by creation time
         self.touched.add(key)
