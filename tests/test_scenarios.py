@@ -234,6 +234,11 @@ INVALID = {
         ["Approved"],
     ),
     "pods-ready-not-a-list": (("- cycle: 1\n", "- podsReady: team/w\n"), "steps[0].podsReady", []),
+    "misspelt-feature-gate": (
+        ("format: 1\n", "format: 1\nconfig:\n  featureGates: {PartialAdmision: false}\n"),
+        "config.featureGates",
+        ["PartialAdmision"],
+    ),
 }
 
 

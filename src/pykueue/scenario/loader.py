@@ -11,7 +11,13 @@ import yaml
 
 from pykueue.api import manifests
 from pykueue.engine import intake
-from pykueue.engine.config import AdmissionFairSharing, EngineConfig, FairSharing, WaitForPodsReady
+from pykueue.engine.config import (
+    KNOWN_GATES,
+    AdmissionFairSharing,
+    EngineConfig,
+    FairSharing,
+    WaitForPodsReady,
+)
 from pykueue.errors import PykueueError, ScenarioError
 from pykueue.scenario import shapes
 
@@ -148,14 +154,23 @@ def _config(raw: Any, source: str) -> EngineConfig:
     gates = raw.get("featureGates") or {}
     if not isinstance(gates, dict) or not all(isinstance(v, bool) for v in gates.values()):
         raise ScenarioError(f"{source} config.featureGates: must map gate names to true/false")
+    unknown_gates = sorted(str(name) for name in gates if name not in KNOWN_GATES)
+    if unknown_gates:
+        raise ScenarioError(
+            f"{source} config.featureGates: unknown gate(s): {', '.join(unknown_gates)} "
+            "(names are upstream Kueue's feature gates)"
+        )
+    wait_for_pods_ready = _wait_for_pods_ready(
+        raw.get("waitForPodsReady"), f"{source} config.waitForPodsReady"
+    )
+    if gates.get("DisableWaitForPodsReady"):
+        wait_for_pods_ready = None  # upstream's kill switch wins over the configuration
     return EngineConfig(
         fair_sharing=fair,
         admission_fair_sharing=afs,
         feature_gates=dict(gates),
         nominal_first=_own_options(raw.get("pykueue"), source),
-        wait_for_pods_ready=_wait_for_pods_ready(
-            raw.get("waitForPodsReady"), f"{source} config.waitForPodsReady"
-        ),
+        wait_for_pods_ready=wait_for_pods_ready,
     )
 
 
