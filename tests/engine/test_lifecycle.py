@@ -6,6 +6,8 @@ Each test drives the engine the way a controller would (`pykueue.engine.lifecycl
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pykueue.engine import lifecycle, pods_ready
@@ -274,3 +276,17 @@ def test_a_stored_workload_being_evicted_is_an_eviction_in_progress_after_a_rest
     c.state.complete_eviction("team/stopping")
     assert wl.admission is None and c.state.cq_usage["cq"][("f", "cpu")] == 0
     assert c.condition("stopping", "Requeued")[:2] == ("False", "DeactivatedDueToAdmissionCheck")
+
+
+def test_a_check_that_does_not_apply_is_dropped_when_reported() -> None:
+    c = Cluster().cq("cq", {"on-demand": {"cpu": 2}, "spot": {"cpu": 2}}, checks=("all", "spot-only"))
+    cq = c.state.cluster_queues["cq"]
+    c.state.apply_cluster_queue(replace(cq, check_on_flavors={"spot-only": ("spot",)}))
+    c.pending("w", "cq", cpu=1)
+    assert list(c.wl("w").checks) == ["all"], "without a reservation only the checks for every flavor"
+    lifecycle.report_check(c.state, "team/w", "spot-only", "Ready")
+    assert list(c.wl("w").checks) == ["all"]
+    c.cycle()
+    assert c.flavors_of("w") == {"cpu": "on-demand"}
+    lifecycle.report_check(c.state, "team/w", "all", "Ready")
+    assert c.condition("w", "Admitted")[0] == "True", "spot-only does not apply to on-demand"

@@ -52,9 +52,11 @@ def report_check(
 def reconcile_checks(state: State, key: str) -> None:
     """React to a workload's check states as upstream's workload controller does.
 
-    Holding a reservation: a Rejected check deactivates the workload, a Retry check
-    evicts it (requeued after the checks' ``requeueAfterSeconds``, if any), every
-    check Ready admits it. Without a reservation the states are kept: a Ready check
+    The list of checks follows the ClusterQueue first (a check that does not apply,
+    e.g. one for other flavors while there is no reservation, is dropped). Holding a
+    reservation: a Rejected check deactivates the workload, a Retry check evicts it
+    (requeued after the checks' ``requeueAfterSeconds``, if any), every check Ready
+    admits it. Without a reservation the states are kept: a Ready check
     admits at the next reservation, a Retry or Rejected one keeps the scheduler
     away; every eviction resets them to Pending. A controller that reads check
     states from the store (rather than calling `report_check`) calls this after
@@ -63,6 +65,9 @@ def reconcile_checks(state: State, key: str) -> None:
     wl = state.workloads.get(key)
     if wl is None:
         return
+    # The list follows the ClusterQueue first: a state written for a check that does not
+    # apply (now) is dropped, as upstream's workload controller does on every update.
+    state.sync_checks(wl)
     if wl.admission is None:
         if not admission_checks.has_failed(wl):
             state.unpark(wl)
