@@ -57,6 +57,7 @@ class Operations:
     metrics_host: str = "0.0.0.0"
     authorize_visibility: bool = True
     min_pass_seconds: float = 0.1
+    max_admissions_ahead: int = 64
 
 
 def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> webhooks.LocalQueueLookup:
@@ -100,6 +101,7 @@ async def _run_controller(
         config=config,
         resync_seconds=resync,
         min_pass_seconds=ops.min_pass_seconds,
+        max_admissions_ahead=ops.max_admissions_ahead,
         on_pass=registry.observe_pass,
     )
     server = None
@@ -152,6 +154,11 @@ def controller(
     min_pass: float = typer.Option(
         0.1, "--min-pass-seconds", help="Least seconds between passes; events meanwhile are batched."
     ),
+    max_ahead: int = typer.Option(
+        64,
+        "--max-admissions-ahead",
+        help="Admissions and evictions decided ahead of their status writes, at most (0: no limit).",
+    ),
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
     serve_webhooks: bool = typer.Option(
         False, "--webhooks", help="Also serve the webhooks (Job suspension, validation, conversion)."
@@ -200,6 +207,7 @@ def controller(
             metrics_port=metrics_port,
             metrics_host=metrics_host,
             min_pass_seconds=min_pass,
+            max_admissions_ahead=max_ahead,
         )
         stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops))
     except PykueueError as exc:

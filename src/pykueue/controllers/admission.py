@@ -124,6 +124,9 @@ class AdmissionController:
     # Per workload, what its stored status was last found to agree with (see `write_back`).
     settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     write_concurrency: int = 16
+    # Decide at most this many admissions and evictions ahead of the writes that carry them
+    # (0: no limit). See `reconcile`.
+    max_ahead: int = 64
     words_refresh_seconds: float = 5.0
     _words_written: dict[str, int] = field(default_factory=dict)
     _words_due: dict[str, int] = field(default_factory=dict)
@@ -215,10 +218,24 @@ class AdmissionController:
     # -------------------------------------------------------------- reconcile
 
     async def reconcile(self) -> int:
-        """Run the scheduler until it settles and write every changed Workload status."""
+        """Run the scheduler until it settles and write every changed Workload status.
+
+        The engine decides faster than the API server takes writes (a client-side rate limit
+        makes that certain). Quota the engine gave to an admission still queued for its
+        write is held by nothing that runs, and the queues' status would count it as used.
+        So, when writes travel in the background, a pass stops cycling once ``max_ahead``
+        admissions and evictions wait to be written (counting its own); the next pass,
+        after writes went out, goes on. Each cycle still takes the best heads first, so what
+        waits is what would have been written last.
+        """
         self.state.advance_clock(intake.micros(self.clock()))
+        limited = self.max_ahead > 0 and self.outbox is not None  # writes travel in the background
+        budget = self.max_ahead - self._urgent_backlog() if limited else MAX_CYCLES_PER_PASS**2
         for _ in range(MAX_CYCLES_PER_PASS):
+            if budget <= 0:
+                break
             result = scheduler.run_cycle(self.state)
+            budget -= len(result.admitted) + len(result.preempted)
             if not result.changed:
                 break
         # Preemptions of admissions not written yet: nobody saw those (see workload_status).
@@ -308,6 +325,12 @@ class AdmissionController:
         """Does the stored Workload (as last seen) hold a quota reservation?"""
         namespace, _, name = engine_key.partition("/")
         return workload_status.holds_reservation(self.cache.get(Key("Workload", namespace, name)))
+
+    def _urgent_backlog(self) -> int:
+        """Admission and eviction writes queued or under way."""
+        if self._queue is None:
+            return 0
+        return self._queue.waiting().get(0, 0)
 
     def write_backlog(self) -> dict[str, int]:
         """Workload status writes queued or travelling, per lane (for the metrics)."""

@@ -54,6 +54,7 @@ class Admission:
     cluster_queue: str
     pod_sets: list[PodSetAssignment]
     _frs: frozenset[FlavorResource] | None = None
+    _usage: Quantities | None = None  # with no pods given back, computed once (read-only)
 
     def flavor_resources(self) -> frozenset[FlavorResource]:
         """Every (flavor, resource) this admission uses; computed once."""
@@ -66,7 +67,17 @@ class Admission:
     def usage(
         self, reclaimable: dict[str, int] | None = None, pod_sets: list[PodSet] | None = None
     ) -> Quantities:
-        """Quota this admission holds, less the pods that finished and gave theirs back."""
+        """Quota this admission holds, less the pods that finished and gave theirs back.
+
+        Callers only read the answer: without given-back pods it is the same dict every time.
+        """
+        if not reclaimable:
+            if self._usage is None:
+                self._usage = self._compute_usage(None, pod_sets)
+            return self._usage
+        return self._compute_usage(reclaimable, pod_sets)
+
+    def _compute_usage(self, reclaimable: dict[str, int] | None, pod_sets: list[PodSet] | None) -> Quantities:
         result: Quantities = {}
         per_pod = {ps.name: ps for ps in pod_sets or []}
         for assignment in self.pod_sets:
