@@ -208,6 +208,17 @@ def test_the_recovery_timeout_counts_from_the_loss_of_readiness() -> None:
     lifecycle.advance(c.state, lost + 2 * MINUTE)
     event = next(e for e in c.state.events if e.type == EVICTED)
     assert event.underlying_cause == "WaitForRecovery"
+    assert event.waited is None, "the pods were not ready when it was evicted"
+
+
+def test_an_eviction_says_how_long_the_pods_had_been_ready() -> None:
+    c = _podsready().cq("cq", {"f": {"cpu": 2}}).pending("w", "cq", cpu=1)
+    c.cycle()
+    lifecycle.report_pods_ready(c.state, "team/w", True)
+    c.state.now += 7 * MINUTE
+    c.state.deactivate("team/w", "", "by a test")
+    event = next(e for e in c.state.events if e.type == EVICTED)
+    assert (event.reason, event.waited) == ("Deactivated", 7 * MINUTE)
 
 
 def test_backoff_doubles_up_to_the_maximum() -> None:

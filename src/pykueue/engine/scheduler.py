@@ -515,9 +515,14 @@ def _evict_target(state: State, target: Target, entry: Entry) -> None:
         f"Preempted to accommodate workload {preemptor.key} (ClusterQueue {entry.cluster_queue}, "
         f"priority {preemptor.priority}) due to {why}"
     )
-    state.evict(target.workload.key, "Preempted", message, preempted_reason=target.reason)
-    target.workload.preempted_by = preemptor.key
-    state.events.append(Event(state.cycle, target.workload.key, PREEMPTED, message, target.reason))
+    victim = target.workload
+    ready = victim.conditions.get("PodsReady")
+    ran = state.now - ready.last_transition if ready is not None and ready.status == "True" else None
+    state.evict(victim.key, "Preempted", message, preempted_reason=target.reason)
+    victim.preempted_by = preemptor.key
+    state.events.append(
+        Event(state.cycle, victim.key, PREEMPTED, message, target.reason, target.cluster_queue, waited=ran)
+    )
 
 
 def usage_fits(state: State, cq_name: str, usage: dict[FlavorResource, int]) -> bool:

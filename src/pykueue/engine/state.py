@@ -77,7 +77,8 @@ class Event:
     # Evicted: upstream's underlying_cause label (WaitForStart, WaitForRecovery,
     # AdmissionCheck, RequeuingLimitExceeded); "" for none.
     underlying_cause: str = ""
-    # CHECKS_PASSED, PODS_READY: the wait the metric histograms observe, microseconds.
+    # CHECKS_PASSED, PODS_READY: the wait the metric histograms observe, microseconds;
+    # EVICTED: how long the pods had been ready (None when they were not).
     waited: int | None = None
 
 
@@ -365,6 +366,8 @@ class State:
         wl = self.workloads.get(key)
         if wl is None or wl.admission is None or wl.eviction is not None:
             return
+        ready = wl.conditions.get(pods_ready.PODS_READY)
+        ran = self.now - ready.last_transition if ready is not None and ready.status == "True" else None
         eviction = evictions.begin(wl, reason, message, self.now, preempted_reason, underlying_cause)
         config = self.config.wait_for_pods_ready
         if (
@@ -376,7 +379,9 @@ class State:
         self.touched.add(key)
         if not preempted_reason:
             self.events.append(
-                Event(self.cycle, key, EVICTED, message, reason, eviction.cluster_queue, underlying_cause)
+                Event(
+                    self.cycle, key, EVICTED, message, reason, eviction.cluster_queue, underlying_cause, ran
+                )
             )
         if not self.config.async_evictions:
             self.complete_eviction(key)
