@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layers unit bench bench-cluster setup clean
+.PHONY: run test lint typecheck layers unit bench bench-cluster bench-upstream kueue-perf-binaries setup clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,15 @@ bench: $(STAMP)
 ## (BENCH_CLUSTER_ARGS="--scale 0.2" for a reduced run); figures in docs/performance.md
 bench-cluster: $(STAMP) kube-binaries
 	$(BIN)/python -m benchmarks.cluster_bench $(BENCH_CLUSTER_ARGS)
+
+## kueue-perf-binaries: build upstream Kueue's scheduler-performance runner, minimalkueue and checker (cached)
+kueue-perf-binaries:
+	bash hack/kueue-perf-binaries
+
+## bench-upstream: upstream's own runner against minimalkueue and `pykueue controller`, one table
+## (BENCH_UPSTREAM_ARGS="--scale 0.3 --shapes baseline --runs 3"); figures in docs/performance.md
+bench-upstream: $(STAMP) kube-binaries kueue-perf-binaries
+	$(BIN)/python -m benchmarks.upstream_bench $(BENCH_UPSTREAM_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

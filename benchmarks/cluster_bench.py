@@ -332,6 +332,7 @@ async def run(
     qps: float,
     min_pass: float,
     metrics_port: int,
+    extra_args: list[str] | None = None,
 ) -> dict[str, Any]:
     store = kubernetes.KubernetesStore(kubernetes.load_kubeconfig(kubeconfig), request_timeout_seconds=60)
     await setup(store, gen)
@@ -355,6 +356,7 @@ async def run(
                 str(qps),
                 "--log-level",
                 "WARNING",
+                *(extra_args or []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -464,6 +466,12 @@ def main() -> int:
         "--min-pass-seconds", type=float, default=0.1, help="the controller's --min-pass-seconds"
     )
     parser.add_argument(
+        "--controller-arg",
+        action="append",
+        default=[],
+        help="one more argument for `pykueue controller` (repeat; e.g. --controller-arg=--upstream-cycle)",
+    )
+    parser.add_argument(
         "--profile-apiserver",
         action="store_true",
         help="serve the apiserver's /debug/pprof (read it with kubectl get --raw while the run goes)",
@@ -487,6 +495,7 @@ def main() -> int:
                     args.qps,
                     args.min_pass_seconds,
                     free_ports(1)[0],
+                    args.controller_arg,
                 )
             )
             result["total_s"] = round(time.monotonic() - began, 1)

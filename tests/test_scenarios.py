@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from pykueue.cli.main import app
@@ -76,7 +77,18 @@ def test_scenario_run_json_is_byte_for_byte_deterministic(path: Path) -> None:
     assert first.stdout_bytes == second.stdout_bytes
     document = json.loads(first.stdout)
     assert document["format"] == 1
-    for key in ("admitted", "preempted", "pending", "inadmissible", "finished", "conditions", "events"):
+    for key in (
+        "admitted",
+        "preempted",
+        "pending",
+        "inadmissible",
+        "finished",
+        "conditions",
+        "events",
+        "admissionChecks",
+        "requeueState",
+        "deactivated",
+    ):
         assert key in document
 
 
@@ -157,6 +169,76 @@ INVALID = {
     "unknown-kind": (("kind: ResourceFlavor", "kind: ResourceFlavour"), "objects[0]", ["ResourceFlavour"]),
     "missing-name": (("name: a valid scenario\n", ""), "name", []),
     "unknown-top-level-key": (("format: 1\n", "format: 1\nsurprise: true\n"), "", ["surprise"]),
+    "unknown-own-option": (
+        ("format: 1\n", "format: 1\nconfig:\n  pykueue: {nominalFirts: true}\n"),
+        "config.pykueue",
+        ["nominalFirts"],
+    ),
+    "own-option-not-a-bool": (
+        ("format: 1\n", "format: 1\nconfig:\n  pykueue: {nominalFirst: 'yes'}\n"),
+        "config.pykueue.nominalFirst",
+        [],
+    ),
+    "topology-object": (
+        ("kind: ResourceFlavor", "kind: Topology"),
+        "objects[0]",
+        ["kind Topology", "topology"],
+    ),
+    "topology-flavor": (
+        (
+            "metadata: {name: default}\n",
+            "metadata: {name: default}\n  spec: {topologyName: tas, nodeLabels: {a: b}}\n",
+        ),
+        "objects[0]",
+        ["spec.topologyName", "topology"],
+    ),
+    "topology-config-resources": (
+        ("format: 1\n", "format: 1\nconfig:\n  resources: {excludeResourcePrefixes: [example.com/]}\n"),
+        "config.resources",
+        ["topology"],
+    ),
+    "topology-expected-assignment": (
+        (
+            "- cycle: 1\n",
+            "- cycle: 1\nexpect:\n  admitted: {team/w: {podSets: {main: {topologyAssignment: {}}}}}\n",
+        ),
+        "expect.admitted[team/w].podSets.main",
+        ["topologyAssignment"],
+    ),
+    "unknown-key-inside-expect": (
+        ("- cycle: 1\n", "- cycle: 1\nexpect:\n  admitted: {team/w: {clusterQueues: cq}}\n"),
+        "expect.admitted[team/w]",
+        ["clusterQueues"],
+    ),
+    "unknown-key-inside-a-checkpoint": (
+        ("- cycle: 1\n", "- cycle: 1\n- expect: {requeueState: {team/w: {counts: 1}}}\n"),
+        "steps[1].expect.requeueState[team/w]",
+        ["counts"],
+    ),
+    "unknown-wait-for-pods-ready-key": (
+        ("format: 1\n", "format: 1\nconfig:\n  waitForPodsReady: {timeot: 5m}\n"),
+        "config.waitForPodsReady",
+        ["timeot"],
+    ),
+    "bad-requeuing-timestamp": (
+        (
+            "format: 1\n",
+            "format: 1\nconfig:\n  waitForPodsReady: {requeuingStrategy: {timestamp: Admission}}\n",
+        ),
+        "config.waitForPodsReady.requeuingStrategy.timestamp",
+        ["Admission"],
+    ),
+    "unknown-check-state": (
+        ("- cycle: 1\n", "- checks: {team/w: {prov: Approved}}\n"),
+        "steps[0].checks[team/w].prov",
+        ["Approved"],
+    ),
+    "pods-ready-not-a-list": (("- cycle: 1\n", "- podsReady: team/w\n"), "steps[0].podsReady", []),
+    "misspelt-feature-gate": (
+        ("format: 1\n", "format: 1\nconfig:\n  featureGates: {PartialAdmision: false}\n"),
+        "config.featureGates",
+        ["PartialAdmision"],
+    ),
 }
 
 
@@ -224,3 +306,47 @@ def test_scenario_events_keep_to_the_types_format_md_defines() -> None:
         ("ns/a", "Admitted"),
         ("ns/b", "Preempted"),
     ]
+
+
+TOPOLOGY_IN_WORKLOADS = {
+    "pod set annotation": (
+        {"template": {"metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"}}}},
+        {},
+        "spec.podSets[0].template.metadata.annotations[kueue.x-k8s.io/podset-required-topology]",
+    ),
+    "topology request": ({"topologyRequest": {"required": "rack"}}, {}, "spec.podSets[0].topologyRequest"),
+    "unhealthy nodes": ({}, {"unhealthyNodes": [{"name": "n1"}]}, "status.unhealthyNodes"),
+    "topology assignment": (
+        {},
+        {
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [{"name": "main", "topologyAssignment": {"levels": ["rack"]}}],
+            }
+        },
+        "status.admission.podSetAssignments[0].topologyAssignment",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TOPOLOGY_IN_WORKLOADS))
+def test_a_workload_using_topology_is_refused_with_the_key_named(case: str) -> None:
+    pod_set_extra, status, key = TOPOLOGY_IN_WORKLOADS[case]
+    workload = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "team"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, **pod_set_extra}]},
+        "status": status,
+    }
+    doc = {"format": 1, "name": "topology", "objects": [workload]}
+    with pytest.raises(loader.ScenarioError) as info:
+        loader.parse(doc, "file.yaml")
+    message = str(info.value)
+    assert message.startswith("file.yaml objects[0]: "), message
+    assert key in message and "topology" in message
+
+
+def test_every_new_key_is_in_the_json_output_and_empty_when_nothing() -> None:
+    document = runner.run(loader.parse(yaml.safe_load(VALID), "valid.yaml"))
+    assert (document["admissionChecks"], document["requeueState"], document["deactivated"]) == ({}, {}, [])

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pykueue.controllers import metrics
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.server import visibility
-from pykueue.store.base import WatchEvent, resource_version
+from pykueue.store.base import Key, WatchEvent, resource_version
 from pykueue.store.memory import MemoryStore
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -195,6 +195,29 @@ def test_preemption_is_counted_for_both_sides() -> None:
             )
             == 2
         )
+
+    asyncio.run(scenario())
+
+
+def test_a_preemption_of_an_admission_never_written_is_not_counted() -> None:
+    async def scenario() -> None:
+        h = Harness()
+        h.registry.unseen_preemption = lambda key: key in h.manager.admission.unseen_preemptions
+        queues = _queues("2")
+        queues[1]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+        await h.start([*queues, _workload("low-a"), _workload("low-b")])
+        # As if low-a's admission were still waiting for its write: the cache (what the
+        # controller last saw stored) holds no reservation for it.
+        key = Key("Workload", "team", "low-a")
+        cached = h.manager.admission.cache[key]
+        h.manager.admission.cache[key] = {**cached, "status": {}}
+        await h.create(_workload("high", priority=100, cpu="2"))
+        await h.manager.reconcile()
+        scraped = h.scrape()
+        preempted = _value(
+            scraped, "kueue_preempted_workloads_total", preempting_cluster_queue="cq", reason="InClusterQueue"
+        )
+        assert preempted == 1  # low-b's, whose admission the API had shown
 
     asyncio.run(scenario())
 

@@ -30,3 +30,45 @@ def test_an_emptied_condition_list_is_written_as_empty() -> None:
     # The engine dropped its conditions (a finished re-queue, say): the stored ones go.
     stored = {"conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}]}
     assert workload_status.desired_status(_workload(), stored) == {"conditions": []}
+
+
+def _preempted_workload() -> Workload:
+    wl = _workload()
+    for kind, status, reason in (
+        ("QuotaReserved", "False", "Pending"),
+        ("Admitted", "False", "NoReservation"),
+        ("Evicted", "True", "Preempted"),
+        ("Preempted", "True", "InClusterQueue"),
+        ("Requeued", "True", "Preempted"),
+    ):
+        wl.conditions[kind] = Condition(kind, status, reason, "Preempted to accommodate ns/high", 0)
+    return wl
+
+
+def test_an_admission_taken_back_before_it_was_written_is_not_written_as_an_eviction() -> None:
+    # Admitted in one pass, preempted in a later one, while its admission still waited for
+    # a write slot: the API never showed it admitted, so it shows no eviction either.
+    desired = workload_status.desired_status(_preempted_workload(), {})
+    assert [c["type"] for c in desired["conditions"]] == ["QuotaReserved", "Admitted"]
+    assert "admission" not in desired
+
+
+def test_an_admission_that_was_written_is_evicted_in_the_open() -> None:
+    stored = {"admission": {"clusterQueue": "cq", "podSetAssignments": []}}
+    desired = workload_status.desired_status(_preempted_workload(), stored)
+    assert "admission" not in desired
+    types = {c["type"]: c["status"] for c in desired["conditions"]}
+    assert types == {
+        "QuotaReserved": "False",
+        "Admitted": "False",
+        "Evicted": "True",
+        "Preempted": "True",
+        "Requeued": "True",
+    }
+
+
+def test_an_earlier_written_eviction_stays_as_it_was_stored() -> None:
+    earlier = {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "by ns/first"}
+    desired = workload_status.desired_status(_preempted_workload(), {"conditions": [earlier]})
+    assert [c for c in desired["conditions"] if c["type"] == "Evicted"] == [earlier]
+    assert not [c for c in desired["conditions"] if c["type"] in ("Preempted", "Requeued")]

@@ -174,6 +174,34 @@ def test_background_writes_let_the_pass_return_and_send_what_they_learn_to_the_o
     asyncio.run(scenario())
 
 
+def test_a_pass_decides_no_further_ahead_of_the_writes_than_max_ahead() -> None:
+    async def scenario() -> None:
+        store, controller = await _slow_store_with(12)  # twelve 1-CPU workloads, 32 CPUs free
+        controller.outbox = asyncio.Queue()
+        controller.max_ahead = 4
+        await controller.sync()
+
+        def admitted() -> int:
+            return sum(1 for wl in controller.state.workloads.values() if wl.admission is not None)
+
+        await controller.reconcile()
+        assert admitted() == 4  # four queued for their writes: the pass stopped there
+        await controller.reconcile()
+        assert admitted() == 4  # still queued: no room ahead
+        await controller.drain()
+        await controller.reconcile()
+        assert admitted() == 8
+        await controller.drain()
+        controller.max_ahead = 0  # no limit
+        await controller.reconcile()
+        await controller.drain()
+        assert admitted() == 12
+        stored = [await store.get("Workload", "research", f"w{i}") for i in range(12)]
+        assert all((obj.get("status") or {}).get("admission") for obj in stored)
+
+    asyncio.run(scenario())
+
+
 def test_a_pending_workloads_new_words_wait_for_the_refresh_interval_a_status_change_does_not() -> None:
     async def scenario() -> None:
         store = MemoryStore(now=lambda: NOW)

@@ -1,4 +1,4 @@
-"""The write queue: one entry per object, lanes with their own slots, the best rank first."""
+"""The write queue: one entry per object, ranked lanes with their own slots, the best rank first."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
-def test_a_free_slot_takes_the_best_ranked_name_and_lanes_do_not_wait_for_each_other() -> None:
+def test_a_free_slot_takes_the_best_ranked_name_and_a_lane_waits_for_the_backlog_before_it() -> None:
     async def scenario() -> list[str]:
         rec = Recorder()
         queue = WriteQueue({0: 1, 1: 1}, rec.send)
@@ -42,18 +42,35 @@ def test_a_free_slot_takes_the_best_ranked_name_and_lanes_do_not_wait_for_each_o
         queue.offer("high", 0, (-200,))
         queue.offer("words", 1, (0,))
         await _settle()
-        assert rec.sent == ["first", "words"]  # the second lane has its own slot
+        assert rec.sent == ["first"]  # a free slot in lane 1, but lane 0 has a backlog
         assert queue.waiting() == {0: 3, 1: 1}
         rec.open("first")
         await _settle()
+        assert rec.sent == ["first", "high"]  # the best rank first; "low" still waits
         rec.open("high")
         await _settle()
+        assert rec.sent == ["first", "high", "low", "words"]  # no backlog before lane 1 now
         rec.open("low", "words")
         await queue.drain()
         assert queue.written == 4 and len(queue) == 0 and queue.waiting() == {0: 0, 1: 0}
         return rec.sent
 
-    assert asyncio.run(scenario()) == ["first", "words", "high", "low"]
+    assert asyncio.run(scenario()) == ["first", "high", "low", "words"]
+
+
+def test_a_lane_writes_beside_an_earlier_lane_that_has_no_backlog() -> None:
+    async def scenario() -> list[str]:
+        rec = Recorder()
+        queue = WriteQueue({0: 1, 1: 1}, rec.send)
+        queue.offer("admitting", 0, (0,))
+        queue.offer("words", 1, (0,))
+        await _settle()
+        assert rec.sent == ["admitting", "words"]  # lane 0 is busy but has nothing queued
+        rec.open("admitting", "words")
+        await queue.drain()
+        return rec.sent
+
+    assert asyncio.run(scenario()) == ["admitting", "words"]
 
 
 def test_a_waiting_name_moves_to_the_place_of_its_latest_offer_and_is_written_once() -> None:

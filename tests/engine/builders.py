@@ -29,7 +29,7 @@ from typing import Any, Self
 from pykueue.api import manifests
 from pykueue.engine import cohort_tree, intake, loading, scheduler, specs
 from pykueue.engine.cohort_tree import Node, Quota
-from pykueue.engine.config import EngineConfig, FairSharing
+from pykueue.engine.config import EngineConfig, FairSharing, WaitForPodsReady
 from pykueue.engine.scheduler import CycleResult
 from pykueue.engine.selectors import LabelSelector, Taint, Toleration
 from pykueue.engine.state import State
@@ -136,11 +136,20 @@ class Cluster:
         fair_sharing: bool = False,
         strategies: tuple[str, ...] | None = None,
         gates: Mapping[str, bool] | None = None,
+        wait_for_pods_ready: WaitForPodsReady | None = None,
+        async_evictions: bool = False,
     ) -> None:
         fair = FairSharing(enable=fair_sharing)
         if strategies is not None:
             fair = FairSharing(enable=fair_sharing, preemption_strategies=strategies)
-        self.state = State(config=EngineConfig(fair_sharing=fair, feature_gates=dict(gates or {})))
+        self.state = State(
+            config=EngineConfig(
+                fair_sharing=fair,
+                feature_gates=dict(gates or {}),
+                wait_for_pods_ready=wait_for_pods_ready,
+                async_evictions=async_evictions,
+            )
+        )
         self.state.now = T0
         self.results: list[CycleResult] = []
 
@@ -181,8 +190,15 @@ class Cluster:
         when_can_preempt: str = TRY_NEXT_FLAVOR,
         weight: float = 1.0,
         namespace_selector: LabelSelector | None = LabelSelector(),
+        checks: Iterable[str] = (),
     ) -> Self:
-        """A ClusterQueue of one resource group (``quota``) or several (``groups``), and its LocalQueue."""
+        """A ClusterQueue of one resource group (``quota``) or several (``groups``), and its LocalQueue.
+
+        ``checks`` are admission checks for every flavor; they are created Active."""
+        check_names = tuple(checks)
+        for check in check_names:
+            if check not in self.state.admission_checks:
+                self.state.apply_admission_check(specs.AdmissionCheck(check, "example.com/" + check))
         all_groups = groups if groups is not None else [quota or {}]
         merged: dict[tuple[str, str], Quota] = {}
         for g in all_groups:
@@ -201,6 +217,7 @@ class Cluster:
                 preemption=specs.Preemption(within, reclaim, borrow_within, threshold),
                 fungibility=specs.FlavorFungibility(when_can_borrow, when_can_preempt),
                 fair_weight=weight,
+                admission_checks=check_names,
             )
         )
         return self.local_queue(name, name)

@@ -225,6 +225,56 @@ def test_requests_are_rate_limited_but_answers_unchanged() -> None:
     assert time.monotonic() - started >= 0.45  # 4 at once, then 10 at 20/s
 
 
+def test_each_api_resource_has_its_own_rate_limit() -> None:
+    """As client-go under controller-runtime: one limiter per kind, status counted with its kind."""
+    calls: list[tuple[str, float]] = []
+
+    def handler(request: web.Request) -> web.Response:
+        calls.append((request.path, time.monotonic()))
+        return web.json_response({"kind": "Namespace", "metadata": {"name": "x"}})
+
+    async def scenario() -> float:
+        async with serving(handler) as url:
+            store = kubernetes.KubernetesStore(kubernetes.KubeConfig(server=url, token="t"), qps=10, burst=3)
+            started = time.monotonic()
+            try:
+                await asyncio.gather(
+                    *(store.get("Namespace", "", "x") for _ in range(3)),
+                    *(store.get("ClusterQueue", "", "x") for _ in range(3)),
+                    *(
+                        store.request("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/x/status")
+                        for _ in range(2)
+                    ),
+                )
+            finally:
+                await store.close()
+            return started
+
+    started = asyncio.run(scenario())
+    namespaces = [at - started for path, at in calls if path.startswith("/api/v1/")]
+    queues = sorted(at - started for path, at in calls if "clusterqueues" in path)
+    assert len(namespaces) == 3 and max(namespaces) < 0.09  # their own burst of 3, at once
+    assert len(queues) == 5
+    assert max(queues[:3]) < 0.09  # the ClusterQueue bucket's burst, status included
+    assert queues[-1] >= 0.18  # two more at 10/s: the status requests share that bucket
+
+
+def test_resource_of_an_api_path() -> None:
+    assert kubernetes.resource_of_path("/api/v1/namespaces/a") == "/namespaces"
+    assert kubernetes.resource_of_path("/api/v1/namespaces/a/pods/p?x=1") == "/pods"
+    assert (
+        kubernetes.resource_of_path("/apis/kueue.x-k8s.io/v1beta2/namespaces/a/workloads/w/status")
+        == "kueue.x-k8s.io/workloads"
+    )
+    assert (
+        kubernetes.resource_of_path("/apis/kueue.x-k8s.io/v1beta2/clusterqueues")
+        == "kueue.x-k8s.io/clusterqueues"
+    )
+    assert kubernetes.resource_of_path("/apis/coordination.k8s.io/v1/namespaces/n/leases/l") == (
+        "coordination.k8s.io/leases"
+    )
+
+
 def test_kubeconfig_with_inline_certificates_and_token_file(tmp_path: Path) -> None:
     (tmp_path / "token").write_text("from-file\n")
     doc = {

@@ -57,6 +57,7 @@ class Operations:
     metrics_host: str = "0.0.0.0"
     authorize_visibility: bool = True
     min_pass_seconds: float = 0.1
+    max_admissions_ahead: int = 64
 
 
 def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> webhooks.LocalQueueLookup:
@@ -93,12 +94,14 @@ async def _run_controller(
         role=lambda: "standalone" if elector is None else ("leader" if elector.leading else "follower"),
         lease_name=ops.lease_name if elector is not None else "",
         write_backlog=lambda: manager.admission.write_backlog(),
+        unseen_preemption=lambda key: key in manager.admission.unseen_preemptions,
     )
     manager = KubeManager(
         writer,
         config=config,
         resync_seconds=resync,
         min_pass_seconds=ops.min_pass_seconds,
+        max_admissions_ahead=ops.max_admissions_ahead,
         on_pass=registry.observe_pass,
     )
     server = None
@@ -151,6 +154,11 @@ def controller(
     min_pass: float = typer.Option(
         0.1, "--min-pass-seconds", help="Least seconds between passes; events meanwhile are batched."
     ),
+    max_ahead: int = typer.Option(
+        64,
+        "--max-admissions-ahead",
+        help="Admissions and evictions decided ahead of their status writes, at most (0: no limit).",
+    ),
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
     serve_webhooks: bool = typer.Option(
         False, "--webhooks", help="Also serve the webhooks (Job suspension, validation, conversion)."
@@ -158,6 +166,12 @@ def controller(
     webhook_port: int = typer.Option(9443, "--webhook-port", help="HTTPS port of the webhook server."),
     fair_sharing: bool = typer.Option(
         False, "--fair-sharing", help="Fair sharing between ClusterQueues (upstream's fairSharing.enable)."
+    ),
+    nominal_first: bool = typer.Option(
+        True,
+        "--nominal-first/--upstream-cycle",
+        help="Within a pass, a queue's heads take back its freed nominal quota before others borrow it "
+        "(docs/semantics.md); --upstream-cycle runs upstream's cycle unchanged.",
     ),
     leader_elect: bool = typer.Option(
         False, "--leader-elect", help="Write only while holding the Lease (run several replicas)."
@@ -172,8 +186,12 @@ def controller(
         help="HTTP port of /metrics, /healthz, /readyz and the visibility API (0: none; the Deployment uses 8080).",
     ),
     metrics_host: str = typer.Option("0.0.0.0", "--metrics-host", help="Address of that port."),
-    qps: float = typer.Option(50.0, "--qps", help="API requests per second, sustained (0: unlimited)."),
-    burst: int = typer.Option(100, "--burst", help="API requests allowed in a burst above --qps."),
+    qps: float = typer.Option(
+        50.0, "--qps", help="API requests per second per resource kind, sustained (0: unlimited)."
+    ),
+    burst: int = typer.Option(
+        100, "--burst", help="API requests per resource kind allowed in a burst above --qps."
+    ),
 ) -> None:
     """Run pykueue as a Kubernetes controller: admit queued Jobs and Workloads, write queue status."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -182,13 +200,14 @@ def controller(
     )
     try:
         store = _connect(kubeconfig, context, qps, burst)
-        config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing))
+        config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing), nominal_first=nominal_first)
         ops = Operations(
             leader_elect=leader_elect,
             lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "kueue-system",
             metrics_port=metrics_port,
             metrics_host=metrics_host,
             min_pass_seconds=min_pass,
+            max_admissions_ahead=max_ahead,
         )
         stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops))
     except PykueueError as exc:

@@ -30,7 +30,7 @@ from pykueue.controllers import workload_status
 from pykueue.controllers.write_queue import WriteQueue
 from pykueue.engine import intake, loading, scheduler
 from pykueue.engine.config import EngineConfig
-from pykueue.engine.state import State
+from pykueue.engine.state import PREEMPTED, State
 from pykueue.engine.workloads import Workload
 from pykueue.errors import Conflict, InputError, NotFound
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, resource_version, version_number
@@ -124,6 +124,9 @@ class AdmissionController:
     # Per workload, what its stored status was last found to agree with (see `write_back`).
     settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     write_concurrency: int = 16
+    # Decide at most this many admissions and evictions ahead of the writes that carry them
+    # (0: no limit). See `reconcile`.
+    max_ahead: int = 64
     words_refresh_seconds: float = 5.0
     _words_written: dict[str, int] = field(default_factory=dict)
     _words_due: dict[str, int] = field(default_factory=dict)
@@ -133,6 +136,8 @@ class AdmissionController:
     _queue_loop: asyncio.AbstractEventLoop | None = None
     # Look at every workload on the next write-back, not only the touched ones.
     rescan: bool = True
+    # The last pass's preemptions of workloads whose admission had not been written.
+    unseen_preemptions: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.state = State(config=self.config)
@@ -213,12 +218,32 @@ class AdmissionController:
     # -------------------------------------------------------------- reconcile
 
     async def reconcile(self) -> int:
-        """Run the scheduler until it settles and write every changed Workload status."""
+        """Run the scheduler until it settles and write every changed Workload status.
+
+        The engine decides faster than the API server takes writes (a client-side rate limit
+        makes that certain). Quota the engine gave to an admission still queued for its
+        write is held by nothing that runs, and the queues' status would count it as used.
+        So, when writes travel in the background, a pass stops cycling once ``max_ahead``
+        admissions and evictions wait to be written (counting its own); the next pass,
+        after writes went out, goes on. Each cycle still takes the best heads first, so what
+        waits is what would have been written last.
+        """
         self.state.advance_clock(intake.micros(self.clock()))
+        limited = self.max_ahead > 0 and self.outbox is not None  # writes travel in the background
+        budget = self.max_ahead - self._urgent_backlog() if limited else MAX_CYCLES_PER_PASS**2
         for _ in range(MAX_CYCLES_PER_PASS):
+            if budget <= 0:
+                break
             result = scheduler.run_cycle(self.state)
+            budget -= len(result.admitted) + len(result.preempted)
             if not result.changed:
                 break
+        # Preemptions of admissions not written yet: nobody saw those (see workload_status).
+        self.unseen_preemptions = {
+            event.workload
+            for event in self.state.events
+            if event.type == PREEMPTED and not self.holds_stored_reservation(event.workload)
+        }
         return await self.write_back()
 
     async def write_back(self) -> int:
@@ -232,7 +257,9 @@ class AdmissionController:
         The writes wait in a `WriteQueue`: admissions and evictions have
         ``write_concurrency`` slots, ranked by the priority they serve (an eviction by its
         preemptor's, just ahead of that admission); the explanations of pending workloads
-        have a quarter as many slots of their own, so they never hold an admission back.
+        have a quarter as many slots of their own, so they never hold an admission back,
+        and start none while admissions are queued (under a rate limit they would take the
+        tokens the admissions wait for).
         A status is built when its slot frees up, from the engine's view then.
 
         With an ``outbox`` (the Kubernetes manager's event queue) the writes run in the
@@ -293,6 +320,17 @@ class AdmissionController:
             served = max(served, preemptor.priority) if preemptor is not None else served
         # At the same priority an eviction goes just before the admission it makes room for.
         return 0, (-served, 0 if urgency == 1 else 1)
+
+    def holds_stored_reservation(self, engine_key: str) -> bool:
+        """Does the stored Workload (as last seen) hold a quota reservation?"""
+        namespace, _, name = engine_key.partition("/")
+        return workload_status.holds_reservation(self.cache.get(Key("Workload", namespace, name)))
+
+    def _urgent_backlog(self) -> int:
+        """Admission and eviction writes queued or under way."""
+        if self._queue is None:
+            return 0
+        return self._queue.waiting().get(0, 0)
 
     def write_backlog(self) -> dict[str, int]:
         """Workload status writes queued or travelling, per lane (for the metrics)."""

@@ -73,6 +73,8 @@ class KubeManager:
     # without it a stream of events would run a pass per event, each paying the engine's
     # per-pass work (requeueing a cohort's parked workloads) again.
     min_pass_seconds: float = 0.1
+    # Admissions and evictions decided ahead of their writes, at most (AdmissionController.reconcile).
+    max_admissions_ahead: int = 64
     # Status writes in the background (see the module's docstring); standalone mode, on a
     # local SQLite file, keeps them inline.
     pipeline_writes: bool = True
@@ -87,6 +89,7 @@ class KubeManager:
 
     def __post_init__(self) -> None:
         self.admission = AdmissionController(self.store, self.config, self.clock)
+        self.admission.max_ahead = self.max_admissions_ahead
         self.jobs = JobReconciler(self.store, self.registry, self.flavors, self.clock, self.priority_of)
         self.statuses = QueueStatusWriter(self.store, self.clock)
 

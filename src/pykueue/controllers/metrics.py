@@ -51,6 +51,10 @@ class Metrics:
     lease_name: str = ""
     # Workload status writes waiting or under way, per lane (pykueue's own gauge).
     write_backlog: Callable[[], Mapping[str, int]] = dict
+    # Whether the preemption of a workload took back an admission whose write had not gone
+    # out yet: it was never visible (nothing ran, nothing is written about it, see
+    # workload_status) and is not counted.
+    unseen_preemption: Callable[[str], bool] = lambda key: False
 
     def __post_init__(self) -> None:
         self.admitted = Counter(
@@ -101,6 +105,8 @@ class Metrics:
                 waited = max(0.0, (wl.admitted_at - since) / 1e6) if since else 0.0
                 self.wait_time.labels(cq, wl.priority_class, role).observe(waited)
             elif event.type == engine_state.PREEMPTED:
+                if self.unseen_preemption(event.workload):
+                    continue
                 victim_cq = state.route_of(wl) or ""
                 self.evicted.labels(victim_cq, "Preempted", "", wl.priority_class, role).inc()
                 preemptor = state.workloads.get(wl.preempted_by or "")

@@ -90,28 +90,49 @@ class QueueStatusWriter:
     # Write in the background (the Kubernetes manager): a pass does not wait for them.
     background: bool = False
     _written_at: dict[Key, float] = field(default_factory=dict)
+    _checked_at: dict[Key, float] = field(default_factory=dict)
     _in_flight: set[Key] = field(default_factory=set)
     _writing: BackgroundWrites = field(default_factory=lambda: BackgroundWrites("queue status"))
 
     def desired(self, state: State, key: Key) -> Manifest | None:
+        return self._desired(state, key, {})
+
+    @staticmethod
+    def _desired(state: State, key: Key, local: dict[str, Manifest]) -> Manifest | None:
         if key.kind == "ClusterQueue" and key.name in state.cluster_queues:
             return engine_status.cluster_queue_status(state, key.name)
-        if key.kind == "LocalQueue" and f"{key.namespace}/{key.name}" in state.local_queues:
-            return engine_status.local_queue_status(state, f"{key.namespace}/{key.name}")
+        name = f"{key.namespace}/{key.name}"
+        if key.kind == "LocalQueue" and name in state.local_queues:
+            return local.get(name) or engine_status.local_queue_status(state, name)
         if key.kind == "Cohort" and key.name in state.cohorts:
             return engine_status.cohort_status(state, key.name) or None
         return None
 
     async def write(self, state: State, cache: MutableMapping[Key, Manifest]) -> int:
-        """Write every changed status that is due; the written objects replace the cached ones."""
+        """Write every changed status that is due; the written objects replace the cached ones.
+
+        A queue whose status was written, or found unchanged, less than ``min_interval_seconds``
+        ago is not looked at: its counts change on every pass of a busy cluster, and computing
+        them is not free either (the LocalQueues' come from one look at every pending workload).
+        """
         now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
-        due = self.monotonic() - self.min_interval_seconds
+        at = self.monotonic()
+        due = at - self.min_interval_seconds
+        keys = [
+            key
+            for key in _queue_keys(state)
+            if key in cache
+            and key not in self._in_flight
+            and max(self._written_at.get(key, float("-inf")), self._checked_at.get(key, float("-inf"))) <= due
+        ]
+        local = engine_status.local_queue_statuses(
+            state, [f"{key.namespace}/{key.name}" for key in keys if key.kind == "LocalQueue"]
+        )
         updates = []
-        for key in _queue_keys(state):
-            stored = cache.get(key)
-            if stored is None or key in self._in_flight or self._written_at.get(key, float("-inf")) > due:
-                continue
-            desired = self.desired(state, key)
+        for key in keys:
+            stored = cache[key]
+            self._checked_at[key] = at
+            desired = self._desired(state, key, local)
             if desired is None:
                 continue
             generation = (stored.get("metadata") or {}).get("generation")

@@ -3,6 +3,11 @@
 Only the fields the scheduler owns are produced (admission, the scheduling
 conditions, requeue state); everything else already in the stored status
 (admission checks, reclaimable pods, conditions of other writers) is kept.
+
+An admission the engine took back before its write went out was never seen by
+anyone: no job started, nothing holds quota in the API. Its eviction is not
+written either (``Evicted``, ``Preempted`` and ``Requeued`` stay as stored); the
+workload's status just says it waits, and why.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pykueue.engine import intake
 from pykueue.engine.workloads import Workload
 
 OWNED_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued")
+EVICTION_CONDITIONS = ("Evicted", "Preempted", "Requeued")
 
 
 def _time(micros: int) -> str:
@@ -24,6 +30,8 @@ def _time(micros: int) -> str:
 def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any]:
     """The status to store for ``wl``, starting from what is stored now."""
     status = copy.deepcopy(stored or {})
+    # No admission stored, none wanted: an eviction now would be of an admission never written.
+    never_held = wl.admission is None and "admission" not in status
     if wl.admission is None:
         status.pop("admission", None)
     else:
@@ -42,8 +50,15 @@ def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any
             ],
         }
     others = [c for c in status.get("conditions", []) if c.get("type") not in OWNED_CONDITIONS]
+    stored_owned = {
+        c.get("type"): c for c in status.get("conditions", []) if c.get("type") in OWNED_CONDITIONS
+    }
     owned = []
     for kind in OWNED_CONDITIONS:
+        if never_held and kind in EVICTION_CONDITIONS:
+            if kind in stored_owned:
+                owned.append(stored_owned[kind])
+            continue
         cond = wl.conditions.get(kind)
         if cond is None:
             continue
@@ -66,6 +81,11 @@ def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any
             state["requeueAt"] = _time(wl.requeue_at)
         status["requeueState"] = state
     return status
+
+
+def holds_reservation(stored: dict[str, Any] | None) -> bool:
+    """Does this stored Workload hold a quota reservation?"""
+    return bool(((stored or {}).get("status") or {}).get("admission"))
 
 
 def is_finished(obj: dict[str, Any]) -> bool:

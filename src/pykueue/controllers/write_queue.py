@@ -13,7 +13,10 @@ turn costs one write instead of two.
                                                   sending? queued once more
 
 Lanes have their own slots, so a backlog in one (pending workloads' explanations)
-never holds back another (admissions and evictions). A name offered again while it
+never holds back another (admissions and evictions). Lanes are also ranked: a lane
+starts no write while a lane before it has names queued for a slot. Under a
+client-side rate limit the slots of all lanes wait for the same tokens, and an
+explanation must not take one while admissions back up. A name offered again while it
 waits moves to the place of its latest offer: a pending workload admitted meanwhile
 moves up to the admissions' lane, one admitted and preempted before its turn moves
 back down.
@@ -77,7 +80,7 @@ class WriteQueue:
         self._pump()
 
     def _pump(self) -> None:
-        for lane, heap in self._heaps.items():
+        for lane, heap in sorted(self._heaps.items()):
             while self._free[lane] > 0 and heap:
                 rank, seq, name = heapq.heappop(heap)
                 if self._queued.get(name) != (lane, rank, seq):
@@ -86,6 +89,14 @@ class WriteQueue:
                 self._free[lane] -= 1
                 self._sending[name] = (lane, rank)
                 self._writing.start(self._run(name, lane))
+            if self._has_queued(lane):
+                return  # a backlog here: the lanes after it wait
+
+    def _has_queued(self, lane: int) -> bool:
+        heap = self._heaps[lane]
+        while heap and self._queued.get(heap[0][2]) != (lane, heap[0][0], heap[0][1]):
+            heapq.heappop(heap)  # stale: that name moved or was sent
+        return bool(heap)
 
     async def _run(self, name: str, lane: int) -> None:
         try:

@@ -1,4 +1,7 @@
-"""The engine's configuration: the parts of Kueue's Configuration that change decisions."""
+"""The engine's configuration: the parts of Kueue's Configuration that change decisions.
+
+Durations are microseconds, as every time in the engine.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +25,28 @@ class AdmissionFairSharing:
     resource_weights: dict[str, float] = field(default_factory=dict)
 
 
+EVICTION_TIMESTAMP = "Eviction"
+CREATION_TIMESTAMP = "Creation"
+
+
+@dataclass(frozen=True, slots=True)
+class WaitForPodsReady:
+    """Upstream's `waitForPodsReady`, with its defaults (present means enabled).
+
+    ``recovery_timeout`` defaults to ``timeout`` as upstream's defaulting does; ``None``
+    (upstream's "0s") switches the recovery timeout off. ``backoff_limit_count`` ``None``
+    requeues for ever.
+    """
+
+    timeout: int = 30 * 60 * 10**6
+    recovery_timeout: int | None = 30 * 60 * 10**6
+    block_admission: bool = False
+    requeuing_timestamp: str = EVICTION_TIMESTAMP
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+    backoff_limit_count: int | None = None
+
+
 DEFAULT_GATES: dict[str, bool] = {
     "PartialAdmission": True,
     "AdmissionFairSharing": True,
@@ -31,8 +56,136 @@ DEFAULT_GATES: dict[str, bool] = {
     "SchedulingEquivalenceHashing": True,
     "FairSharingPreemptWithinNominal": True,
     "FairSharingPrioritizeNonBorrowing": True,
-    "PrioritizePreemptorWorkloads": False,
+    # Upstream alpha, off there; on in pykueue (docs/semantics.md, "A preemptor waiting
+    # for its evictions").
+    "PrioritizePreemptorWorkloads": True,
+    "ReclaimablePods": True,
+    "AdmissionGatedBy": True,
+    "PodLevelResources": True,
+    "UnadmittedWorkloadsExplicitStatus": False,
 }
+
+
+# Every gate name upstream Kueue has had (current and graduated or removed ones, which
+# older configurations still name), and PodLevelResources, the Kubernetes gate pykueue
+# models. A configuration naming another is refused: a misspelt gate would otherwise
+# silently do nothing.
+KNOWN_GATES: frozenset[str] = frozenset(
+    {
+        "AdmissionCheckValidationRules",
+        "AdmissionFairSharing",
+        "AdmissionGatedBy",
+        "AssignQueueLabelsForPods",
+        "CleanupProvisioningRequestsOnEviction",
+        "ConcurrentAdmission",
+        "ConfigurableResourceTransformations",
+        "CustomMetricLabels",
+        "DRAExtendedResources",
+        "DeferRayServiceFinalizationForRedisCleanup",
+        "DisableWaitForPodsReady",
+        "DynamicResourceAllocation",
+        "ElasticJobsViaWorkloadSlices",
+        "ElasticJobsViaWorkloadSlicesWithTAS",
+        "ExposeFlavorsInLocalQueue",
+        "FailureRecoveryPolicy",
+        "FairSharingPreemptWithinNominal",
+        "FairSharingPrioritizeNonBorrowing",
+        "FastQuotaReleaseInPodIntegration",
+        "FinishOrphanedWorkloads",
+        "FlavorFungibility",
+        "FlavorFungibilityImplicitPreferenceDefault",
+        "FlavorFungibilityPreserveScanProgress",
+        "HierarchialCohorts",
+        "HierarchicalCohorts",
+        "KeepQuotaForProvReqRetry",
+        "KueueDRAIntegration",
+        "KueueDRAIntegrationConsumableCapacity",
+        "KueueDRAIntegrationExtendedResource",
+        "KueueDRAIntegrationPartitionableDevices",
+        "KueueDRARejectWorkloadsWhenDRADisabled",
+        "LWSImmutableGroupSize",
+        "LendingLimit",
+        "LocalQueueDefaulting",
+        "LocalQueueMetrics",
+        "ManagedJobsNamespaceSelector",
+        "ManagedJobsNamespaceSelectorAlwaysRespected",
+        "MetricForWorkloadCreationLatency",
+        "MetricsForCohorts",
+        "MultiKueue",
+        "MultiKueueAdaptersForCustomJobs",
+        "MultiKueueAllowInsecureKubeconfigs",
+        "MultiKueueBatchJobWithManagedBy",
+        "MultiKueueClusterProfile",
+        "MultiKueueIncrementalDispatcherConfig",
+        "MultiKueueIncrementalDispatcherRespectConfigOrder",
+        "MultiKueueKubeConfigPathValidation",
+        "MultiKueueManagerQuotaAutomation",
+        "MultiKueueOrchestratedPreemption",
+        "MultiKueueRedoAdmissionOnEvictionInWorker",
+        "MultiKueueRemoteSpecSync",
+        "MultiKueueWaitForWorkloadAdmitted",
+        "MultiplePreemptions",
+        "ObjectRetentionPolicies",
+        "PartialAdmission",
+        "PodIntegrationValidateGroupOwner",
+        "PodLevelResources",
+        "PrioritizePreemptorWorkloads",
+        "PriorityBoost",
+        "PrioritySortingWithinCohort",
+        "PropagateBatchJobLabelsToWorkload",
+        "ProvisioningACC",
+        "QueueVisibility",
+        "QuotaCheckStrategy",
+        "ReclaimablePods",
+        "RecomputeAssignmentUponPreemptionTargetsOverlap",
+        "RejectUpdatesToCQWithInvalidOnFlavors",
+        "RemoveFinalizersWithStrictPatch",
+        "SanitizePodSets",
+        "SchedulerLibraryIntegration",
+        "SchedulerLongRequeueInterval",
+        "SchedulerTimestampPreemptionBuffer",
+        "SchedulingEquivalenceHashing",
+        "ShortWorkloadNames",
+        "SkipAncestorCheckForDeletedWorkloads",
+        "SkipFinalizersForPodsSuspendedByParent",
+        "SkipReassignmentForPodOwnedWorkloads",
+        "SparkApplicationIntegration",
+        "TASAssignmentsEncodingByHostnamePrefix",
+        "TASBalancedPlacement",
+        "TASCacheNodeMatchResults",
+        "TASCacheTopologyTree",
+        "TASCachingRemainingResources",
+        "TASFailedNodeReplacement",
+        "TASFailedNodeReplacementFailFast",
+        "TASHandleOverlappingFlavors",
+        "TASImplicitDefaultUnconstrained",
+        "TASLeastAllocated",
+        "TASMostFreeCapacity",
+        "TASMultiLayerTopology",
+        "TASProfileLeastFreeCapacity",
+        "TASProfileMixed",
+        "TASProfileMostFreeCapacity",
+        "TASRecomputeAssignmentWithinSchedulingCycle",
+        "TASReplaceNodeDueToNotReadyOverFixedTime",
+        "TASReplaceNodeOnNodeTaints",
+        "TASReplaceNodeOnPodTermination",
+        "TASRespectNodeAffinityPreferred",
+        "TASValidateWorkloadSliceSize",
+        "TLSOptions",
+        "TopologyAwareScheduling",
+        "UnadmittedWorkloadsExplicitStatus",
+        "UnadmittedWorkloadsObservability",
+        "ValidateRayAndSparkJobUpdates",
+        "VectorizedResourceRequests",
+        "VisibilityOnDemand",
+        "WorkloadIdentifierAnnotations",
+        "WorkloadPriorityClassDefaulting",
+        "WorkloadRequestUseMergePatch",
+        "WorkloadResourceRequestsSummary",
+        "WorkloadValidateResourcesAreNonNegative",
+        "WorkloadValidationForPodSetMetadata",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +193,17 @@ class EngineConfig:
     fair_sharing: FairSharing = FairSharing()
     admission_fair_sharing: AdmissionFairSharing | None = None
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    # pykueue's own: within a cycle, once a ClusterQueue admits within its nominal quota and
+    # still has room there, heads that would borrow the same flavor-resources in its cohort
+    # tree wait for the next cycle (docs/semantics.md, "Nominal quota first"). Off reproduces
+    # upstream's cycle exactly; scenario files get it only when they ask.
+    nominal_first: bool = True
+    wait_for_pods_ready: WaitForPodsReady | None = None
+    # How an eviction completes. False: at once, in the same step (scenario files, the
+    # simulator). True: `State.evict` only starts it; the workload keeps its quota
+    # (and is a preemption target already under way) until the controller reports its
+    # job stopped with `State.complete_eviction`, as upstream's job reconciler does.
+    async_evictions: bool = False
 
     def gate(self, name: str) -> bool:
         return self.feature_gates.get(name, DEFAULT_GATES.get(name, False))

@@ -25,18 +25,24 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from pykueue.engine import cohort_tree, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+from pykueue.engine.entries import Entry
 from pykueue.engine.resources import FlavorResource, Quantities
-
-if TYPE_CHECKING:
-    from pykueue.engine.preemption import Preemptor, Target
-    from pykueue.engine.scheduler import Entry
-    from pykueue.engine.state import State
-    from pykueue.engine.workloads import Workload
+from pykueue.engine.state import State
+from pykueue.engine.targets import (
+    IN_CLUSTER_QUEUE,
+    IN_COHORT_FAIR_SHARING,
+    IN_COHORT_RECLAMATION,
+    Target,
+    Trial,
+    candidate_order_key,
+    satisfies_policy,
+    uses_resources,
+)
+from pykueue.engine.workloads import Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +194,8 @@ def _tournament(
 def _less(
     a: Entry, b: Entry, parent: str, shares: dict[tuple[str, str], Share], non_borrowing_first: bool
 ) -> bool:
+    if a.is_preemptor != b.is_preemptor:
+        return a.is_preemptor  # waiting for its evictions: it goes first (PrioritizePreemptorWorkloads)
     a_share = shares[(parent, a.workload.key)]
     b_share = shares[(parent, b.workload.key)]
     if non_borrowing_first:
@@ -213,7 +221,7 @@ def _less(
 class _Ordering:
     """Which ClusterQueue to take a workload from next: the one with the highest share."""
 
-    preemptor: Preemptor
+    preemptor: Trial
     cq_node: Node
     candidates: dict[str, list[Workload]]
     ancestors: set[int] = field(default_factory=set)
@@ -274,8 +282,6 @@ class _Ordering:
         return best_cq
 
     def _first_key(self, name: str) -> tuple[object, ...]:
-        from pykueue.engine.preemption import candidate_order_key
-
         return candidate_order_key(
             self.candidates[name][0], name, self.cq_node.name, self.preemptor.state.now
         )
@@ -295,7 +301,7 @@ def _below(node: Node, lca: Node) -> Node:
 
 
 def fair_preemptions(
-    preemptor: Preemptor, cq_name: str, wl: Workload, frs: set[FlavorResource], requests: Quantities
+    preemptor: Trial, cq_name: str, wl: Workload, frs: set[FlavorResource], requests: Quantities
 ) -> list[Target]:
     """Targets chosen by the fair-sharing strategies, or [] when they cannot make room."""
     state = preemptor.state
@@ -323,10 +329,8 @@ def fair_preemptions(
 
 
 def _find_candidates(
-    preemptor: Preemptor, cq_name: str, wl: Workload, frs: set[FlavorResource]
+    preemptor: Trial, cq_name: str, wl: Workload, frs: set[FlavorResource]
 ) -> list[tuple[Workload, str]]:
-    from pykueue.engine.preemption import candidate_order_key, satisfies_policy, uses_resources
-
     state = preemptor.state
     cq = state.cluster_queues[cq_name]
     node = state.nodes[cq_name]
@@ -361,7 +365,7 @@ def _borrowing_in(state: State, node: Node, frs: set[FlavorResource]) -> bool:
     return False
 
 
-def _fits_with_own_usage_removed(preemptor: Preemptor, node: Node, requests: Quantities) -> bool:
+def _fits_with_own_usage_removed(preemptor: Trial, node: Node, requests: Quantities) -> bool:
     cohort_tree.add_usages(node, requests, -1)
     fits = preemptor.fits(node.name, requests, True)
     cohort_tree.add_usages(node, requests, +1)
@@ -375,20 +379,13 @@ def _passes(strategy: str, preemptor_new: Share, target_old: Share, target_new: 
 
 
 def _first_strategy(
-    preemptor: Preemptor,
+    preemptor: Trial,
     node: Node,
     candidates: list[tuple[Workload, str]],
     frs: set[FlavorResource],
     requests: Quantities,
     strategy: str,
 ) -> tuple[bool, list[Target], list[tuple[Workload, str]]]:
-    from pykueue.engine.preemption import (
-        IN_CLUSTER_QUEUE,
-        IN_COHORT_FAIR_SHARING,
-        IN_COHORT_RECLAMATION,
-        Target,
-    )
-
     state = preemptor.state
     ordering = _Ordering(preemptor, node, _group(candidates))
     targets: list[Target] = []
@@ -428,14 +425,12 @@ def _first_strategy(
 
 
 def _second_strategy(
-    preemptor: Preemptor,
+    preemptor: Trial,
     node: Node,
     retry: list[tuple[Workload, str]],
     requests: Quantities,
     targets: list[Target],
 ) -> tuple[bool, list[Target]]:
-    from pykueue.engine.preemption import IN_COHORT_FAIR_SHARING, Target
-
     ordering = _Ordering(preemptor, node, _group(retry))
     for target_node in ordering:
         name = target_node.name

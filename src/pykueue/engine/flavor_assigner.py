@@ -183,6 +183,14 @@ class FlavorAssigner:
                 else counts[index]
             )
             ps_result = self._assign_pod_set(index, pod_set, count, result)
+            if ps_result.failed:
+                # A pod set that cannot be placed keeps none of its flavors, nor a scan
+                # position to resume from (upstream drops the whole group's flavors): a
+                # workload whose pod set never fits has no flavor left to try, and its
+                # queue parks it instead of retrying it at once.
+                ps_result.flavors = {}
+                for key in [k for k in result.last_tried if k[0] == index]:
+                    del result.last_tried[key]
             result.pod_sets.append(ps_result)
             for resource, choice in ps_result.flavors.items():
                 result.borrowing = max(result.borrowing, choice.borrow)

@@ -20,22 +20,23 @@ from pykueue.api.admission_check import AdmissionCheck as ApiAdmissionCheck
 from pykueue.api.cluster_queue import ClusterQueue as ApiClusterQueue
 from pykueue.api.cluster_queue import ResourceGroup as ApiResourceGroup
 from pykueue.api.cohort import Cohort as ApiCohort
-from pykueue.api.core import Container, LimitRange, PodSpec
+from pykueue.api.core import LimitRange, PodSpec
 from pykueue.api.core import Toleration as ApiToleration
 from pykueue.api.fair_sharing import FairSharing as ApiFairSharing
 from pykueue.api.local_queue import LocalQueue as ApiLocalQueue
 from pykueue.api.meta import LabelSelector as ApiLabelSelector
 from pykueue.api.resource_flavor import ResourceFlavor as ApiResourceFlavor
 from pykueue.api.workload import Workload as ApiWorkload
-from pykueue.engine import specs
+from pykueue.engine import pod_requests, specs
 from pykueue.engine.cohort_tree import Quota
 from pykueue.engine.resources import FlavorResource, resource_units
 from pykueue.engine.selectors import LabelSelector, NodeSelectorTerm, Requirement, Taint, Toleration
-from pykueue.engine.workloads import Admission, Condition, PodSet, PodSetAssignment, Workload
+from pykueue.engine.workloads import Admission, CheckState, Condition, PodSet, PodSetAssignment, Workload
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 RUNTIME_ANNOTATION = "scenario.kueue.x-k8s.io/runtime"
+ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
 
 
 def micros(moment: datetime | None) -> int:
@@ -119,8 +120,14 @@ def cluster_queue(obj: ApiClusterQueue) -> specs.ClusterQueue:
     groups, quotas = _quotas(spec.resource_groups)
     borrow = spec.preemption.borrow_within_cohort
     checks: tuple[str, ...] = ()
+    on_flavors: dict[str, tuple[str, ...]] = {}
     if spec.admission_checks_strategy is not None:
         checks = tuple(rule.name for rule in spec.admission_checks_strategy.admission_checks)
+        on_flavors = {
+            rule.name: tuple(rule.on_flavors)
+            for rule in spec.admission_checks_strategy.admission_checks
+            if rule.on_flavors
+        }
     afs = spec.admission_scope is not None and (
         spec.admission_scope.admission_mode == "UsageBasedAdmissionFairSharing"
     )
@@ -145,6 +152,7 @@ def cluster_queue(obj: ApiClusterQueue) -> specs.ClusterQueue:
         ),
         stop_policy=spec.stop_policy,
         admission_checks=checks,
+        check_on_flavors=on_flavors,
         fair_weight=fair_weight(spec.fair_sharing),
         admission_fair_sharing=afs,
     )
@@ -200,76 +208,6 @@ def limit_range_items(obj: LimitRange) -> list[specs.LimitRangeItem]:
 # ----------------------------------------------------------------- workloads
 
 
-def _container_resources(
-    container: Container, limit_items: list[specs.LimitRangeItem]
-) -> tuple[dict[str, int], dict[str, int]]:
-    requests = {r: quantity.parse(v) for r, v in container.resources.requests.items()}
-    limits = {r: quantity.parse(v) for r, v in container.resources.limits.items()}
-    for item in limit_items:
-        if item.kind != "Container":
-            continue
-        for res, value in item.default.items():
-            limits.setdefault(res, value)
-        for res, value in item.default_request.items():
-            requests.setdefault(res, value)
-    for res, value in limits.items():
-        requests.setdefault(res, value)  # a limit without a request is also the request
-    return requests, limits
-
-
-def pod_requests(spec: PodSpec, limit_items: list[specs.LimitRangeItem]) -> tuple[dict[str, int], str]:
-    """Per-pod requests (milli-units) and the first rule they break, or ""."""
-    total: dict[str, int] = {}
-    problem = ""
-    for container in spec.containers:
-        requests, limits = _container_resources(container, limit_items)
-        problem = problem or _request_problem(container.name, requests, limits, limit_items)
-        for res, value in requests.items():
-            total[res] = total.get(res, 0) + value
-    for container in spec.init_containers:
-        requests, limits = _container_resources(container, limit_items)
-        problem = problem or _request_problem(container.name, requests, limits, limit_items)
-        for res, value in requests.items():
-            total[res] = max(total.get(res, 0), value)
-    for res, text in spec.overhead.items():
-        total[res] = total.get(res, 0) + quantity.parse(text)
-    for item in limit_items:
-        if item.kind != "Pod" or problem:
-            continue
-        for res, value in item.max.items():
-            if total.get(res, 0) > value:
-                problem = (
-                    f"the pod's {res} request exceeds the LimitRange maximum ({quantity.format_milli(value)})"
-                )
-        for res, value in item.min.items():
-            if total.get(res, 0) < value:
-                problem = f"the pod's {res} request is below the LimitRange minimum ({quantity.format_milli(value)})"
-    return {res: resource_units(res, value) for res, value in total.items()}, problem
-
-
-def _request_problem(
-    name: str, requests: Mapping[str, int], limits: Mapping[str, int], limit_items: list[specs.LimitRangeItem]
-) -> str:
-    for res, value in requests.items():
-        if res in limits and value > limits[res]:
-            return f"container {name}: {res} request ({quantity.format_milli(value)}) exceeds its limit"
-        if value < 0:
-            return f"container {name}: {res} request is negative"
-    for item in limit_items:
-        if item.kind != "Container":
-            continue
-        for res, value in item.max.items():
-            used = max(requests.get(res, 0), limits.get(res, 0))
-            if used > value:
-                return (
-                    f"container {name}: {res} exceeds the LimitRange maximum ({quantity.format_milli(value)})"
-                )
-        for res, value in item.min.items():
-            if requests.get(res, 0) < value:
-                return f"container {name}: {res} is below the LimitRange minimum ({quantity.format_milli(value)})"
-    return ""
-
-
 def _affinity_terms(spec: PodSpec) -> list[NodeSelectorTerm] | None:
     affinity = spec.affinity
     if affinity is None or affinity.node_affinity is None:
@@ -313,19 +251,26 @@ def workload(
     obj: ApiWorkload,
     priorities: Mapping[tuple[str, str], int],
     limit_items: list[specs.LimitRangeItem],
+    pod_level_resources: bool = True,
 ) -> Workload:
-    """Build the engine's workload; ``priorities`` maps (kind, name) of priority classes to values."""
+    """Build the engine's workload; ``priorities`` maps (kind, name) of priority classes to values.
+
+    ``pod_level_resources`` is the PodLevelResources feature gate: off, a pod
+    template's ``spec.resources`` is ignored, as an API server without the feature
+    drops it.
+    """
     spec = obj.spec
     pod_sets = []
-    problem = ""
-    for ps in spec.pod_sets:
-        requests, why = pod_requests(ps.template.spec, limit_items)
-        problem = problem or (f"pod set {ps.name}: {why}" if why else "")
+    computed = []
+    for index, ps in enumerate(spec.pod_sets):
+        path = f"spec.podSets[{index}].template.spec"
+        pod = pod_requests.compute(ps.template.spec, path, limit_items, pod_level_resources)
+        computed.append(pod)
         pod_sets.append(
             PodSet(
                 name=ps.name,
                 count=ps.count,
-                requests=requests,
+                requests=pod.requests,
                 min_count=ps.min_count,
                 node_selector=dict(ps.template.spec.node_selector),
                 affinity_terms=_affinity_terms(ps.template.spec),
@@ -349,7 +294,8 @@ def workload(
         created=micros(meta.creation_timestamp),
         uid=meta.uid,
         active=spec.active,
-        invalid_reason=problem,
+        invalid_reason=pod_requests.problem(computed),
+        gated_by=obj.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
     )
     wl.shape = shape_of(wl)
     _read_status(obj, wl)
@@ -385,6 +331,24 @@ def _read_status(obj: ApiWorkload, wl: Workload) -> None:
             cond.type, cond.status, cond.reason, cond.message, micros(cond.last_transition_time)
         )
     wl.reclaimable = {rp.name: rp.count for rp in status.reclaimable_pods}
+    wl.checks = {
+        check.name: CheckState(
+            name=check.name,
+            state=check.state,
+            message=check.message,
+            last_transition=micros(check.last_transition_time) if check.last_transition_time else 0,
+            requeue_after_seconds=check.requeue_after_seconds,
+            retry_count=check.retry_count,
+            pod_set_updates=tuple(
+                u.model_dump(by_alias=True, exclude_defaults=True) for u in check.pod_set_updates
+            ),
+        )
+        for check in sorted(status.admission_checks, key=lambda c: c.name)
+    }
+    if status.scheduling_stats is not None:
+        wl.eviction_counts = {
+            (e.reason, e.underlying_cause): e.count for e in status.scheduling_stats.evictions
+        }
     if status.requeue_state is not None:
         wl.requeue_count = status.requeue_state.count or 0
         if status.requeue_state.requeue_at is not None:

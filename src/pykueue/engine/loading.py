@@ -16,9 +16,11 @@ from pykueue.api.local_queue import LocalQueue
 from pykueue.api.priority import WorkloadPriorityClass
 from pykueue.api.resource_flavor import ResourceFlavor
 from pykueue.api.workload import Workload
-from pykueue.engine import intake
+from pykueue.engine import evictions, intake, lifecycle
+from pykueue.engine.config import CREATION_TIMESTAMP
 from pykueue.engine.state import State
-from pykueue.engine.workloads import Condition
+from pykueue.engine.workloads import Condition, Eviction
+from pykueue.engine.workloads import Workload as EngineWorkload
 
 # Kinds the engine reads but that do not change admission decisions (yet).
 IGNORED_KINDS = frozenset(
@@ -64,18 +66,88 @@ def apply(state: State, obj: Any) -> None:
         raise ValueError(f"the engine does not handle kind {kind}")
 
 
-def add_workload(state: State, obj: Workload) -> None:
+def workload(state: State, obj: Workload) -> EngineWorkload:
+    """The engine's view of a Workload manifest under the state's configuration."""
     namespace = obj.metadata.namespace or "default"
     items = [item for items in state.limit_ranges.get(namespace, {}).values() for item in items]
-    wl = intake.workload(obj, state.priority_values, items)
+    config = state.config
+    wl = intake.workload(obj, state.priority_values, items, config.gate("PodLevelResources"))
+    if not config.gate("ReclaimablePods"):
+        wl.reclaimable = {}
+    if not config.gate("AdmissionGatedBy"):
+        wl.gated_by = ""
+    pods_ready_config = config.wait_for_pods_ready
+    evicted = wl.conditions.get("Evicted")
+    if (
+        wl.evicted_at is not None
+        and evicted is not None
+        and evicted.reason == evictions.PODS_READY_TIMEOUT
+        and pods_ready_config is not None
+        and pods_ready_config.requeuing_timestamp == CREATION_TIMESTAMP
+    ):
+        wl.evicted_at = None  # requeuingStrategy.timestamp: Creation orders it by creation
     if wl.admission is not None:
         if "QuotaReserved" not in wl.conditions:
             wl.conditions["QuotaReserved"] = Condition(
                 "QuotaReserved", "True", "QuotaReserved", "", state.now
             )
+        reserved_at = wl.conditions["QuotaReserved"].last_transition or state.now
         if not wl.admitted_at:
             wl.admitted_at = state.now
+        if "Admitted" not in wl.conditions:
+            # A reservation given without an Admitted condition is an admission (FORMAT.md).
+            wl.conditions["Admitted"] = Condition(
+                "Admitted", "True", "Admitted", "The workload is admitted", reserved_at
+            )
+        if config.async_evictions and evicted is not None and evicted.status == "True":
+            # Stored while being evicted: its job is still stopping.
+            wl.eviction = Eviction(
+                reason=evicted.reason,
+                message=evicted.message,
+                cluster_queue=wl.admission.cluster_queue,
+                underlying_cause=evicted.reason.partition("DueTo")[2],
+                requeue=evicted.reason in (evictions.PREEMPTED, evictions.NODE_FAILURES),
+            )
+    return wl
+
+
+def add_workload(state: State, obj: Workload) -> None:
+    wl = workload(state, obj)
     state.add_workload(wl)
+    if wl.checks and wl.admission is not None:
+        # Check states read with the workload take effect as upstream's workload
+        # controller makes them: a Rejected or Retry check evicts, all Ready admit.
+        lifecycle.reconcile_checks(state, wl.key)
+
+
+def update_workload_spec(state: State, obj: Workload) -> None:
+    """A new spec for a known workload whose manifest carries no status: it keeps the
+    engine's status (reservation, conditions, checks, requeue state), as a spec update
+    of a stored Workload does. An unknown workload is simply added."""
+    old = state.workloads.get(f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}")
+    new = workload(state, obj)
+    if old is None:
+        state.add_workload(new)
+        return
+    carry_status(old, new)
+    state.replace_workload(new)
+
+
+def carry_status(old: EngineWorkload, new: EngineWorkload) -> None:
+    """Copy what the engine knows about a workload's status onto a new version of it."""
+    new.admission = old.admission
+    new.admitted_at = old.admitted_at
+    new.borrowing = old.borrowing
+    new.evicted_at = old.evicted_at
+    new.conditions = old.conditions
+    new.reclaimable = old.reclaimable
+    new.requeue_at = old.requeue_at
+    new.requeue_count = old.requeue_count
+    new.preemption_count = old.preemption_count
+    new.preempted_by = old.preempted_by
+    new.checks = old.checks
+    new.eviction = old.eviction
+    new.eviction_counts = old.eviction_counts
 
 
 def delete(state: State, kind: str, namespace: str, name: str) -> None:

@@ -40,20 +40,17 @@ from pykueue.engine import cohort_tree, fair_sharing, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.flavor_assigner import Assignment, Mode, Possibility
 from pykueue.engine.resources import FlavorResource, Quantities
-from pykueue.engine.state import State
+from pykueue.engine.targets import (
+    IN_CLUSTER_QUEUE,
+    IN_COHORT_RECLAIM_WHILE_BORROWING,
+    IN_COHORT_RECLAMATION,
+    Target,
+    Trial,
+    candidate_order_key,
+    is_evicting,
+    satisfies_policy,
+)
 from pykueue.engine.workloads import Workload
-
-IN_CLUSTER_QUEUE = "InClusterQueue"
-IN_COHORT_RECLAMATION = "InCohortReclamation"
-IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
-IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
-
-HUMAN_REASONS = {
-    IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
-    IN_COHORT_RECLAMATION: "reclamation within the cohort",
-    IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
-    IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
-}
 
 
 class Variant(Enum):
@@ -73,73 +70,12 @@ class Variant(Enum):
         return IN_COHORT_RECLAMATION
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    """One workload to evict, the queue it is admitted in, and why."""
-
-    workload: Workload
-    cluster_queue: str
-    reason: str
-
-
 @dataclass(slots=True)
 class _Candidate:
     workload: Workload
     cluster_queue: str
     lca: Node | None
     variant: Variant
-
-
-def can_always_reclaim(cq: specs.ClusterQueue) -> bool:
-    """A queue that may reclaim from anyone never needs to hold capacity while it waits."""
-    return cq.preemption.reclaim_within_cohort == specs.ANY
-
-
-def is_evicting(wl: Workload) -> bool:
-    """Admitted but already being evicted (an input state; our own evictions complete at once)."""
-    if not wl.conditions:
-        return False
-    cond = wl.conditions.get("Evicted")
-    return cond is not None and cond.status == "True"
-
-
-def satisfies_policy(preemptor: Workload, candidate: Workload, policy: str) -> bool:
-    lower = preemptor.priority > candidate.priority
-    if policy == specs.LOWER_PRIORITY:
-        return lower
-    if policy == specs.LOWER_OR_NEWER_EQUAL:
-        newer_equal = (
-            preemptor.priority == candidate.priority
-            and preemptor.queue_order_time() < candidate.queue_order_time()
-        )
-        return lower or newer_equal
-    return policy == specs.ANY
-
-
-def candidate_order_key(
-    wl: Workload, cq_name: str, preemptor_cq: str, now: int, lq_usage: float = 0.0
-) -> tuple[object, ...]:
-    """Upstream's candidate ordering; smaller sorts first.
-
-    ``lq_usage`` is the admission-fair-sharing usage of the candidate's LocalQueue
-    (0 when not used): the LocalQueue that used the most loses first.
-    """
-    reserved = wl.admitted_at if wl.admission is not None else now
-    return (
-        0 if is_evicting(wl) else 1,
-        1 if cq_name == preemptor_cq else 0,
-        -lq_usage,
-        wl.priority,
-        -reserved,
-        wl.uid,
-        wl.seq,
-    )
-
-
-def uses_resources(wl: Workload, frs: set[FlavorResource]) -> bool:
-    if wl.admission is None:
-        return False
-    return not frs.isdisjoint(wl.admission.flavor_resources())
 
 
 def within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
@@ -156,10 +92,9 @@ def frs_needing_preemption(assignment: Assignment) -> set[FlavorResource]:
 
 
 @dataclass(slots=True)
-class Preemptor:
+class Preemptor(Trial):
     """Preemption decisions over one state, for one scheduling cycle."""
 
-    state: State
     # Nomination asks the same question twice (the oracle for one flavor-resource, then
     # the targets for the whole assignment) against an unchanged state; answer it once.
     _memo: dict[tuple[object, ...], list[Target]] = field(default_factory=dict)
@@ -191,43 +126,6 @@ class Preemptor:
         if self.state.config.fair_sharing.enable:
             return fair_sharing.fair_preemptions(self, cq_name, wl, frs, requests)
         return self._classical(cq_name, wl, frs, requests)
-
-    def lq_usage(self, wl: Workload, cq_name: str) -> float:
-        return self.state.afs_usage(wl) if self.state.uses_afs(cq_name) else 0.0
-
-    # ---------------------------------------------------------------- simulation
-
-    def remove(self, wl: Workload, cq_name: str) -> None:
-        node = self.state.nodes.get(cq_name)
-        if node is not None:
-            cohort_tree.add_usages(node, wl.usage(), -1)
-
-    def restore(self, wl: Workload, cq_name: str) -> None:
-        node = self.state.nodes.get(cq_name)
-        if node is not None:
-            cohort_tree.add_usages(node, wl.usage(), +1)
-
-    def fits(self, cq_name: str, requests: Quantities, allow_borrowing: bool) -> bool:
-        node = self.state.nodes[cq_name]
-        for fr, value in requests.items():
-            if not allow_borrowing and node.borrowing_with(fr, value):
-                return False
-            if value > max(0, cohort_tree.available(node, fr)):
-                return False
-        return True
-
-    def fill_back(
-        self, targets: list[Target], cq_name: str, requests: Quantities, allow_borrowing: bool
-    ) -> list[Target]:
-        """Put back every target the preemptor does not need, last-but-one first."""
-        for i in range(len(targets) - 2, -1, -1):
-            self.restore(targets[i].workload, targets[i].cluster_queue)
-            if self.fits(cq_name, requests, allow_borrowing):
-                targets[i] = targets[-1]
-                targets.pop()
-            else:
-                self.remove(targets[i].workload, targets[i].cluster_queue)
-        return targets
 
     # ----------------------------------------------------------------- classical
 

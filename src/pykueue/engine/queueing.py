@@ -63,28 +63,30 @@ _NO_SHAPE = object()
 class ClusterQueueQueue:
     """Pending workloads of one ClusterQueue.
 
-    Workloads in the heap are kept in groups by shape; a group is either active or
-    parked as a whole. Parking the twins of a shape, and moving every parked shape
-    back, is then a flag per shape, not a move per workload: a busy cohort parks and
-    unparks thousands of twins on every release. The heap holds ``(sort key, seq,
-    entry, workload)``; ``entry`` numbers each push and only the newest entry of a
-    workload counts. An entry of a parked shape that reaches the top is set aside for
-    that shape and goes back into the heap when the shape is unparked. Workloads held
-    one by one (a head that was not admitted, a requeue backoff) are outside the heap.
+    Workloads in the heaps are kept in groups by shape, each group with a heap of its
+    own; a group is either active or parked as a whole. Parking the twins of a shape, and
+    moving every parked shape back, is then a flag per shape, not a move per workload: a
+    busy cohort parks and unparks thousands of twins on every release. A second heap,
+    ``_tops``, holds the head of every active shape's heap; the head of the queue is the
+    best of those. Both heaps hold ``(sort key, seq, entry, ...)``; ``entry`` numbers
+    each push and only the newest entry of a workload counts, so a removed or re-keyed
+    workload leaves a stale item behind that is skipped when it surfaces (a stale top
+    brings its shape's real head into ``_tops``: that head sorts after it). Workloads held
+    one by one (a head that was not admitted, a requeue backoff) are outside the heaps.
     The part of a sort key that only changes with the workload itself is cached.
     """
 
     name: str
     strategy: str = specs.BEST_EFFORT_FIFO
     usage_of: Callable[[Workload], float] | None = None  # admission fair sharing
-    _heap: list[tuple[SortKey, int, int, Workload]] = field(default_factory=list)
+    _heaps: dict[object, list[tuple[SortKey, int, int, Workload]]] = field(default_factory=dict)
+    _tops: list[tuple[SortKey, int, int, object]] = field(default_factory=list)
     _groups: dict[object, dict[str, Workload]] = field(default_factory=dict)
     _shape_of: dict[str, object] = field(default_factory=dict)
     _entry_of: dict[str, int] = field(default_factory=dict)
     _entries: int = 0
-    # Parked shapes (a dict for a deterministic order) and their entries set aside.
+    # Parked shapes (a dict for a deterministic order).
     _parked: dict[object, None] = field(default_factory=dict)
-    _set_aside: dict[object, list[tuple[SortKey, int, int, Workload]]] = field(default_factory=dict)
     _held: dict[str, Workload] = field(default_factory=dict)
     _base: dict[str, SortKey] = field(default_factory=dict)
     _stale: int = 0
@@ -133,7 +135,44 @@ class ClusterQueueQueue:
         else:
             group[key] = wl
         self._shape_of[key] = shape
-        heapq.heappush(self._heap, self._entry(wl))
+        self._push(shape, self._entry(wl))
+
+    def _push(self, shape: object, item: tuple[SortKey, int, int, Workload]) -> None:
+        heap = self._heaps.get(shape)
+        if heap is None:
+            heap = self._heaps[shape] = []
+        heapq.heappush(heap, item)
+        if heap[0] is item and shape not in self._parked:
+            heapq.heappush(self._tops, (item[0], item[1], item[2], shape))
+
+    def _offer_top(self, shape: object) -> None:
+        """Bring the current head of ``shape``'s heap into ``_tops`` (stale items dropped)."""
+        heap = self._heaps.get(shape)
+        if not heap:
+            return
+        entry_of = self._entry_of
+        while heap and entry_of.get(heap[0][3].key) != heap[0][2]:
+            heapq.heappop(heap)
+            self._stale = max(0, self._stale - 1)
+        if heap:
+            item = heap[0]
+            heapq.heappush(self._tops, (item[0], item[1], item[2], shape))
+            if len(self._tops) > 4 * len(self._heaps) + 64:
+                self._rebuild_tops()  # a shape parked and unparked often leaves copies of its head
+        else:
+            del self._heaps[shape]
+
+    def _rebuild_tops(self) -> None:
+        self._tops = []
+        for shape, heap in list(self._heaps.items()):
+            while heap and self._entry_of.get(heap[0][3].key) != heap[0][2]:
+                heapq.heappop(heap)
+            if not heap:
+                del self._heaps[shape]
+            elif shape not in self._parked:
+                item = heap[0]
+                self._tops.append((item[0], item[1], item[2], shape))
+        heapq.heapify(self._tops)
 
     def _entry(self, wl: Workload) -> tuple[SortKey, int, int, Workload]:
         self._entries += 1
@@ -155,7 +194,9 @@ class ClusterQueueQueue:
         return wl
 
     def remove(self, key: str) -> Workload | None:
-        """Out of this queue altogether."""
+        """Out of this queue altogether (a preemptor that leaves stops being one)."""
+        if self.sticky == key:
+            self.sticky = None
         self._base.pop(key, None)
         wl = self._leave(key)
         return wl if wl is not None else self._held.pop(key, None)
@@ -166,34 +207,44 @@ class ClusterQueueQueue:
 
     def rebuild(self) -> None:
         """Recompute every sort key (after a fair-sharing usage change) and drop stale entries."""
-        self._heap = [self._entry(wl) for group in self._groups.values() for wl in group.values()]
-        heapq.heapify(self._heap)
-        self._set_aside.clear()
+        self._heaps = {}
+        self._tops = []
+        for shape, group in self._groups.items():
+            heap = [self._entry(wl) for wl in group.values()]
+            heapq.heapify(heap)
+            self._heaps[shape] = heap
+            if shape not in self._parked and heap:
+                item = heap[0]
+                self._tops.append((item[0], item[1], item[2], shape))
+        heapq.heapify(self._tops)
         self._stale = 0
 
     def pop(self) -> Workload | None:
-        """Take the head out of the active heap."""
+        """Take the head out of the active heaps."""
         if self.usage_of is not None:
             self.rebuild()
-        heap, entry_of, parked = self._heap, self._entry_of, self._parked
-        while heap:
-            item = heapq.heappop(heap)
-            wl = item[3]
-            key = wl.key
-            if entry_of.get(key) != item[2]:
-                self._stale = max(0, self._stale - 1)
-                continue
-            shape = self._shape_of[key]
+        tops, heaps, parked = self._tops, self._heaps, self._parked
+        while tops:
+            _, _, entry, shape = heapq.heappop(tops)
             if shape in parked:
-                self._set_aside.setdefault(shape, []).append(item)
+                continue  # its head comes back into _tops when the shape is unparked
+            heap = heaps.get(shape)
+            if not heap or heap[0][2] != entry:
+                self._offer_top(shape)  # a stale top: its shape's real head sorts after it
                 continue
+            if self._entry_of.get(heap[0][3].key) != entry:
+                self._offer_top(shape)
+                continue
+            wl = heapq.heappop(heap)[3]
+            key = wl.key
             group = self._groups[shape]
             del group[key]
             if not group:
                 del self._groups[shape]
             del self._shape_of[key]
-            del entry_of[key]
+            del self._entry_of[key]
             self._base.pop(key, None)
+            self._offer_top(shape)
             return wl
         return None
 
@@ -207,19 +258,13 @@ class ClusterQueueQueue:
             self._parked[wl.shape] = None
 
     def unpark_all(self, still_waiting: Callable[[Workload], bool] | None = None) -> bool:
-        """Parked shapes and held workloads back to the heap, but those ``still_waiting`` (backoff)."""
+        """Parked shapes and held workloads back to the heaps, but those ``still_waiting`` (backoff)."""
         moved = False
-        returning = []
-        for shape in self._parked:
-            moved = moved or bool(self._groups.get(shape))
-            returning.extend(self._set_aside.pop(shape, []))
+        parked = list(self._parked)
         self._parked.clear()
-        if len(returning) > 64:
-            self._heap.extend(returning)
-            heapq.heapify(self._heap)
-        else:
-            for item in returning:
-                heapq.heappush(self._heap, item)
+        for shape in parked:
+            moved = moved or bool(self._groups.get(shape))
+            self._offer_top(shape)
         moving = [wl for wl in self._held.values() if still_waiting is None or not still_waiting(wl)]
         for wl in moving:
             del self._held[wl.key]
@@ -238,6 +283,7 @@ class ClusterQueueQueue:
         previous, self.sticky = self.sticky, key
         for changed in (previous, key):
             if changed is not None and changed in self._shape_of:
-                wl = self._groups[self._shape_of[changed]][changed]
+                shape = self._shape_of[changed]
+                wl = self._groups[shape][changed]
                 self._stale += 1  # its older entry
-                heapq.heappush(self._heap, self._entry(wl))
+                self._push(shape, self._entry(wl))

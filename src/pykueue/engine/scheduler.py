@@ -1,18 +1,43 @@
 """One scheduling cycle, read top to bottom as Kueue's docs describe it.
 
-    heads      take the head workload of every active ClusterQueue
+    heads      take the head workload of every active ClusterQueue (after the
+               pending workloads that cannot be heads said why, `explain_waiting`)
     nominate   check each head can be admitted at all, then assign flavors
                (and find preemption targets) against the current usage
     order      non-borrowing entries first, then priority, then queue time
                (or by dominant resource share under fair sharing)
     process    admit in order, re-checking that each still fits after the
-               entries before it; issue preemptions; never over-admit a cohort
+               entries before it; issue preemptions; never over-admit a cohort;
+               with waitForPodsReady.blockAdmission, admit nothing while a
+               workload holding a reservation is not PodsReady;
+               with `nominal_first`, a head that would borrow waits for the next
+               cycle while a ClusterQueue of its cohort tree admits within its
+               nominal quota and still has room there
     requeue    put back every head that was not admitted: active or parked
     evict      targets of the issued preemptions release their quota
 
 Quota used by an entry that only *waits* for its preemptions (or that
-reserves capacity it cannot reclaim later) counts against the cohort for the
-rest of the cycle only; it is given back when the cycle ends.
+reserves capacity it cannot reclaim later, or waits for other workloads' pods
+to be ready) counts against the cohort for the rest of the cycle only; it is
+given back when the cycle ends. A preemptor still waiting for its targets
+goes first in its cycle (upstream's PrioritizePreemptorWorkloads), so the
+quota its evictions free is not taken by anyone else meanwhile.
+
+An admission is a quota reservation: ``QuotaReserved=True``, and ``Admitted``
+follows the admission checks that apply to the flavors it got (True at once
+when there are none, or all are already Ready).
+
+Why `nominal_first`: a cycle takes one head per ClusterQueue. When a queue
+frees much of its nominal quota at once (a large job ended, or several jobs
+ended between two passes of a controller), its first head takes part of it
+back and the heads of its siblings, ordered after it because they borrow,
+take the rest in the same cycle. The queue's next heads, a cycle later,
+reclaim that quota by preemption: the borrowed workloads are stopped before
+they ran. Upstream's scheduler meets the same cycle rules, but its loop runs
+per event, so quota rarely frees up in larger pieces than one head takes.
+Holding the borrowers back while the lender's own heads still fit within its
+nominal quota keeps the quota with its owner and costs a few cycles, never a
+preemption.
 """
 
 from __future__ import annotations
@@ -20,43 +45,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from pykueue.engine import cohort_tree, fair_sharing, specs
+from pykueue.engine import admission_checks, cohort_tree, evictions, fair_sharing, specs
+from pykueue.engine.entries import (
+    ASSUMED,
+    FAILED_AFTER_NOMINATION,
+    GENERIC,
+    NAMESPACE_MISMATCH,
+    NO_FIT,
+    NOMINATED,
+    NOT_NOMINATED,
+    PENDING_PREEMPTION,
+    PREEMPTION_NO_CANDIDATES,
+    SKIPPED,
+    Entry,
+)
 from pykueue.engine.flavor_assigner import Assignment, FlavorAssigner, Mode, Possibility
-from pykueue.engine.preemption import HUMAN_REASONS, Preemptor, Target, can_always_reclaim
+from pykueue.engine.preemption import Preemptor
 from pykueue.engine.resources import FlavorResource, Quantities
 from pykueue.engine.state import ADMITTED, PENDING, PREEMPTED, Event, State
-from pykueue.engine.workloads import Admission, Condition, PodSetAssignment, Workload
-
-# Why a head goes back to its queue (upstream's RequeueReason).
-GENERIC = ""
-NO_FIT = "NoFit"
-NAMESPACE_MISMATCH = "NamespaceMismatch"
-FAILED_AFTER_NOMINATION = "FailedAfterNomination"
-PENDING_PREEMPTION = "PendingPreemption"
-PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
-
-NOT_NOMINATED = ""
-NOMINATED = "nominated"
-SKIPPED = "skipped"
-ASSUMED = "assumed"
-
-
-@dataclass(eq=False, slots=True)
-class Entry:
-    """A head workload being considered in this cycle."""
-
-    workload: Workload
-    cluster_queue: str
-    assignment: Assignment = field(default_factory=Assignment)
-    targets: list[Target] = field(default_factory=list)
-    status: str = NOT_NOMINATED
-    requeue_reason: str = GENERIC
-    message: str = ""
-    reason: str = ""  # QuotaReserved=False reason
-
-    @property
-    def borrows(self) -> int:
-        return self.assignment.borrowing
+from pykueue.engine.targets import HUMAN_REASONS, Target, can_always_reclaim
+from pykueue.engine.waiting import NAMESPACE_MISMATCH_MESSAGE
+from pykueue.engine.workloads import Admission, PodSetAssignment, Workload
 
 
 @dataclass(slots=True)
@@ -72,7 +81,7 @@ class CycleResult:
 
 def run_cycle(state: State) -> CycleResult:
     """Run one scheduling cycle over ``state`` at ``state.now``."""
-    state.ensure_tree()
+    state.explain_waiting()
     state.cycle += 1
     result = CycleResult()
     heads = _pop_heads(state)
@@ -91,6 +100,8 @@ def run_cycle(state: State) -> CycleResult:
         else:
             _requeue(state, entry)
     for target, preemptor_entry in cycle.issued:
+        if target.workload.eviction is not None:
+            continue  # already being evicted (a controller reports when its job stopped)
         _evict_target(state, target, preemptor_entry)
         result.preempted.append(target.workload.key)
     return result
@@ -129,6 +140,10 @@ def _nominate(
                 entry.reason = "Misconfigured"
             inadmissible.append(entry)
             continue
+        queue = state.queues.get(cq_name)
+        entry.is_preemptor = (
+            state.config.gate("PrioritizePreemptorWorkloads") and queue is not None and queue.sticky == wl.key
+        )
         entry.assignment, entry.targets = _assign(state, wl, cq, preemptor)
         entry.message = entry.assignment.message()
         wl.last_tried_flavor = dict(entry.assignment.last_tried)
@@ -139,14 +154,14 @@ def _nominate(
 
 
 def _admissibility_problem(state: State, wl: Workload, cq: specs.ClusterQueue) -> tuple[str, str] | None:
-    if wl.invalid_reason:
-        return wl.invalid_reason, "Misconfigured"
+    """(message, reason) of a head the scheduler cannot consider, in upstream's order."""
+    if admission_checks.has_failed(wl):
+        return "The workload has failed admission checks", evictions.PENDING_EVALUATION
     selector = cq.namespace_selector
     if selector is None or not selector.matches(state.namespace_labels(wl.namespace)):
-        return (
-            f"Workload namespace doesn't match ClusterQueue selector ({wl.namespace} is not selected by {cq.name})",
-            NAMESPACE_MISMATCH,
-        )
+        return NAMESPACE_MISMATCH_MESSAGE, NAMESPACE_MISMATCH
+    if wl.invalid_reason:
+        return wl.invalid_reason, "Misconfigured"
     return None
 
 
@@ -265,9 +280,16 @@ def yield_to_preemptor(ordered: list[Entry]) -> list[Entry]:
     return result
 
 
-def classical_order_key(entry: Entry) -> tuple[int, int, int, str, int]:
+def classical_order_key(entry: Entry) -> tuple[int, int, int, int, str, int]:
     wl = entry.workload
-    return (entry.borrows, -wl.priority, wl.queue_order_time(), wl.uid, wl.seq)
+    return (
+        0 if entry.is_preemptor else 1,
+        entry.borrows,
+        -wl.priority,
+        wl.queue_order_time(),
+        wl.uid,
+        wl.seq,
+    )
 
 
 # ----------------------------------------------------------------- process
@@ -282,12 +304,15 @@ class _Cycle:
     issued: list[tuple[Target, Entry]] = field(default_factory=list)
     preempted_keys: dict[str, Target] = field(default_factory=dict)
     reserved: list[tuple[str, Quantities]] = field(default_factory=list)
+    # nominal_first: (root of a cohort tree, flavor-resource) -> the ClusterQueue that
+    # admitted within its nominal quota there in this cycle and still has room.
+    lenders: dict[tuple[cohort_tree.Node, FlavorResource], str] = field(default_factory=dict)
 
     def process(self, entry: Entry) -> None:
         mode = entry.assignment.mode()
         if mode == Mode.NO_FIT:
             entry.requeue_reason = NO_FIT
-            entry.reason = entry.assignment.no_fit_reason or "Pending"
+            entry.reason = entry.assignment.no_fit_reason or evictions.PENDING_EVALUATION
             return
         if mode == Mode.PREEMPT and not entry.targets:
             entry.requeue_reason = PREEMPTION_NO_CANDIDATES
@@ -298,6 +323,14 @@ class _Cycle:
             self._skip(entry, "Workload has overlapping preemption targets with another workload")
             return
         usage = entry.assignment.usage
+        lender = self._lender_first(entry)
+        if lender:
+            self._skip(
+                entry,
+                f"Workload waits for a cycle: ClusterQueue {lender} of its cohort admits within its "
+                "nominal quota first",
+            )
+            return
         if not self._fits(entry.cluster_queue, usage, entry.targets):
             self._skip(entry, "Workload no longer fits after processing another workload")
             return
@@ -313,7 +346,44 @@ class _Cycle:
             for target in entry.targets:
                 self.issued.append((target, entry))
             return
+        if self._waits_for_pods_ready():
+            # Upstream's scheduler stops here until every admitted workload is ready, then
+            # admits this one; the engine keeps its place (and its quota, for the rest of
+            # the cycle) and tries again in a later cycle.
+            self._reserve(entry.cluster_queue, usage)
+            entry.status = SKIPPED
+            entry.reason = "WaitingForPodsReady"
+            entry.message = "waiting for all admitted workloads to be in PodsReady condition"
+            return
         _admit(self.state, entry)
+        if self.state.config.nominal_first and not entry.borrows:
+            self._note_lender(entry)
+
+    def _waits_for_pods_ready(self) -> bool:
+        config = self.state.config.wait_for_pods_ready
+        return config is not None and config.block_admission and bool(self.state.pods_not_ready)
+
+    def _lender_first(self, entry: Entry) -> str:
+        """The ClusterQueue whose nominal admissions a borrowing ``entry`` waits for ("" if none)."""
+        if not self.lenders or not entry.borrows:
+            return ""
+        root = self.state.nodes[entry.cluster_queue].root()
+        for fr in entry.assignment.usage:
+            lender = self.lenders.get((root, fr))
+            if lender:
+                return lender
+        return ""
+
+    def _note_lender(self, entry: Entry) -> None:
+        """After an admission within nominal quota: where its queue still has nominal room."""
+        node = self.state.nodes[entry.cluster_queue]
+        if node.parent is None:
+            return
+        root = node.root()
+        for fr in entry.assignment.usage:
+            quota = node.quotas.get(fr)
+            if quota is not None and node.usage.get(fr, 0) < quota.nominal:
+                self.lenders.setdefault((root, fr), entry.cluster_queue)
 
     def _skip(self, entry: Entry, message: str) -> None:
         entry.status = SKIPPED
@@ -344,7 +414,7 @@ class _Cycle:
     def _reserve_unreclaimable(self, entry: Entry) -> None:
         """A queue that cannot always reclaim holds what it may use, so that others wait too."""
         cq = self.state.cluster_queues[entry.cluster_queue]
-        if can_always_reclaim(cq):
+        if can_always_reclaim(cq) and not entry.is_preemptor:
             return
         node = self.state.nodes[entry.cluster_queue]
         reserved: Quantities = {}
@@ -380,34 +450,30 @@ def _admit(state: State, entry: Entry) -> None:
     wl.preempted_by = None
     wl.evicted_at = None
     wl.last_tried_flavor = None
-    state.register_admission(wl)
     queue = state.queues.get(cq.name)
     if queue is not None and queue.sticky == wl.key:
         queue.set_sticky(None)
     entry.status = ASSUMED
     message = f"Quota reserved in ClusterQueue {cq.name}"
-    wl.conditions["QuotaReserved"] = Condition("QuotaReserved", "True", "QuotaReserved", message, state.now)
-    if cq.admission_checks:
-        wl.conditions["Admitted"] = Condition(
-            "Admitted",
-            "False",
-            "UnsatisfiedAdmissionChecks",
-            "The workload has not all checks ready",
-            state.now,
-        )
-    else:
-        wl.conditions["Admitted"] = Condition(
-            "Admitted", "True", "Admitted", "The workload is admitted", state.now
-        )
-    for kind in ("Evicted", "Preempted", "Requeued"):
-        wl.conditions.pop(kind, None)
+    wl.set_condition("QuotaReserved", "True", "QuotaReserved", message, state.now)
+    evictions.reset_on_reservation(wl, state.now)
+    state.register_admission(wl)
+    state.sync_checks(wl)
+    state.sync_admitted(wl, at_reservation=True)
     chosen = ", ".join(
         f"{ps.name}: " + ", ".join(f"{res}={flv}" for res, flv in sorted(ps.flavors.items()))
         for ps in pod_sets
     )
     borrowing = " (borrowing from the cohort)" if entry.borrows else ""
+    waiting = "" if wl.is_admitted() else "; waiting for admission checks"
     state.events.append(
-        Event(state.cycle, wl.key, ADMITTED, f"Admitted by ClusterQueue {cq.name}{borrowing}; {chosen}")
+        Event(
+            state.cycle,
+            wl.key,
+            ADMITTED,
+            f"Admitted by ClusterQueue {cq.name}{borrowing}; {chosen}{waiting}",
+            "Admitted" if wl.is_admitted() else "QuotaReserved",
+        )
     )
 
 
@@ -435,23 +501,11 @@ def _requeue(state: State, entry: Entry) -> None:
         PREEMPTION_NO_CANDIDATES,
     )
     queue.requeue(wl, immediate, park_twins)
-    reason = entry.reason or "Pending"
+    reason = entry.reason or evictions.PENDING_EVALUATION
     message = entry.message or "The workload is waiting for quota"
-    previous = wl.conditions.get("QuotaReserved")
-    if previous is None or previous.message != message or previous.reason != reason:
-        wl.conditions["QuotaReserved"] = Condition("QuotaReserved", "False", reason, message, state.now)
-        no_reservation(wl, state.now)
+    if evictions.unreserve(wl, reason, message, state.now):
         state.touched.add(wl.key)
         state.events.append(Event(state.cycle, wl.key, PENDING, message, reason))
-
-
-def no_reservation(wl: Workload, now: int) -> None:
-    """Upstream keeps Admitted in step with QuotaReserved once either exists."""
-    admitted = wl.conditions.get("Admitted")
-    if admitted is None or admitted.status != "False" or admitted.reason != "NoReservation":
-        wl.conditions["Admitted"] = Condition(
-            "Admitted", "False", "NoReservation", "The workload has no reservation", now
-        )
 
 
 def _evict_target(state: State, target: Target, entry: Entry) -> None:
@@ -461,9 +515,14 @@ def _evict_target(state: State, target: Target, entry: Entry) -> None:
         f"Preempted to accommodate workload {preemptor.key} (ClusterQueue {entry.cluster_queue}, "
         f"priority {preemptor.priority}) due to {why}"
     )
-    state.evict(target.workload.key, "Preempted", message, preempted_reason=target.reason)
-    target.workload.preempted_by = preemptor.key
-    state.events.append(Event(state.cycle, target.workload.key, PREEMPTED, message, target.reason))
+    victim = target.workload
+    ready = victim.conditions.get("PodsReady")
+    ran = state.now - ready.last_transition if ready is not None and ready.status == "True" else None
+    state.evict(victim.key, "Preempted", message, preempted_reason=target.reason)
+    victim.preempted_by = preemptor.key
+    state.events.append(
+        Event(state.cycle, victim.key, PREEMPTED, message, target.reason, target.cluster_queue, waited=ran)
+    )
 
 
 def usage_fits(state: State, cq_name: str, usage: dict[FlavorResource, int]) -> bool:

@@ -71,6 +71,9 @@ class ClusterQueue:
     fungibility: FlavorFungibility = FlavorFungibility()
     stop_policy: str = "None"
     admission_checks: tuple[str, ...] = ()
+    # Per check of `admission_checks`, the flavors it applies to (`onFlavors`); a check
+    # not listed here applies to every flavor.
+    check_on_flavors: dict[str, tuple[str, ...]] = field(default_factory=dict)
     fair_weight: float = 1.0
     admission_fair_sharing: bool = False
 
@@ -82,6 +85,10 @@ class ClusterQueue:
 
     def flavors(self) -> tuple[str, ...]:
         return tuple(f for group in self.resource_groups for f in group.flavors)
+
+    def check_flavors(self) -> dict[str, tuple[str, ...] | None]:
+        """Each admission check and the flavors it applies to (None: every flavor)."""
+        return {name: self.check_on_flavors.get(name) for name in self.admission_checks}
 
 
 @dataclass(frozen=True, slots=True)

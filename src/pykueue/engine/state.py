@@ -17,24 +17,50 @@ Whenever quota is released (a workload finishes, is deleted or evicted) the
 parked workloads of every ClusterQueue in the same cohort tree become active
 again, as upstream's `QueueInadmissibleWorkloads` does; object changes do the
 same for the queues they may affect.
+
+An eviction has two halves (`pykueue.engine.evictions`): `evict` marks the
+workload evicted while it still holds its quota, `complete_eviction` releases
+the quota once its job stopped. With ``config.async_evictions`` off (scenario
+files, the simulator) the second half follows the first at once.
+
+A pending workload the scheduler cannot consider (its queue is missing or
+stopped, its ClusterQueue inactive, it is deactivated or admission-gated) says
+so in ``QuotaReserved=False`` with upstream's reason, as upstream's workload
+controller writes it (`explain_waiting`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pykueue.engine import admission_fair_sharing, cohort_tree, specs
+from pykueue.engine import (
+    admission_checks,
+    admission_fair_sharing,
+    cohort_tree,
+    evictions,
+    pods_ready,
+    specs,
+    waiting,
+)
 from pykueue.engine.cohort_tree import Node
-from pykueue.engine.config import EngineConfig
+from pykueue.engine.config import CREATION_TIMESTAMP, EngineConfig
 from pykueue.engine.queueing import ClusterQueueQueue
 from pykueue.engine.resources import Quantities, add_into
 from pykueue.engine.workloads import Condition, Workload
 
+# Event types. ADMITTED is a quota reservation (its reason says whether the workload is
+# Admitted at once, "Admitted", or waits for admission checks, "QuotaReserved").
 ADMITTED = "Admitted"
 PREEMPTED = "Preempted"
 PENDING = "Pending"
 FINISHED = "Finished"
 EVICTED = "Evicted"
+# A reservation that waited for its admission checks became Admitted (waited: since the
+# reservation).
+CHECKS_PASSED = "AdmissionChecksPassed"
+# PodsReady became True (reason Started or Recovered; waited: since Admitted).
+PODS_READY = "PodsReady"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +74,12 @@ class Event:
     reason: str = ""
     # Evicted: the ClusterQueue the workload was admitted to (it may route nowhere afterwards).
     cluster_queue: str = ""
+    # Evicted: upstream's underlying_cause label (WaitForStart, WaitForRecovery,
+    # AdmissionCheck, RequeuingLimitExceeded); "" for none.
+    underlying_cause: str = ""
+    # CHECKS_PASSED, PODS_READY: the wait the metric histograms observe, microseconds;
+    # EVICTED: how long the pods had been ready (None when they were not).
+    waited: int | None = None
 
 
 @dataclass(slots=True)
@@ -85,6 +117,11 @@ class State:
     _next_seq: int = 0
     _tree_dirty: bool = True
     _tree_members: dict[str, list[str]] = field(default_factory=dict)  # root cohort -> its queues
+    # Workloads holding a reservation whose pods are not ready (blockAdmission waits on them;
+    # upstream's WorkloadsNotReady).
+    pods_not_ready: set[str] = field(default_factory=set)
+    # Set when an object change may have changed why pending workloads wait.
+    _waiting_dirty: bool = False
 
     def __post_init__(self) -> None:
         afs = self.config.admission_fair_sharing
@@ -94,23 +131,27 @@ class State:
     # ----------------------------------------------------------------- objects
 
     def apply_flavor(self, flavor: specs.ResourceFlavor) -> None:
+        self._waiting_dirty = True
         self.flavors[flavor.name] = flavor
         self._tree_dirty = True
         self._tree_members.clear()
         self._requeue_all()
 
     def delete_flavor(self, name: str) -> None:
+        self._waiting_dirty = True
         self.flavors.pop(name, None)
         self._tree_dirty = True
         self._tree_members.clear()
 
     def apply_admission_check(self, check: specs.AdmissionCheck) -> None:
+        self._waiting_dirty = True
         self.admission_checks[check.name] = check
         self._tree_dirty = True
         self._tree_members.clear()
         self._requeue_all()
 
     def delete_admission_check(self, name: str) -> None:
+        self._waiting_dirty = True
         self.admission_checks.pop(name, None)
         self._tree_dirty = True
         self._tree_members.clear()
@@ -118,6 +159,7 @@ class State:
     def apply_cluster_queue(self, cq: specs.ClusterQueue) -> None:
         old = self.cluster_queues.get(cq.name)
         self.cluster_queues[cq.name] = cq
+        self._waiting_dirty = True
         queue = self.queues.get(cq.name)
         if queue is None:
             self.queues[cq.name] = ClusterQueueQueue(cq.name, cq.queueing_strategy)
@@ -131,12 +173,20 @@ class State:
         self._route_unrouted()
         if old is not None and old.cohort and old.cohort != cq.cohort:
             self._requeue_cohort_of_name(old.cohort)
+        if old is not None and old.stop_policy != "None" and cq.stop_policy == "None":
+            self._restart(self.queues[cq.name].held(), evictions.CLUSTER_QUEUE_STOPPED)
+        if old is None or (old.admission_checks, old.check_on_flavors) != (
+            cq.admission_checks,
+            cq.check_on_flavors,
+        ):
+            self._sync_checks_of(cq.name)
         self._requeue_tree(cq.name)
         if cq.stop_policy == "HoldAndDrain":
             for wl in list(self.admitted.get(cq.name, {}).values()):
-                self.evict(wl.key, "ClusterQueueStopped", "The ClusterQueue is stopped")
+                self.evict(wl.key, evictions.CLUSTER_QUEUE_STOPPED, "The ClusterQueue is stopped")
 
     def delete_cluster_queue(self, name: str) -> None:
+        self._waiting_dirty = True
         cq = self.cluster_queues.pop(name, None)
         if cq is None:
             return
@@ -150,12 +200,14 @@ class State:
             self._requeue_cohort_of_name(cq.cohort)
 
     def apply_cohort(self, cohort: specs.Cohort) -> None:
+        self._waiting_dirty = True
         self.cohorts[cohort.name] = cohort
         self._tree_dirty = True
         self._tree_members.clear()
         self._requeue_all()
 
     def delete_cohort(self, name: str) -> None:
+        self._waiting_dirty = True
         self.cohorts.pop(name, None)
         self._tree_dirty = True
         self._tree_members.clear()
@@ -164,26 +216,31 @@ class State:
     def apply_local_queue(self, lq: specs.LocalQueue) -> None:
         old = self.local_queues.get(lq.key)
         self.local_queues[lq.key] = lq
+        self._waiting_dirty = True
         if self.afs is not None and (
             old is None or old.consumed != lq.consumed or old.consumed_at != lq.consumed_at
         ):
             self.afs.load(lq, self.now)
         if old is not None and (old.cluster_queue != lq.cluster_queue or old.stop_policy != lq.stop_policy):
             self._unroute_local_queue(lq.key)
+        if old is not None and old.stop_policy != "None" and lq.stop_policy == "None":
+            self._restart(self.unrouted.get(lq.key, {}).values(), evictions.LOCAL_QUEUE_STOPPED)
         self._route_unrouted()
         if lq.stop_policy == "HoldAndDrain":
             for wl in [
                 w for w in self.workloads.values() if w.admission is not None and w.queue_key == lq.key
             ]:
-                self.evict(wl.key, "LocalQueueStopped", "The LocalQueue is stopped")
+                self.evict(wl.key, evictions.LOCAL_QUEUE_STOPPED, "The LocalQueue is stopped")
         if lq.cluster_queue in self.queues:
             self._requeue_tree(lq.cluster_queue)
 
     def delete_local_queue(self, key: str) -> None:
+        self._waiting_dirty = True
         if self.local_queues.pop(key, None) is not None:
             self._unroute_local_queue(key)
 
     def apply_namespace(self, name: str, labels: dict[str, str]) -> None:
+        self._waiting_dirty = True
         self.namespaces[name] = dict(labels)
         self._requeue_all()
 
@@ -198,19 +255,67 @@ class State:
             self.delete_workload(wl.key)
         wl.seq = self._next_seq
         self._next_seq += 1
+        self._insert(wl)
+
+    def replace_workload(self, wl: Workload) -> None:
+        """A new version of a known workload's spec; its status is already carried over.
+
+        It keeps its place (arrival order) and its reservation; what the spec change
+        means for the lifecycle follows: deactivated, reactivated, gated, ungated.
+        """
+        old = self.workloads.get(wl.key)
+        if old is None:
+            self.add_workload(wl)
+            return
+        wl.seq = old.seq
+        if old.admission is not None:
+            self._account(old, -1)
+        else:
+            self._dequeue(old)
+        self.pods_not_ready.discard(wl.key)
+        self._insert(wl)
+        if old.admission is not None and wl.admission is None:
+            self._on_release(old.admission.cluster_queue)  # an admission gate took it back
+
+    def _insert(self, wl: Workload) -> None:
         self.workloads[wl.key] = wl
         self.touched.add(wl.key)
+        if wl.gated_by and wl.admission is not None:
+            # An admission gate takes the reservation back (upstream's workload controller).
+            wl.admission = None
+            evictions.unreserve(wl, waiting.GATED, f"Admission is gated by: {wl.gated_by}", self.now)
         if wl.admission is not None:
             self._account(wl, +1)
+            self.sync_checks(wl)
             if not wl.active:
                 # Deactivating an admitted workload evicts it, as upstream does.
-                self.evict(wl.key, "Deactivated", "The workload is deactivated")
+                wl.requeue_count, wl.requeue_at = 0, None
+                self.evict(wl.key, evictions.DEACTIVATED, evictions.DEACTIVATED_MESSAGE)
             return
+        if not wl.active:
+            self._deactivated_while_pending(wl)
+        else:
+            # Reactivated after a deactivation: Requeued=True, and it queues again.
+            evictions.release(
+                wl, (evictions.DEACTIVATED,), evictions.REACTIVATED, evictions.REACTIVATED_MESSAGE, self.now
+            )
         self._enqueue(wl)
+
+    def _deactivated_while_pending(self, wl: Workload) -> None:
+        """A pending workload deactivated: evicted in name only (it holds nothing), as upstream."""
+        wl.requeue_count, wl.requeue_at = 0, None
+        evicted = wl.conditions.get("Evicted")
+        if evicted is None or evicted.status != "True":
+            wl.set_condition(
+                "Evicted", "True", evictions.DEACTIVATED, evictions.DEACTIVATED_MESSAGE, self.now
+            )
+            stat = (evictions.DEACTIVATED, "")
+            wl.eviction_counts[stat] = wl.eviction_counts.get(stat, 0) + 1
 
     def delete_workload(self, key: str) -> None:
         wl = self.workloads.pop(key, None)
         self.touched.discard(key)
+        self.pods_not_ready.discard(key)
         if wl is None:
             self.finished.pop(key, None)
             return
@@ -231,6 +336,7 @@ class State:
         del self.workloads[key]
         self.touched.discard(key)
         wl.finished = True
+        wl.eviction = None
         wl.conditions["Finished"] = Condition(
             "Finished", "True", "Succeeded", message or "Job finished", self.now
         )
@@ -238,34 +344,158 @@ class State:
         self.events.append(Event(self.cycle, key, FINISHED, message or "the workload finished"))
         self._on_release(cq)
 
-    def evict(self, key: str, reason: str, message: str, preempted_reason: str = "") -> None:
-        """Take back an admitted workload's quota and send it back to its queue.
+    def evict(
+        self,
+        key: str,
+        reason: str,
+        message: str,
+        preempted_reason: str = "",
+        underlying_cause: str = "",
+    ) -> None:
+        """Evict an admitted workload: its job is stopped and it goes back to its queue.
 
-        Records an Evicted event with ``reason``, except for a preemption
-        (``preempted_reason``), which the scheduler records as its Preempted event.
+        ``reason`` is the Evicted condition's (Preempted, PodsReadyTimeout,
+        AdmissionCheck, ClusterQueueStopped, LocalQueueStopped, Deactivated...);
+        a deactivation names its ``underlying_cause``. Records an Evicted event,
+        except for a preemption (``preempted_reason``), which the scheduler records
+        as its Preempted event. A workload already being evicted is left alone.
+
+        The quota is released by `complete_eviction`: at once, unless
+        ``config.async_evictions`` says the controller reports when the job stopped.
         """
         wl = self.workloads.get(key)
-        if wl is None or wl.admission is None:
+        if wl is None or wl.admission is None or wl.eviction is not None:
             return
-        cq = wl.admission.cluster_queue
-        self._account(wl, -1)
+        ready = wl.conditions.get(pods_ready.PODS_READY)
+        ran = self.now - ready.last_transition if ready is not None and ready.status == "True" else None
+        eviction = evictions.begin(wl, reason, message, self.now, preempted_reason, underlying_cause)
+        config = self.config.wait_for_pods_ready
+        if (
+            reason == evictions.PODS_READY_TIMEOUT
+            and config is not None
+            and config.requeuing_timestamp == CREATION_TIMESTAMP
+        ):
+            wl.evicted_at = None  # requeuingStrategy.timestamp: Creation keeps its place by creation time
         self.touched.add(key)
-        wl.admission = None
-        wl.evicted_at = self.now
-        wl.last_tried_flavor = None
-        wl.conditions["Evicted"] = Condition(EVICTED, "True", reason, message, self.now)
-        wl.conditions["QuotaReserved"] = Condition("QuotaReserved", "False", "Pending", message, self.now)
-        wl.conditions["Admitted"] = Condition(
-            "Admitted", "False", "NoReservation", "The workload has no reservation", self.now
-        )
-        if preempted_reason:
-            wl.conditions["Preempted"] = Condition(PREEMPTED, "True", preempted_reason, message, self.now)
-            wl.preemption_count += 1
-        wl.conditions["Requeued"] = Condition("Requeued", "True", reason, message, self.now)
         if not preempted_reason:
-            self.events.append(Event(self.cycle, key, EVICTED, message, reason, cq))
+            self.events.append(
+                Event(
+                    self.cycle, key, EVICTED, message, reason, eviction.cluster_queue, underlying_cause, ran
+                )
+            )
+        if not self.config.async_evictions:
+            self.complete_eviction(key)
+
+    def complete_eviction(self, key: str) -> None:
+        """An evicted workload's job stopped: release its quota and requeue it (or not).
+
+        Requeued says when it may be scheduled again (see `pykueue.engine.evictions`);
+        a deactivated workload is kept but never queued. Does nothing for a workload
+        that is not being evicted.
+        """
+        wl = self.workloads.get(key)
+        if wl is None or wl.eviction is None or wl.admission is None:
+            return
+        eviction, wl.eviction = wl.eviction, None
+        self._account(wl, -1)
+        wl.admission = None
+        wl.last_tried_flavor = None
+        evictions.complete(wl, eviction, self.now)
+        if self.config.wait_for_pods_ready is not None:
+            pods_ready.on_unadmitted(wl, self.now)
+        evictions.backoff_over(wl, self.now)
+        self.sync_checks(wl)
+        self.touched.add(key)
         self._enqueue(wl)
-        self._on_release(cq)
+        self._on_release(eviction.cluster_queue)
+
+    def deactivate(self, key: str, underlying_cause: str, message: str) -> None:
+        """The engine deactivates a workload (spec.active false), as upstream's
+        DeactivationTarget does: a Rejected admission check, too many requeues.
+
+        An admitted workload is evicted (reason DeactivatedDueTo<cause>); its requeue
+        state is cleared; it stays known but is never queued until reactivated.
+        """
+        wl = self.workloads.get(key)
+        if wl is None or not wl.active:
+            return
+        wl.active = False
+        wl.requeue_count, wl.requeue_at = 0, None
+        self.touched.add(key)
+        if wl.admission is not None:
+            self.evict(
+                key,
+                evictions.DEACTIVATED,
+                f"{evictions.DEACTIVATED_MESSAGE} due to {message}",
+                underlying_cause=underlying_cause,
+            )
+            return
+        self._dequeue(wl)
+        self._deactivated_while_pending(wl)
+        self._enqueue(wl)
+
+    # ------------------------------------------------------- admission checks
+
+    def sync_checks(self, wl: Workload) -> None:
+        """`status.admissionChecks` follows the workload's ClusterQueue (and admission)."""
+        cq_name = wl.admission.cluster_queue if wl.admission is not None else self._cluster_queue_of(wl)
+        cq = self.cluster_queues.get(cq_name or "")
+        if cq is None:
+            return
+        if admission_checks.sync(wl, admission_checks.applicable(cq, wl.admission), self.now):
+            self.touched.add(wl.key)
+
+    def _sync_checks_of(self, cq_name: str) -> None:
+        """A ClusterQueue's checks changed: every workload of it gets its list updated."""
+        for wl in list(self.admitted.get(cq_name, {}).values()):
+            self.sync_checks(wl)
+            self.sync_admitted(wl)
+        queue = self.queues.get(cq_name)
+        if queue is not None:
+            for wl in [*queue.active(), *queue.inadmissible.values()]:
+                self.sync_checks(wl)
+
+    def _cluster_queue_of(self, wl: Workload) -> str:
+        lq = self.local_queues.get(wl.queue_key)
+        return lq.cluster_queue if lq is not None else ""
+
+    def sync_admitted(self, wl: Workload, at_reservation: bool = False) -> None:
+        """Admitted follows the reservation and the checks (upstream's SyncAdmittedCondition).
+
+        A workload already Admitted stays so when a check is added later, as upstream.
+        """
+        if wl.admission is None or wl.eviction is not None or wl.is_admitted():
+            return
+        if not admission_checks.all_ready(wl):
+            wl.set_condition(
+                "Admitted",
+                "False",
+                "UnsatisfiedAdmissionChecks",
+                "The workload has not all checks ready",
+                self.now,
+            )
+            self.touched.add(wl.key)
+            return
+        wl.set_condition("Admitted", "True", "Admitted", "The workload is admitted", self.now)
+        self.touched.add(wl.key)
+        if self.config.wait_for_pods_ready is not None:
+            pods_ready.on_admitted(wl, self.now)
+        if not at_reservation:
+            reserved = wl.conditions.get("QuotaReserved")
+            waited = self.now - reserved.last_transition if reserved is not None else None
+            message = f"Admitted by ClusterQueue {wl.admission.cluster_queue}: every admission check is Ready"
+            self.events.append(
+                Event(
+                    self.cycle,
+                    wl.key,
+                    CHECKS_PASSED,
+                    message,
+                    "Admitted",
+                    wl.admission.cluster_queue,
+                    "",
+                    waited,
+                )
+            )
 
     def register_admission(self, wl: Workload) -> None:
         """Account a workload the scheduler just admitted (its admission is already set)."""
@@ -301,9 +531,14 @@ class State:
         for queue in self.queues.values():
             # A backoff holds a workload one by one (`ClusterQueueQueue.park`), so only the
             # held ones can have one that has run out.
-            expired = [wl for wl in queue.held() if wl.requeue_at is not None and not self.backing_off(wl)]
+            expired = []
+            for wl in queue.held():
+                if evictions.backoff_over(wl, self.now):
+                    expired.append(wl)
+                elif wl.requeue_at is not None and not self.backing_off(wl):
+                    wl.requeue_at = None  # the backoff is over: back to the active queue
+                    expired.append(wl)
             for wl in expired:
-                wl.requeue_at = None  # the backoff is over: back to the active queue
                 self.touched.add(wl.key)
                 queue.remove(wl.key)
                 queue.push(wl)
@@ -315,6 +550,7 @@ class State:
         if not self._tree_dirty:
             return
         self._tree_dirty = False
+        self._waiting_dirty = True
         self.nodes = {}
         self.cohort_nodes = {}
         for cohort in self.cohorts.values():
@@ -412,8 +648,11 @@ class State:
         add_into(self.cq_usage.setdefault(cq, {}), usage, sign)
         if sign > 0:
             self.admitted.setdefault(cq, {})[wl.key] = wl
+            if not pods_ready.is_ready(wl):
+                self.pods_not_ready.add(wl.key)
         else:
             self.admitted.get(cq, {}).pop(wl.key, None)
+            self.pods_not_ready.discard(wl.key)
             self.generation[cq] = self.generation.get(cq, 0) + 1
         if not self._tree_dirty and cq in self.nodes:
             cohort_tree.add_usages(self.nodes[cq], usage, sign)
@@ -422,22 +661,41 @@ class State:
 
     def route_of(self, wl: Workload) -> str | None:
         """The ClusterQueue a pending workload waits in, or None when it cannot be routed."""
-        if not wl.active:
-            return None  # deactivated (spec.active: false): kept, never queued
+        if not wl.active or wl.gated_by:
+            return None  # deactivated (spec.active: false) or admission-gated: kept, never queued
         lq = self.local_queues.get(wl.queue_key)
         if lq is None or lq.stop_policy != "None" or lq.cluster_queue not in self.queues:
             return None
         return lq.cluster_queue
 
     def _enqueue(self, wl: Workload) -> None:
+        self.sync_checks(wl)
+        self._explain_waiting(wl)
         cq = self.route_of(wl)
         if cq is None:
             self.unrouted.setdefault(wl.queue_key, {})[wl.key] = wl
             return
+        self._place(wl, cq)
+
+    def _place(self, wl: Workload, cq: str) -> None:
         if self.backing_off(wl):
             self.queues[cq].park(wl)
             return
         self.queues[cq].push(wl)
+
+    def unpark(self, wl: Workload) -> None:
+        """A held pending workload that may be admissible again goes back to its active queue."""
+        for queue in self.queues.values():
+            if wl.key in queue.inadmissible and queue.remove(wl.key) is not None:
+                self._place(wl, queue.name)
+                return
+
+    def _restart(self, waiting: Iterable[Workload], reason: str) -> None:
+        """A stopped queue runs again: its workloads evicted by the stop may be requeued."""
+        new_reason, message = evictions.RESTARTED[reason]
+        for wl in list(waiting):
+            if evictions.release(wl, (reason,), new_reason, message, self.now):
+                self.touched.add(wl.key)
 
     def backing_off(self, wl: Workload) -> bool:
         """Is the workload in a requeue backoff (upstream's requeueState / Requeued=False)?"""
@@ -461,7 +719,8 @@ class State:
                 cq = self.route_of(wl)
                 if cq is not None:
                     del bucket[wl.key]
-                    self.queues[cq].push(wl)
+                    self.sync_checks(wl)
+                    self._place(wl, cq)
             if not bucket:
                 del self.unrouted[lq_key]
 
@@ -510,6 +769,38 @@ class State:
     def _requeue_all(self) -> None:
         for queue in self.queues.values():
             queue.unpark_all(self.backing_off)
+
+    # ------------------------------------------------------ waiting, explained
+
+    def explain_waiting(self) -> None:
+        """After object changes: every pending workload says again why it waits, if blocked.
+
+        Cheap when nothing changed since the last call; the scheduling cycle calls it
+        first, the scenario runner after every step.
+        """
+        self.ensure_tree()
+        if not self._waiting_dirty:
+            return
+        self._waiting_dirty = False
+        for queue in self.queues.values():
+            for wl in [*queue.active(), *queue.inadmissible.values()]:
+                self._explain_waiting(wl)
+        for bucket in self.unrouted.values():
+            for wl in bucket.values():
+                self._explain_waiting(wl)
+
+    def _explain_waiting(self, wl: Workload) -> None:
+        if wl.admission is None and waiting.explain(
+            wl, self.blocker(wl), self.config.gate("UnadmittedWorkloadsExplicitStatus"), self.now
+        ):
+            self.touched.add(wl.key)
+
+    def blocker(self, wl: Workload) -> tuple[str, str] | None:
+        """Why no cycle can consider a pending workload now (`pykueue.engine.waiting`)."""
+        lq = self.local_queues.get(wl.queue_key)
+        cq = self.cluster_queues.get(lq.cluster_queue) if lq is not None else None
+        inactive = cq is not None and cq.name in self.inactive_reason
+        return waiting.blocker(wl, lq, cq, inactive, self.namespace_labels(wl.namespace))
 
     # ----------------------------------------------------------------- reading
 

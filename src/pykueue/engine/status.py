@@ -91,12 +91,36 @@ def cohort_status(state: State, name: str) -> dict[str, Any]:
 
 def local_queue_status(state: State, key: str) -> dict[str, Any]:
     """`status` of one LocalQueue (``key`` is namespace/name)."""
+    return local_queue_statuses(state, [key])[key]
+
+
+def local_queue_statuses(state: State, keys: list[str]) -> dict[str, dict[str, Any]]:
+    """`status` of several LocalQueues (namespace/name keys), from one look at the queues.
+
+    The pending workloads of the queues they route to and the workloads holding quota are
+    each looked at once, not once per LocalQueue: a busy cluster has thousands of both.
+    """
+    wanted = {key for key in keys if key in state.local_queues}
+    pending = dict.fromkeys(wanted, 0)
+    reserving: dict[str, list[Workload]] = {key: [] for key in wanted}
+    for key in wanted:
+        pending[key] += len(state.unrouted.get(key, {}))
+    for cq_name in {state.local_queues[key].cluster_queue for key in wanted}:
+        queue = state.queues.get(cq_name)
+        if queue is None:
+            continue
+        for wl in [*queue.active(), *queue.inadmissible.values()]:
+            if wl.queue_key in pending:
+                pending[wl.queue_key] += 1
+    for admitted in state.admitted.values():
+        for wl in admitted.values():
+            if wl.queue_key in reserving:
+                reserving[wl.queue_key].append(wl)
+    return {key: _local_queue_status(state, key, pending[key], reserving[key]) for key in wanted}
+
+
+def _local_queue_status(state: State, key: str, pending: int, reserving: list[Workload]) -> dict[str, Any]:
     lq = state.local_queues[key]
-    pending = len(state.unrouted.get(key, {}))
-    queue = state.queues.get(lq.cluster_queue)
-    if queue is not None:
-        pending += sum(1 for wl in [*queue.active(), *queue.inadmissible.values()] if wl.queue_key == key)
-    reserving = [wl for wl in state.workloads.values() if wl.admission is not None and wl.queue_key == key]
     reserved: Quantities = {}
     used: Quantities = {}
     for wl in reserving:

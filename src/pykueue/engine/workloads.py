@@ -1,9 +1,14 @@
 """Workloads as the engine sees them: pod sets with per-pod requests, priority, times.
 
 A `Workload` is built once from its manifest (by `pykueue.engine.intake`) and
-then only its queueing fields change: admission, eviction time, conditions.
-Requests are per pod in milli-units after LimitRange defaults, so scaling a
-pod set to another count is one multiplication.
+then only its queueing fields change: admission, eviction, conditions, the
+states of its admission checks, its requeue state. Requests are per pod in
+milli-units after LimitRange defaults, so scaling a pod set to another count is
+one multiplication.
+
+Conditions follow Kubernetes' `meta.SetStatusCondition`: a condition's
+``last_transition`` moves only when its status changes, so the times the
+timeouts count from (``Admitted``, ``PodsReady``) are those of the transition.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class Admission:
     cluster_queue: str
     pod_sets: list[PodSetAssignment]
     _frs: frozenset[FlavorResource] | None = None
+    _usage: Quantities | None = None  # with no pods given back, computed once (read-only)
 
     def flavor_resources(self) -> frozenset[FlavorResource]:
         """Every (flavor, resource) this admission uses; computed once."""
@@ -61,7 +67,17 @@ class Admission:
     def usage(
         self, reclaimable: dict[str, int] | None = None, pod_sets: list[PodSet] | None = None
     ) -> Quantities:
-        """Quota this admission holds, less the pods that finished and gave theirs back."""
+        """Quota this admission holds, less the pods that finished and gave theirs back.
+
+        Callers only read the answer: without given-back pods it is the same dict every time.
+        """
+        if not reclaimable:
+            if self._usage is None:
+                self._usage = self._compute_usage(None, pod_sets)
+            return self._usage
+        return self._compute_usage(reclaimable, pod_sets)
+
+    def _compute_usage(self, reclaimable: dict[str, int] | None, pod_sets: list[PodSet] | None) -> Quantities:
         result: Quantities = {}
         per_pod = {ps.name: ps for ps in pod_sets or []}
         for assignment in self.pod_sets:
@@ -87,6 +103,49 @@ class Condition:
     reason: str = ""
     message: str = ""
     last_transition: int = 0  # microseconds since the epoch
+
+
+# Admission check states (upstream's CheckState).
+CHECK_PENDING = "Pending"
+CHECK_READY = "Ready"
+CHECK_RETRY = "Retry"
+CHECK_REJECTED = "Rejected"
+CHECK_STATES = (CHECK_PENDING, CHECK_READY, CHECK_RETRY, CHECK_REJECTED)
+
+
+@dataclass(slots=True)
+class CheckState:
+    """One entry of a workload's `status.admissionChecks`.
+
+    ``pod_set_updates`` is kept as the check's controller wrote it (a list of plain
+    mappings); the engine never reads it, it only carries it so a status written
+    back does not lose it.
+    """
+
+    name: str
+    state: str = CHECK_PENDING
+    message: str = ""
+    last_transition: int = 0
+    requeue_after_seconds: int | None = None
+    retry_count: int | None = None
+    pod_set_updates: tuple[dict[str, object], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """An eviction under way: the workload still holds its quota until its job stopped.
+
+    ``requeue`` says how it goes back to its queue once stopped: upstream sets
+    ``Requeued=True`` only for preemption (and node failures); every other reason
+    leaves it ``False`` until something releases it (a backoff ends, a queue is
+    restarted, the workload is reactivated).
+    """
+
+    reason: str  # the Evicted condition's reason (Deactivated causes included)
+    message: str
+    cluster_queue: str
+    underlying_cause: str = ""
+    requeue: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -122,6 +181,14 @@ class Workload:
     preempted_by: str | None = None  # the preemptor it must not overtake while both wait
     # Upstream's scheduling-equivalence hash: priority and pod sets. Twins share it.
     shape: object = None
+    # `status.admissionChecks`, by check name (written back sorted by name, as upstream).
+    checks: dict[str, CheckState] = field(default_factory=dict)
+    # The `kueue.x-k8s.io/admission-gated-by` annotation ("" when absent or gated off).
+    gated_by: str = ""
+    # An eviction decided but not completed (the job still runs and holds its quota).
+    eviction: Eviction | None = None
+    # `status.schedulingStats.evictions`: (reason, underlying cause) -> count.
+    eviction_counts: dict[tuple[str, str], int] = field(default_factory=dict)
     # "namespace/name" and "namespace/queue": asked for millions of times in a busy cohort,
     # so made once (a workload's namespace, name and queue never change; a changed spec
     # makes a new Workload).
@@ -152,3 +219,25 @@ class Workload:
 
     def can_be_partially_admitted(self) -> bool:
         return any(ps.min_count is not None and ps.min_count < ps.count for ps in self.pod_sets)
+
+    def condition_is(self, kind: str, status: str) -> bool:
+        cond = self.conditions.get(kind)
+        return cond is not None and cond.status == status
+
+    def set_condition(self, kind: str, status: str, reason: str, message: str, now: int) -> bool:
+        """Set a condition as `meta.SetStatusCondition` does; True when anything changed.
+
+        The transition time moves only when the status changes.
+        """
+        old = self.conditions.get(kind)
+        if old is None or old.status != status:
+            self.conditions[kind] = Condition(kind, status, reason, message, now)
+            return True
+        if old.reason == reason and old.message == message:
+            return False
+        old.reason, old.message = reason, message
+        return True
+
+    def is_admitted(self) -> bool:
+        """Holds a reservation and passed every admission check (``Admitted=True``)."""
+        return self.admission is not None and self.condition_is("Admitted", "True")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pykueue.api import quantity
+from pykueue.engine import intake
 from pykueue.engine.state import PREEMPTED, State
 from pykueue.engine.workloads import Workload
 
@@ -25,6 +27,9 @@ def snapshot(state: State, with_events: bool) -> dict[str, Any]:
         "finished": sorted(state.finished),
         "conditions": _conditions(state),
         "clusterQueueUsage": _usage(state),
+        "admissionChecks": _admission_checks(state),
+        "requeueState": _requeue_state(state),
+        "deactivated": sorted(wl.key for wl in state.workloads.values() if not wl.active),
     }
     if with_events:
         result["events"] = [
@@ -67,6 +72,32 @@ def _conditions(state: State) -> dict[str, Any]:
     return result
 
 
+def _admission_checks(state: State) -> dict[str, Any]:
+    """Each workload's `status.admissionChecks`: check name -> state."""
+    return {
+        wl.key: {name: check.state for name, check in sorted(wl.checks.items())}
+        for wl in _sorted([*state.workloads.values(), *state.finished.values()])
+        if wl.checks
+    }
+
+
+def _requeue_state(state: State) -> dict[str, Any]:
+    """Each workload's `status.requeueState` (count, and requeueAt while it waits)."""
+    result: dict[str, Any] = {}
+    for wl in _sorted([*state.workloads.values(), *state.finished.values()]):
+        if not wl.requeue_count and wl.requeue_at is None:
+            continue
+        entry: dict[str, Any] = {"count": wl.requeue_count}
+        if wl.requeue_at is not None:
+            entry["requeueAt"] = _time(wl.requeue_at)
+        result[wl.key] = entry
+    return result
+
+
+def _time(micros: int) -> str:
+    return intake.from_micros(micros).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _usage(state: State) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for name, cq in sorted(state.cluster_queues.items()):
@@ -103,7 +134,38 @@ def compare(expect: dict[str, Any], actual: dict[str, Any], where: str) -> list[
         _compare_usage(expect["clusterQueueUsage"] or {}, actual["clusterQueueUsage"], where, problems)
     if "contains" in expect:
         _compare_contains(expect["contains"] or {}, actual, where, problems)
+    if "deactivated" in expect and sorted(expect["deactivated"] or []) != actual["deactivated"]:
+        problems.append(
+            f"{where}.deactivated: expected {sorted(expect['deactivated'] or [])}, got {actual['deactivated']}"
+        )
+    for key, want in (expect.get("admissionChecks") or {}).items():
+        got = actual["admissionChecks"].get(key, {})
+        if dict(want or {}) != got:
+            problems.append(f"{where}.admissionChecks[{key}]: expected {dict(want or {})}, got {got}")
+    for key, want in (expect.get("requeueState") or {}).items():
+        _compare_requeue_state(key, want, actual["requeueState"].get(key), where, problems)
     return problems
+
+
+def _compare_requeue_state(key: str, want: Any, got: Any, where: str, problems: list[str]) -> None:
+    """``null`` means no requeue state at all; otherwise the given fields are compared
+    (``requeueAt: null`` meaning that none is set)."""
+    here = f"{where}.requeueState[{key}]"
+    if want is None:
+        if got is not None:
+            problems.append(f"{here}: expected none, got {got}")
+        return
+    have = got or {}
+    if "count" in want and want["count"] != have.get("count", 0):
+        problems.append(f"{here}.count: expected {want['count']}, got {have.get('count', 0)}")
+    if "requeueAt" in want:
+        expected = want["requeueAt"]
+        if expected is not None and not isinstance(expected, str):
+            expected = _time(intake.micros(expected))
+        elif isinstance(expected, str):
+            expected = _time(intake.micros(datetime.fromisoformat(expected.replace("Z", "+00:00"))))
+        if expected != have.get("requeueAt"):
+            problems.append(f"{here}.requeueAt: expected {expected}, got {have.get('requeueAt')}")
 
 
 def _compare_admitted(

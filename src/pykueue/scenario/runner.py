@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykueue.engine import loading, scheduler
+from pykueue.api.workload import Workload as ApiWorkload
+from pykueue.engine import lifecycle, loading, scheduler
 from pykueue.engine.state import PREEMPTED, State
 from pykueue.errors import ScenarioError
 from pykueue.scenario import report
-from pykueue.scenario.loader import Scenario, Step
+from pykueue.scenario.loader import CheckUpdate, Scenario, Step
 
 MAX_SETTLE_CYCLES = 10_000
 
@@ -20,11 +21,13 @@ def run(scenario: Scenario) -> dict[str, Any]:
     for obj in scenario.objects:
         _apply(state, obj, scenario.path)
     checkpoints: list[dict[str, Any]] = []
+    state.explain_waiting()
     for step in scenario.steps:
         if step.kind == "expect":
             checkpoints.append(report.snapshot(state, with_events=False))
             continue
         _play(state, step)
+        state.explain_waiting()
     result = report.snapshot(state, with_events=True)
     result = {"format": 1, "name": scenario.name, **result}
     if checkpoints:
@@ -32,9 +35,14 @@ def run(scenario: Scenario) -> dict[str, Any]:
     return result
 
 
-def _apply(state: State, obj: Any, where: str) -> None:
+def _apply(state: State, obj: Any, where: str, update: bool = False) -> None:
+    """Apply one object; with ``update``, a known Workload given without a status keeps
+    the status the engine holds (a spec update), as an API server would."""
     try:
-        loading.apply(state, obj)
+        if update and isinstance(obj, ApiWorkload) and "status" not in obj.model_fields_set:
+            loading.update_workload_spec(state, obj)
+        else:
+            loading.apply(state, obj)
     except ValueError as exc:
         raise ScenarioError(f"{where}: {exc}") from exc
 
@@ -49,7 +57,7 @@ def _play(state: State, step: Step) -> None:
         advance(state, state.now + step.value)
     elif step.kind == "apply":
         for obj in step.value:
-            _apply(state, obj, step.path)
+            _apply(state, obj, step.path, update=True)
     elif step.kind == "delete":
         for ref in step.value:
             loading.delete(state, str(ref["kind"]), str(ref.get("namespace") or ""), str(ref["name"]))
@@ -61,13 +69,32 @@ def _play(state: State, step: Step) -> None:
         for key in step.value:
             _require_admitted(state, key, step.path)
             state.evict(key, "AdmissionCheck", "Evicted by the scenario (as by a failed admission check)")
+    elif step.kind == "checks":
+        update: CheckUpdate
+        for update in step.value:
+            _require(state, update.workload, step.path)
+            lifecycle.report_check(
+                state,
+                update.workload,
+                update.check,
+                update.state,
+                update.message,
+                update.requeue_after_seconds,
+            )
+    elif step.kind in ("podsReady", "podsNotReady"):
+        for key in step.value:
+            _require(state, key, step.path)
+            lifecycle.report_pods_ready(state, key, step.kind == "podsReady")
+
+
+def _require(state: State, key: str, where: str) -> None:
+    if key not in state.workloads:
+        raise ScenarioError(f"{where}: workload {key} does not exist")
 
 
 def _require_admitted(state: State, key: str, where: str) -> None:
-    wl = state.workloads.get(key)
-    if wl is None:
-        raise ScenarioError(f"{where}: workload {key} does not exist")
-    if wl.admission is None:
+    _require(state, key, where)
+    if state.workloads[key].admission is None:
         raise ScenarioError(f"{where}: workload {key} is not admitted")
 
 
@@ -111,7 +138,8 @@ def settle(state: State, where: str = "settle") -> int:
 
 
 def advance(state: State, until: int) -> None:
-    """Move the clock to ``until``; admitted workloads whose runtime ends meanwhile finish in time order."""
+    """Move the clock to ``until``: admitted workloads whose runtime ends meanwhile finish,
+    and PodsReady timeouts fire, each at its own time (a timeout first, at equal times)."""
     while True:
         due = [
             (wl.admitted_at + wl.runtime, wl.seq, wl.key)
@@ -121,9 +149,11 @@ def advance(state: State, until: int) -> None:
         if not due:
             break
         end, _, key = min(due)
-        state.advance_clock(end)
-        state.finish(key)
-    state.advance_clock(until)
+        lifecycle.advance(state, end)
+        wl = state.workloads.get(key)
+        if wl is not None and wl.admission is not None:
+            state.finish(key)
+    lifecycle.advance(state, until)
 
 
 def preempted_keys(state: State) -> list[str]:

@@ -253,6 +253,21 @@ class Retry:
         return random.uniform(0, min(self.cap, self.first * 2**attempt))
 
 
+def resource_of_path(path: str) -> str:
+    """``group/resource`` of an API path: ``/apis/kueue.x-k8s.io/v1beta2/namespaces/a/workloads/w/status``
+    is ``kueue.x-k8s.io/workloads``, ``/api/v1/namespaces/a`` is ``/namespaces``."""
+    parts = [part for part in path.split("?", 1)[0].split("/") if part]
+    if parts[:1] == ["api"]:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"]:
+        group, rest = (parts[1] if len(parts) > 1 else ""), parts[3:]
+    else:
+        return path
+    if len(rest) > 2 and rest[0] == "namespaces":
+        rest = rest[2:]
+    return f"{group}/{rest[0]}" if rest else group
+
+
 class TokenBucket:
     """``rate`` tokens a second, at most ``burst`` saved up; `take` waits for one (FIFO)."""
 
@@ -286,7 +301,11 @@ class KubernetesStore:
     watch_timeout_seconds: int = 300
     request_timeout_seconds: float = 30.0
     field_manager: str = "pykueue"
-    # Client-side rate limit as client-go's (--qps/--burst): a token bucket; qps <= 0 means none.
+    # Client-side rate limit as client-go's (--qps/--burst): qps <= 0 means none. One token
+    # bucket per API resource (group and resource name; a subresource counts as its resource),
+    # as a controller-runtime client gives each kind its own REST client with its own limiter:
+    # upstream Kueue's "50 qps, burst 100" is that much for Workloads, and as much again for
+    # ClusterQueues, LocalQueues, Events...
     qps: float = 0.0
     burst: int = 10
     # Connections kept open to the server: enough for every watch plus the writes a
@@ -297,7 +316,7 @@ class KubernetesStore:
     # The keys (and versions) of each kind as last listed, for the 410 re-list diff.
     _listed: dict[str, dict[Key, str]] = field(default_factory=dict, init=False, repr=False)
     _relisted_at: dict[str, str] = field(default_factory=dict, init=False, repr=False)
-    _limiter: TokenBucket | None = field(default=None, init=False, repr=False)
+    _limiters: dict[str, TokenBucket] = field(default_factory=dict, init=False, repr=False)
 
     # ------------------------------------------------------------- plumbing
 
@@ -370,12 +389,11 @@ class KubernetesStore:
         what: str = "",
     ) -> Manifest:
         """One API call with retries on 429/5xx and connection errors; the decoded answer."""
-        if self.qps > 0 and self._limiter is None:
-            self._limiter = TokenBucket(self.qps, self.burst)
+        limiter = self._limiter_of(path) if self.qps > 0 else None
         data = None if body is None else orjson.dumps(body)
         for attempt in range(self.retry.attempts):
-            if self._limiter is not None:
-                await self._limiter.take()
+            if limiter is not None:
+                await limiter.take()
             try:
                 answer = await self._send(method, path, data, params)
             except Unavailable as exc:
@@ -393,6 +411,13 @@ class KubernetesStore:
                 log.debug("retrying %s %s in %.2fs: %s", method, path, wait, error)
                 await asyncio.sleep(wait)
         raise error
+
+    def _limiter_of(self, path: str) -> TokenBucket:
+        resource = resource_of_path(path)
+        limiter = self._limiters.get(resource)
+        if limiter is None:
+            limiter = self._limiters[resource] = TokenBucket(self.qps, self.burst)
+        return limiter
 
     # ---------------------------------------------------------------- reading
 

@@ -1,0 +1,440 @@
+"""`make bench-upstream`: upstream Kueue's own scheduler-performance runner against both controllers.
+
+    hack/kueue-perf-binaries: runner, minimalkueue, checker.test   (sigs.k8s.io/kueue, pinned, unchanged)
+    hack/kube-binaries:       etcd, kube-apiserver                   (the runner starts them with envtest)
+
+    for each run, for each shape:   runner --minimalKueue=<controller> ...   then   checker.test
+        (a) minimalkueue: upstream's scheduler and core controllers, client 50 requests/s, burst 100 per kind
+        (b) pykueue:      `pykueue controller --qps 50 --burst 100` (per kind too), started by the runner
+                          exactly where it starts minimalkueue (a two-line wrapper script)
+
+Both controllers get the same thing: upstream's runner starts a fresh etcd and kube-apiserver
+(envtest, its flags, upstream's CRDs), starts the controller with ``--kubeconfig``, creates the
+queues and Workloads on the generator's schedule, plays the jobs (Finished ``runtimeMs`` after
+an admission; an evicted workload gets its reservation unset, as a job that stopped), records,
+and stops the controller with SIGINT. The controller's wall time, CPU and peak RSS are the
+runner's own record of its child process (``<name>.stats.yaml``); upstream's checker gives
+the verdict against the shape's ``rangespec.yaml`` (full-scale bounds, also for ``--scale``).
+
+Figures per run (upstream's recorder, ``summary.yaml``): wall (the controller process), usage
+(each ClusterQueue's ``status.flavorsUsage`` integrated over time, the class's minimum), time
+to admission per class (creation to the last admission, as the runner's watch sees them),
+evictions (per the runner's watch). One more, computed from the same recorder's per-workload
+record (``wlStates.csv``): *runner usage*, the CPUs of Workloads between the admission and the
+Finished the runner saw, over the same time and nominal quota. It does not depend on how a
+controller reports its queues' status, so it compares the two controllers on equal terms.
+
+``--scale`` multiplies every workload count (at least one per set); ``--runs`` repeats the
+whole sequence and the table shows min / median / max. Results are kept in ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import csv
+import json
+import os
+import shutil
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.cluster_bench import kueue_requests
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES_DIR = ROOT.parent / "shared" / "bench" / "kueue-scheduler-perf"
+SHAPES = ("baseline", "large-scale")
+CONTROLLERS = ("minimalkueue", "pykueue")
+CLASSES = ("large", "medium", "small")
+# The runner's own time limit for recording, per shape at full scale (upstream's CI: 10 min and 25 min).
+TIMEOUT_MINUTES = {"baseline": 20, "large-scale": 50}
+CPU_OF_CLASS_LABEL = "request"
+
+WRAPPER = """#!/bin/sh
+# Started by upstream's runner where it starts minimalkueue: NAME --kubeconfig FILE [flags it may add].
+kubeconfig=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --kubeconfig) kubeconfig="$2"; shift 2 ;;
+    --kubeconfig=*) kubeconfig="${1#--kubeconfig=}"; shift ;;
+    *) shift ;;
+    esac
+done
+exec "$PYKUEUE_BIN" controller --kubeconfig "$kubeconfig" $PYKUEUE_CONTROLLER_ARGS 2>>"$PYKUEUE_LOG"
+"""
+
+
+@dataclass
+class Run:
+    controller: str
+    shape: str
+    scale: float
+    index: int
+    out: str
+    ok: bool = False
+    verdict: str = ""
+    wall_s: float = 0.0
+    usage_pct: float = 0.0
+    runner_usage_pct: float = 0.0
+    tta_s: dict[str, float] = field(default_factory=dict)
+    evictions: int = 0
+    cpu_s: float = 0.0
+    rss_mib: float = 0.0
+    workloads: int = 0
+    # The API server's own count of Kueue writes (creates, updates, patches) by verb, resource, code.
+    kueue_writes: dict[str, int] = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def workload_status_writes(self) -> int:
+        return sum(n for what, n in self.kueue_writes.items() if "workloads/status" in what)
+
+
+class MetricsPoller(threading.Thread):
+    """Reads the API server's /metrics every few seconds while the runner's control plane lives.
+
+    The runner writes the control plane's admin kubeconfig into its output directory; the last
+    answer before the runner stops the API server holds the run's request counts.
+    """
+
+    def __init__(self, kubeconfig: Path, every: float = 2.0, series: Path | None = None) -> None:
+        super().__init__(daemon=True)
+        self.kubeconfig = kubeconfig
+        self.series = series  # every answer's counts, one JSON line each
+        self.every = every
+        self.last = ""
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        context: ssl.SSLContext | None = None
+        server = ""
+        while not self.stopping.wait(self.every if context else 0.5):
+            try:
+                if context is None:
+                    if not self.kubeconfig.exists():
+                        continue
+                    context, server = self._connect()
+                with urllib.request.urlopen(server + "/metrics", context=context, timeout=10) as answer:
+                    self.last = answer.read().decode()
+                if self.series is not None:
+                    with self.series.open("a") as f:
+                        f.write(json.dumps([round(time.monotonic(), 2), kueue_requests(self.last)]) + "\n")
+            except (OSError, ValueError, KeyError, ssl.SSLError):
+                continue
+
+    def _connect(self) -> tuple[ssl.SSLContext, str]:
+        doc = yaml.safe_load(self.kubeconfig.read_text())
+        cluster = doc["clusters"][0]["cluster"]
+        user = doc["users"][0]["user"]
+        folder = self.kubeconfig.parent
+        (folder / "client.crt").write_bytes(base64.b64decode(user["client-certificate-data"]))
+        (folder / "client.key").write_bytes(base64.b64decode(user["client-key-data"]))
+        context = ssl.create_default_context(
+            cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+        )
+        context.load_cert_chain(folder / "client.crt", folder / "client.key")
+        return context, str(cluster["server"]).rstrip("/")
+
+
+def _bin_dir(script: str, *args: str) -> Path:
+    result = subprocess.run(
+        ["bash", str(ROOT / "hack" / script), *args], check=True, capture_output=True, text=True
+    )
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
+def scaled_generator(shape: str, scale: float, dest: Path) -> Path:
+    """The shape's generator.yaml with every workload count scaled (at least 1 per set)."""
+    doc = yaml.safe_load((SHAPES_DIR / shape / "generator.yaml").read_text())
+    if scale != 1:
+        for cohort in doc["cohorts"]:
+            for queues in cohort["queuesSets"]:
+                for workloads in queues["workloadsSets"]:
+                    workloads["count"] = max(1, round(workloads["count"] * scale))
+    path = dest / "generator.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def nominal_cpu(generator: Path) -> dict[str, float]:
+    """CPUs of every ClusterQueue class, summed over its queues (the recorder's nominal quota)."""
+    doc = yaml.safe_load(generator.read_text())
+    total: dict[str, float] = {}
+    for cohort in doc["cohorts"]:
+        for queues in cohort["queuesSets"]:
+            cpus = float(queues["nominalQuota"]) * queues["count"] * cohort["count"]
+            total[queues["className"]] = total.get(queues["className"], 0.0) + cpus
+    return total
+
+
+def workload_cpu(generator: Path) -> dict[str, float]:
+    """CPUs of one workload of each workload class."""
+    doc = yaml.safe_load(generator.read_text())
+    return {
+        w["className"]: float(w[CPU_OF_CLASS_LABEL])
+        for cohort in doc["cohorts"]
+        for queues in cohort["queuesSets"]
+        for sets in queues["workloadsSets"]
+        for w in sets["workloads"]
+    }
+
+
+def _seconds(stamp: Any) -> float:
+    if isinstance(stamp, datetime):
+        return stamp.timestamp()
+    text = str(stamp).replace("Z", "+00:00")
+    head, _, tail = text.partition(".")
+    if tail:  # Go writes nanoseconds; Python reads at most microseconds
+        digits = "".join(c for c in tail if c.isdigit())
+        zone = tail[len(digits) :]
+        text = f"{head}.{digits[:6]}{zone}"
+    return datetime.fromisoformat(text).timestamp()
+
+
+def read_figures(run: Run, generator: Path, stats_file: Path) -> None:
+    out = Path(run.out)
+    summary = yaml.safe_load((out / "summary.yaml").read_text())
+    stats = yaml.safe_load(stats_file.read_text())
+    run.wall_s = stats["wallMs"] / 1000
+    run.cpu_s = (stats["userMs"] + stats["sysMs"]) / 1000
+    run.rss_mib = stats["maxrss"] / 1024  # KiB on Linux
+    usages = []
+    spans = {}
+    for name, cq_class in (summary.get("clusterQueueClasses") or {}).items():
+        span_ms = (_seconds(cq_class["lastEventTime"]) - _seconds(cq_class["firstEventTime"])) * 1000
+        spans[name] = span_ms
+        if cq_class["nominalQuota"] and span_ms:
+            usages.append(cq_class["cpuUsed"] * 100 / (cq_class["nominalQuota"] * span_ms))
+    run.usage_pct = min(usages) if usages else 0.0
+    classes = summary.get("workloadClasses") or {}
+    run.tta_s = {
+        name: classes[name]["averageTimeToAdmissionMs"] / 1000 for name in CLASSES if name in classes
+    }
+    run.evictions = sum(int(c.get("totalEvictions", 0)) for c in classes.values())
+    run.workloads = sum(int(c.get("count", 0)) for c in classes.values())
+    # The runner's own view of running work: admitted -> finished, per workload, as its watch saw them.
+    cpus = workload_cpu(generator)
+    held = 0.0
+    with (out / "wlStates.csv").open() as f:
+        for row in csv.DictReader(f):
+            held += cpus.get(row["class name"], 0.0) * max(
+                0, int(row["ms to finish"]) - int(row["ms to admitted"])
+            )
+    nominal = sum(nominal_cpu(generator).values())
+    span = max(spans.values()) if spans else 0.0
+    run.runner_usage_pct = held * 100 / (nominal * span) if nominal and span else 0.0
+
+
+def run_once(
+    controller: str,
+    shape: str,
+    scale: float,
+    index: int,
+    out: Path,
+    bins: dict[str, Path],
+    kueue_src: Path,
+    pykueue_args: str,
+) -> Run:
+    out.mkdir(parents=True, exist_ok=True)
+    run = Run(controller, shape, scale, index, str(out))
+    generator = scaled_generator(shape, scale, out)
+    if controller == "minimalkueue":
+        binary = bins["perf"] / "minimalkueue"
+    else:
+        binary = out / "pykueue"
+        binary.write_text(WRAPPER)
+        binary.chmod(0o755)
+    timeout = max(5.0, TIMEOUT_MINUTES[shape] * max(scale, 0.25))
+    env = {
+        **os.environ,
+        "KUBEBUILDER_ASSETS": str(bins["kube"]),
+        "PROJECT_DIR": str(kueue_src / "Makefile"),  # upstream's test utilities look for it at start
+        "PYKUEUE_BIN": str(Path(sys.executable).parent / "pykueue"),
+        "PYKUEUE_CONTROLLER_ARGS": pykueue_args,
+        "PYKUEUE_LOG": str(out / "pykueue.log"),
+    }
+    argv = [
+        str(bins["perf"] / "runner"),
+        f"--o={out}",
+        f"--crds={kueue_src / 'config' / 'components' / 'crd' / 'bases'}",
+        f"--generatorConfig={generator}",
+        f"--minimalKueue={binary}",
+        f"--timeout={timeout:g}m",
+    ]
+    started = time.monotonic()
+    poller = MetricsPoller(out / "kubeconfig", series=out / "kueue-writes.jsonl")
+    poller.start()
+    with (out / "runner.log").open("w") as log:
+        done = subprocess.run(argv, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+    poller.stopping.set()
+    poller.join(15)
+    run.kueue_writes = kueue_requests(poller.last)
+    print(
+        f"  {controller} {shape} run {index + 1}: runner exited {done.returncode} after "
+        f"{time.monotonic() - started:.0f} s",
+        flush=True,
+    )
+    stats_file = out / f"{binary.name}.stats.yaml"
+    if done.returncode != 0 or not (out / "summary.yaml").exists() or not stats_file.exists():
+        run.error = f"runner exited {done.returncode}; see {out / 'runner.log'}"
+        return run
+    read_figures(run, generator, stats_file)
+    check = subprocess.run(
+        [
+            str(bins["perf"] / "checker.test"),
+            "-test.run=^TestScalability$",
+            f"-summary={out / 'summary.yaml'}",
+            f"-cmdStats={stats_file}",
+            f"-range={SHAPES_DIR / shape / 'rangespec.yaml'}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    (out / "checker.log").write_text(check.stdout + check.stderr)
+    run.ok = True
+    run.verdict = "PASS" if check.returncode == 0 else "FAIL"
+    return run
+
+
+# ----------------------------------------------------------------------------- table
+
+
+def _spread(values: list[float], digits: int = 1) -> str:
+    if not values:
+        return "-"
+    fmt = f"{{:.{digits}f}}"
+    if len(values) == 1:
+        return fmt.format(values[0])
+    return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+COLUMNS: list[tuple[str, Any, int]] = [
+    ("wall s", lambda r: r.wall_s, 1),
+    ("usage %", lambda r: r.usage_pct, 1),
+    ("runner usage %", lambda r: r.runner_usage_pct, 1),
+    ("TTA large s", lambda r: r.tta_s.get("large"), 1),
+    ("TTA medium s", lambda r: r.tta_s.get("medium"), 1),
+    ("TTA small s", lambda r: r.tta_s.get("small"), 1),
+    ("evictions", lambda r: r.evictions, 0),
+    ("Workload status writes", lambda r: r.workload_status_writes or None, 0),
+    ("CPU s", lambda r: r.cpu_s, 1),
+    ("peak RSS MiB", lambda r: r.rss_mib, 0),
+]
+
+
+def table(runs: list[Run]) -> str:
+    lines = []
+    for shape in dict.fromkeys(r.shape for r in runs):
+        scale = next(r.scale for r in runs if r.shape == shape)
+        count = max(r.index for r in runs if r.shape == shape) + 1
+        what = f"min / median / max of {count} runs" if count > 1 else "one run"
+        lines.append(f"\n{shape} (scale {scale:g}; {what})")
+        header = ["controller", *(name for name, _, _ in COLUMNS), "checker"]
+        rows = [header]
+        medians: dict[str, list[float | None]] = {}
+        for controller in CONTROLLERS:
+            mine = [r for r in runs if r.shape == shape and r.controller == controller and r.ok]
+            failed = [r for r in runs if r.shape == shape and r.controller == controller and not r.ok]
+            if not mine and not failed:
+                continue
+            cells = [controller]
+            meds: list[float | None] = []
+            for _, get, digits in COLUMNS:
+                values = [v for v in (get(r) for r in mine) if v is not None]
+                cells.append(_spread(values, digits))
+                meds.append(_median(values))
+            verdicts = [r.verdict for r in mine] + ["ERROR"] * len(failed)
+            cells.append(", ".join(verdicts))
+            rows.append(cells)
+            medians[controller] = meds
+        if len(medians) == 2:
+            ratio = ["pykueue / upstream (medians)"]
+            for up, py in zip(medians["minimalkueue"], medians["pykueue"], strict=True):
+                ratio.append(f"x{py / up:.2f}" if up and py is not None else "-")
+            ratio.append("")
+            rows.append(ratio)
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        for n, row in enumerate(rows):
+            lines.append("| " + " | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)) + " |")
+            if n == 0:
+                lines.append("| " + " | ".join("-" * w for w in widths) + " |")
+    for r in runs:
+        if not r.ok:
+            lines.append(f"{r.controller} {r.shape} run {r.index + 1}: {r.error}")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    load = os.getloadavg()
+    return f"{os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated, of {', '.join(SHAPES)}")
+    parser.add_argument("--controllers", default=",".join(CONTROLLERS), help="comma-separated")
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of every workload set (1 = full)")
+    parser.add_argument("--runs", type=int, default=1, help="repeat the whole sequence this many times")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="keep every run's files here (default: a temp dir)"
+    )
+    parser.add_argument(
+        "--pykueue-args",
+        default="--qps 50 --burst 100 --log-level WARNING",
+        help="flags for `pykueue controller` (upstream's client limits by default)",
+    )
+    args = parser.parse_args()
+    shapes = [s for s in args.shapes.split(",") if s]
+    controllers = [c for c in args.controllers.split(",") if c]
+    for name in shapes:
+        if name not in SHAPES:
+            parser.error(f"unknown shape {name!r}")
+    for name in controllers:
+        if name not in CONTROLLERS:
+            parser.error(f"unknown controller {name!r}")
+    bins = {"kube": _bin_dir("kube-binaries"), "perf": _bin_dir("kueue-perf-binaries")}
+    kueue_src = _bin_dir("kueue-perf-binaries", "--print-src")
+    out = args.out or Path(tempfile.mkdtemp(prefix="pykueue-bench-upstream-"))
+    out.mkdir(parents=True, exist_ok=True)
+    print(
+        f"upstream runner, minimalkueue and checker: {bins['perf']}; control plane: {bins['kube']}; "
+        f"results in {out}",
+        flush=True,
+    )
+    runs: list[Run] = []
+    for index in range(args.runs):
+        for shape in shapes:
+            for controller in controllers:
+                where = out / f"{shape}-{controller}-{index + 1}"
+                if where.exists():
+                    shutil.rmtree(where)
+                run = run_once(
+                    controller, shape, args.scale, index, where, bins, kueue_src, args.pykueue_args
+                )
+                runs.append(run)
+                (out / "runs.json").write_text(json.dumps([asdict(r) for r in runs], indent=2))
+    print(table(runs))
+    print(f"\nmachine: {machine()} at the end; pykueue controller flags: {args.pykueue_args}")
+    print(f"runs: {out / 'runs.json'}")
+    return 0 if all(r.ok for r in runs) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

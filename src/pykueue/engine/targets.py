@@ -1,0 +1,135 @@
+"""Preemption targets and the rules that pick them, shared by classical and fair preemption.
+
+`Target` is one workload to evict and why; the reasons are upstream's (the
+``Preempted`` condition's reason and the ``kueue_preempted_workloads_total``
+label). `Trial` removes candidates from the live cohort tree and puts them back,
+asking whether the preemptor fits meanwhile: classical preemption
+(`pykueue.engine.preemption`) and fair preemption (`pykueue.engine.fair_sharing`)
+both search that way, so neither needs the other's module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pykueue.engine import cohort_tree, specs
+from pykueue.engine.resources import FlavorResource, Quantities
+from pykueue.engine.state import State
+from pykueue.engine.workloads import Workload
+
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+
+HUMAN_REASONS = {
+    IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
+    IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One workload to evict, the queue it is admitted in, and why."""
+
+    workload: Workload
+    cluster_queue: str
+    reason: str
+
+
+def can_always_reclaim(cq: specs.ClusterQueue) -> bool:
+    """A queue that may reclaim from anyone never needs to hold capacity while it waits."""
+    return cq.preemption.reclaim_within_cohort == specs.ANY
+
+
+def is_evicting(wl: Workload) -> bool:
+    """Admitted but already being evicted (an input state; our own evictions complete at once)."""
+    if not wl.conditions:
+        return False
+    cond = wl.conditions.get("Evicted")
+    return cond is not None and cond.status == "True"
+
+
+def satisfies_policy(preemptor: Workload, candidate: Workload, policy: str) -> bool:
+    lower = preemptor.priority > candidate.priority
+    if policy == specs.LOWER_PRIORITY:
+        return lower
+    if policy == specs.LOWER_OR_NEWER_EQUAL:
+        newer_equal = (
+            preemptor.priority == candidate.priority
+            and preemptor.queue_order_time() < candidate.queue_order_time()
+        )
+        return lower or newer_equal
+    return policy == specs.ANY
+
+
+def candidate_order_key(
+    wl: Workload, cq_name: str, preemptor_cq: str, now: int, lq_usage: float = 0.0
+) -> tuple[object, ...]:
+    """Upstream's candidate ordering; smaller sorts first.
+
+    ``lq_usage`` is the admission-fair-sharing usage of the candidate's LocalQueue
+    (0 when not used): the LocalQueue that used the most loses first.
+    """
+    reserved = wl.admitted_at if wl.admission is not None else now
+    return (
+        0 if is_evicting(wl) else 1,
+        1 if cq_name == preemptor_cq else 0,
+        -lq_usage,
+        wl.priority,
+        -reserved,
+        wl.uid,
+        wl.seq,
+    )
+
+
+def uses_resources(wl: Workload, frs: set[FlavorResource]) -> bool:
+    if wl.admission is None:
+        return False
+    return not frs.isdisjoint(wl.admission.flavor_resources())
+
+
+@dataclass(slots=True)
+class Trial:
+    """Removals tried on the live cohort tree of one state; every caller undoes its own."""
+
+    state: State
+
+    def lq_usage(self, wl: Workload, cq_name: str) -> float:
+        return self.state.afs_usage(wl) if self.state.uses_afs(cq_name) else 0.0
+
+    # ---------------------------------------------------------------- simulation
+
+    def remove(self, wl: Workload, cq_name: str) -> None:
+        node = self.state.nodes.get(cq_name)
+        if node is not None:
+            cohort_tree.add_usages(node, wl.usage(), -1)
+
+    def restore(self, wl: Workload, cq_name: str) -> None:
+        node = self.state.nodes.get(cq_name)
+        if node is not None:
+            cohort_tree.add_usages(node, wl.usage(), +1)
+
+    def fits(self, cq_name: str, requests: Quantities, allow_borrowing: bool) -> bool:
+        node = self.state.nodes[cq_name]
+        for fr, value in requests.items():
+            if not allow_borrowing and node.borrowing_with(fr, value):
+                return False
+            if value > max(0, cohort_tree.available(node, fr)):
+                return False
+        return True
+
+    def fill_back(
+        self, targets: list[Target], cq_name: str, requests: Quantities, allow_borrowing: bool
+    ) -> list[Target]:
+        """Put back every target the preemptor does not need, last-but-one first."""
+        for i in range(len(targets) - 2, -1, -1):
+            self.restore(targets[i].workload, targets[i].cluster_queue)
+            if self.fits(cq_name, requests, allow_borrowing):
+                targets[i] = targets[-1]
+                targets.pop()
+            else:
+                self.remove(targets[i].workload, targets[i].cluster_queue)
+        return targets

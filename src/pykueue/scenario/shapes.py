@@ -1,0 +1,167 @@
+"""The shapes of a scenario's `expect` blocks, and the topology keys pykueue refuses.
+
+A scenario file is an executable specification: a key the runner does not know
+must never be skipped quietly, or an expectation would pass without being
+checked. Every mapping of an `expect` block is checked against the keys
+FORMAT.md defines, and every error names the file and the path inside it.
+
+Topology-aware scheduling (Topology and Node objects, running Pods, pod set
+topology requests, topology assignments, unhealthy nodes, the configuration's
+``resources`` block) is not implemented yet: a file that uses any of it is
+refused with the key named, rather than run as if the key were not there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pykueue.errors import ScenarioError
+
+TOPOLOGY_KINDS = frozenset({"Topology", "Node", "Pod"})
+TOPOLOGY_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+    "kueue.x-k8s.io/podset-slice-size",
+    "kueue.x-k8s.io/podset-group-name",
+)
+CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
+UNSUPPORTED = "topology-aware scheduling is not supported by this runner yet"
+
+
+def _refuse(where: str, key: str) -> ScenarioError:
+    return ScenarioError(f"{where}: {key}: {UNSUPPORTED}")
+
+
+def _get(doc: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(doc, Mapping):
+            return None
+        doc = doc.get(key)
+    return doc
+
+
+def refuse_topology(doc: Any, where: str) -> None:
+    """Raise if one object manifest uses a topology-aware scheduling key."""
+    if not isinstance(doc, Mapping):
+        return
+    kind = doc.get("kind")
+    if kind in TOPOLOGY_KINDS:
+        raise _refuse(where, f"kind {kind}")
+    if kind == "ResourceFlavor" and _get(doc, "spec", "topologyName") is not None:
+        raise _refuse(where, "spec.topologyName")
+    if kind != "Workload":
+        return
+    for i, pod_set in enumerate(_get(doc, "spec", "podSets") or []):
+        if not isinstance(pod_set, Mapping):
+            continue
+        if pod_set.get("topologyRequest") is not None:
+            raise _refuse(where, f"spec.podSets[{i}].topologyRequest")
+        annotations = _get(pod_set, "template", "metadata", "annotations") or {}
+        for name in TOPOLOGY_ANNOTATIONS:
+            if isinstance(annotations, Mapping) and name in annotations:
+                raise _refuse(where, f"spec.podSets[{i}].template.metadata.annotations[{name}]")
+    for i, assignment in enumerate(_get(doc, "status", "admission", "podSetAssignments") or []):
+        if not isinstance(assignment, Mapping):
+            continue
+        for key in ("topologyAssignment", "delayedTopologyRequest"):
+            if assignment.get(key) is not None:
+                raise _refuse(where, f"status.admission.podSetAssignments[{i}].{key}")
+    if _get(doc, "status", "unhealthyNodes"):
+        raise _refuse(where, "status.unhealthyNodes")
+
+
+# ------------------------------------------------------------------ expect
+
+EXPECT_KEYS = frozenset(
+    {
+        "admitted",
+        "preempted",
+        "pending",
+        "inadmissible",
+        "finished",
+        "conditions",
+        "clusterQueueUsage",
+        "contains",
+        "admissionChecks",
+        "requeueState",
+        "deactivated",
+    }
+)
+CONTAINS_KEYS = frozenset({"admitted", "notAdmitted", "preempted", "pending", "finished"})
+
+
+def _mapping(value: Any, where: str) -> Mapping[Any, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ScenarioError(f"{where}: must be a mapping")
+    return value
+
+
+def _keys(value: Mapping[Any, Any], allowed: frozenset[str], where: str) -> None:
+    unknown = sorted(str(k) for k in value if k not in allowed)
+    if unknown:
+        raise ScenarioError(
+            f"{where}: unknown key(s): {', '.join(unknown)} (expected {', '.join(sorted(allowed))})"
+        )
+
+
+def _names(value: Any, where: str) -> None:
+    if value is None:
+        return
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ScenarioError(f"{where}: must be a list of namespace/name")
+
+
+def check_expect(expect: Any, where: str) -> None:
+    """Raise on any key or shape of an `expect` block that FORMAT.md does not define."""
+    expect = _mapping(expect, where)
+    _keys(expect, EXPECT_KEYS, where)
+    if "admitted" in expect:
+        _admitted(expect["admitted"], f"{where}.admitted")
+    for key in ("preempted", "finished", "deactivated"):
+        if key in expect:
+            _names(expect[key], f"{where}.{key}")
+    for key in ("pending", "inadmissible"):
+        for cq, keys in _mapping(expect.get(key), f"{where}.{key}").items():
+            _names(keys, f"{where}.{key}.{cq}")
+    for wl, conds in _mapping(expect.get("conditions"), f"{where}.conditions").items():
+        for kind, spec in _mapping(conds, f"{where}.conditions[{wl}]").items():
+            if isinstance(spec, Mapping):
+                _keys(spec, frozenset({"status", "reason", "message"}), f"{where}.conditions[{wl}].{kind}")
+    for cq, flavors in _mapping(expect.get("clusterQueueUsage"), f"{where}.clusterQueueUsage").items():
+        for flavor, usage in _mapping(flavors, f"{where}.clusterQueueUsage.{cq}").items():
+            _mapping(usage, f"{where}.clusterQueueUsage.{cq}.{flavor}")
+    for wl, checks in _mapping(expect.get("admissionChecks"), f"{where}.admissionChecks").items():
+        for name, state in _mapping(checks, f"{where}.admissionChecks[{wl}]").items():
+            if state not in CHECK_STATES:
+                raise ScenarioError(
+                    f"{where}.admissionChecks[{wl}].{name}: {state!r} is not one of {', '.join(CHECK_STATES)}"
+                )
+    for wl, state in _mapping(expect.get("requeueState"), f"{where}.requeueState").items():
+        here = f"{where}.requeueState[{wl}]"
+        _keys(_mapping(state, here), frozenset({"count", "requeueAt"}), here)
+    contains = _mapping(expect.get("contains"), f"{where}.contains")
+    _keys(contains, CONTAINS_KEYS, f"{where}.contains")
+    if "admitted" in contains:
+        _admitted(contains["admitted"], f"{where}.contains.admitted")
+    for key in ("notAdmitted", "preempted", "pending", "finished"):
+        if key in contains:
+            _names(contains[key], f"{where}.contains.{key}")
+
+
+def _admitted(value: Any, where: str) -> None:
+    for wl, desc in _mapping(value, where).items():
+        here = f"{where}[{wl}]"
+        desc = _mapping(desc, here)
+        _keys(desc, frozenset({"clusterQueue", "podSets"}), here)
+        for name, pod_set in _mapping(desc.get("podSets"), f"{here}.podSets").items():
+            at = f"{here}.podSets.{name}"
+            pod_set = _mapping(pod_set, at)
+            if "topologyAssignment" in pod_set:
+                raise _refuse(at, "topologyAssignment")
+            _keys(pod_set, frozenset({"count", "flavors", "resourceUsage"}), at)
