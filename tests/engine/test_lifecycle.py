@@ -24,7 +24,7 @@ MINUTE = 60 * SECOND
 
 def _stealing_cohort() -> Cluster:
     """Upstream's "prevent other workloads from stealing quota" cohort, evictions reported."""
-    c = Cluster(async_evictions=True)
+    c = Cluster(async_evictions=True, gates={"PrioritizePreemptorWorkloads": True})
     c.cq(
         "alpha",
         {"one": {"cpu": 2}},

@@ -56,9 +56,10 @@ DEFAULT_GATES: dict[str, bool] = {
     "SchedulingEquivalenceHashing": True,
     "FairSharingPreemptWithinNominal": True,
     "FairSharingPrioritizeNonBorrowing": True,
-    # Upstream alpha, off there; on in pykueue (docs/semantics.md, "A preemptor waiting
-    # for its evictions").
-    "PrioritizePreemptorWorkloads": True,
+    # Upstream alpha, off as there: turning it on is the documented way to stop quota
+    # stealing while a preemptor waits (docs/semantics.md, "A preemptor waiting for its
+    # evictions").
+    "PrioritizePreemptorWorkloads": False,
     "ReclaimablePods": True,
     "AdmissionGatedBy": True,
     "PodLevelResources": True,

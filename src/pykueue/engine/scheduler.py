@@ -19,9 +19,9 @@
 Quota used by an entry that only *waits* for its preemptions (or that
 reserves capacity it cannot reclaim later, or waits for other workloads' pods
 to be ready) counts against the cohort for the rest of the cycle only; it is
-given back when the cycle ends. A preemptor still waiting for its targets
-goes first in its cycle (upstream's PrioritizePreemptorWorkloads), so the
-quota its evictions free is not taken by anyone else meanwhile.
+given back when the cycle ends. With upstream's PrioritizePreemptorWorkloads
+gate on, a preemptor still waiting for its targets goes first in its cycle, so
+the quota its evictions free is not taken by anyone else meanwhile.
 
 An admission is a quota reservation: ``QuotaReserved=True``, and ``Admitted``
 follows the admission checks that apply to the flavors it got (True at once
