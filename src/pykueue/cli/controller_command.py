@@ -17,6 +17,7 @@ CRDs, for a controller run outside the cluster; ``-f`` applies files.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
@@ -28,7 +29,7 @@ import typer
 import yaml
 
 from pykueue.api import crd
-from pykueue.controllers import leader, metrics
+from pykueue.controllers import kueue_configuration, leader, metrics
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import PykueueError
@@ -164,8 +165,15 @@ def controller(
         False, "--webhooks", help="Also serve the webhooks (Job suspension, validation, conversion)."
     ),
     webhook_port: int = typer.Option(9443, "--webhook-port", help="HTTPS port of the webhook server."),
+    config_file: Path | None = typer.Option(
+        None,
+        "--config",
+        help="Upstream Kueue's Configuration file (waitForPodsReady, fairSharing, featureGates, ...).",
+    ),
     fair_sharing: bool = typer.Option(
-        False, "--fair-sharing", help="Fair sharing between ClusterQueues (upstream's fairSharing.enable)."
+        False,
+        "--fair-sharing",
+        help="Fair sharing between ClusterQueues (upstream's fairSharing.enable; also in --config).",
     ),
     nominal_first: bool = typer.Option(
         True,
@@ -200,7 +208,7 @@ def controller(
     )
     try:
         store = _connect(kubeconfig, context, qps, burst)
-        config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing), nominal_first=nominal_first)
+        config = engine_config(config_file, fair_sharing, nominal_first)
         ops = Operations(
             leader_elect=leader_elect,
             lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "kueue-system",
@@ -217,6 +225,26 @@ def controller(
         # As controller-runtime: a replica that lost its lease exits, and is restarted as a standby.
         typer.echo("error: leader election lost", err=True)
         raise typer.Exit(1)
+
+
+def engine_config(path: Path | None, fair_sharing: bool, nominal_first: bool) -> EngineConfig:
+    """The engine's configuration: the --config file's, the flags on top.
+
+    Evictions are asynchronous in Kubernetes mode: a victim keeps its quota until its
+    job's pods are gone, as upstream's job reconciler releases it (docs/semantics.md).
+    """
+    options: dict[str, Any] = {"nominal_first": nominal_first, "async_evictions": True}
+    if path is None:
+        return EngineConfig(fair_sharing=FairSharing(enable=fair_sharing), **options)
+    loaded = kueue_configuration.load(path, **options)
+    if loaded.unused:
+        log.warning("%s: not used by pykueue (yet): %s", path, ", ".join(loaded.unused))
+    config = loaded.engine
+    if fair_sharing and not config.fair_sharing.enable:
+        config = dataclasses.replace(
+            config, fair_sharing=dataclasses.replace(config.fair_sharing, enable=True)
+        )
+    return config
 
 
 # ---------------------------------------------------------------------- install

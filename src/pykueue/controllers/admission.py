@@ -12,7 +12,13 @@ resourceVersion last seen; a conflict means someone else wrote first, and the
 next pass works from their version.
 
 The controller never computes quota itself and never talks to jobs: job
-adapters and the local executor react to the Workload status it writes.
+adapters and the local executor react to the Workload status it writes. The
+job reconciler, in the same process, tells it two things the store cannot say
+quickly: an evicted workload's job has stopped (`complete_eviction`, with
+asynchronous evictions the quota is released then), and whether an admitted
+workload's pods are ready (`report_pods_ready`, for waitForPodsReady). States
+written by admission check controllers arrive as Workload status changes and
+are handed to the engine (`lifecycle.report_check`).
 """
 
 from __future__ import annotations
@@ -28,9 +34,9 @@ from typing import Any
 from pykueue.api import manifests
 from pykueue.controllers import workload_status
 from pykueue.controllers.write_queue import WriteQueue
-from pykueue.engine import intake, loading, scheduler
+from pykueue.engine import intake, lifecycle, loading, scheduler
 from pykueue.engine.config import EngineConfig
-from pykueue.engine.state import PREEMPTED, State
+from pykueue.engine.state import EVICTED, PREEMPTED, State
 from pykueue.engine.workloads import Workload
 from pykueue.errors import Conflict, InputError, NotFound
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, resource_version, version_number
@@ -60,7 +66,7 @@ def _utc_now() -> datetime:
 
 
 def _signature(wl: Workload, stored: Manifest) -> tuple[Any, ...]:
-    """What a workload's desired status is built from, cheaply comparable."""
+    """What a workload's desired status (and its spec.active) is built from, cheaply comparable."""
     admission = None
     if wl.admission is not None:
         admission = (
@@ -73,7 +79,21 @@ def _signature(wl: Workload, stored: Manifest) -> tuple[Any, ...]:
     conditions = tuple(
         (c.type, c.status, c.reason, c.message, c.last_transition) for c in wl.conditions.values()
     )
-    return (resource_version(stored), admission, conditions, wl.requeue_count, wl.requeue_at)
+    checks = tuple(
+        (c.name, c.state, c.message, c.last_transition, c.requeue_after_seconds, c.retry_count)
+        for c in wl.checks.values()
+    )
+    evictions = tuple(sorted(wl.eviction_counts.items()))
+    return (
+        resource_version(stored),
+        admission,
+        conditions,
+        wl.requeue_count,
+        wl.requeue_at,
+        checks,
+        evictions,
+        wl.active,
+    )
 
 
 def _urgency(wl: Workload, stored: Manifest) -> int:
@@ -103,6 +123,12 @@ def _only_words_changed(stored: Manifest, desired: Manifest) -> bool:
     if before.keys() != after.keys():
         return False
     return all(cond.get("status") == before[kind].get("status") for kind, cond in after.items())
+
+
+def _owned_by_a_job(obj: Manifest | None) -> bool:
+    """Does a controller (a job) own this Workload? Only then is there a job to wait for."""
+    refs = ((obj or {}).get("metadata") or {}).get("ownerReferences") or []
+    return any(ref.get("controller") for ref in refs)
 
 
 def _reclaimable(obj: Manifest) -> Any:
@@ -176,11 +202,65 @@ class AdmissionController:
                 return
             if _reclaimable(previous) == _reclaimable(obj):
                 # Someone else's status write (ours come back with a version already cached):
-                # compare it with the engine's view on the next write-back.
+                # take the check states it carries, and compare the rest with the engine's
+                # view on the next write-back.
                 self.cache[key] = obj
-                self.state.touched.add(f"{key.namespace or 'default'}/{key.name}")
+                engine_key = f"{key.namespace or 'default'}/{key.name}"
+                self._take_check_states(engine_key, obj)
+                wl = self.state.workloads.get(engine_key)
+                if wl is not None and wl.eviction is not None and not workload_status.holds_reservation(obj):
+                    # Someone cleared the reservation of a workload being evicted (what
+                    # upstream's job reconciler does once the job stopped): it is released.
+                    self.state.complete_eviction(engine_key)
+                self.state.touched.add(engine_key)
                 return
         self._apply(obj)
+
+    def _take_check_states(self, engine_key: str, obj: Manifest) -> None:
+        """Hand the engine the admission check states a check controller wrote."""
+        wl = self.state.workloads.get(engine_key)
+        if wl is None:
+            return
+        for written in (obj.get("status") or {}).get("admissionChecks") or []:
+            name, value = str(written.get("name", "")), str(written.get("state", ""))
+            mine = wl.checks.get(name)
+            message = str(written.get("message") or "")
+            updates = tuple(written.get("podSetUpdates") or ())
+            if mine is not None and (mine.state, mine.message, mine.pod_set_updates) == (
+                value,
+                message,
+                updates,
+            ):
+                continue
+            try:
+                lifecycle.report_check(
+                    self.state,
+                    engine_key,
+                    name,
+                    value,
+                    message,
+                    written.get("requeueAfterSeconds"),
+                    updates,
+                )
+            except (KeyError, ValueError) as exc:
+                log.warning("%s: admission check %s: %s", engine_key, name, exc)
+
+    # ------------------------------------------------------- from the job reconciler
+
+    def complete_eviction(self, key: Key) -> None:
+        """The job of an evicted workload has stopped: its quota may go (asynchronous evictions)."""
+        self.state.complete_eviction(f"{key.namespace or 'default'}/{key.name}")
+
+    def report_pods_ready(self, key: Key, ready: bool) -> None:
+        """The pods of an admitted workload are all ready, or one is not any more."""
+        engine_key = f"{key.namespace or 'default'}/{key.name}"
+        if engine_key in self.state.workloads:
+            lifecycle.report_pods_ready(self.state, engine_key, ready)
+
+    def next_deadline(self) -> datetime | None:
+        """When the engine has work next without any event (a PodsReady timeout, a backoff's end)."""
+        due = lifecycle.next_deadline(self.state)
+        return None if due is None else intake.from_micros(due)
 
     @staticmethod
     def _only_status_changed(old: Manifest, new: Manifest) -> bool:
@@ -228,7 +308,7 @@ class AdmissionController:
         after writes went out, goes on. Each cycle still takes the best heads first, so what
         waits is what would have been written last.
         """
-        self.state.advance_clock(intake.micros(self.clock()))
+        lifecycle.advance(self.state, intake.micros(self.clock()))
         limited = self.max_ahead > 0 and self.outbox is not None  # writes travel in the background
         budget = self.max_ahead - self._urgent_backlog() if limited else MAX_CYCLES_PER_PASS**2
         for _ in range(MAX_CYCLES_PER_PASS):
@@ -244,7 +324,23 @@ class AdmissionController:
             for event in self.state.events
             if event.type == PREEMPTED and not self.holds_stored_reservation(event.workload)
         }
+        self._complete_unseen_evictions()
         return await self.write_back()
+
+    def _complete_unseen_evictions(self) -> None:
+        """An eviction with no job to wait for completes now: the admission was never written,
+        or the Workload was created on its own (no job owns it)."""
+        if not self.config.async_evictions:
+            return
+        for event in list(self.state.events):
+            if event.type not in (PREEMPTED, EVICTED):
+                continue
+            wl = self.state.workloads.get(event.workload)
+            if wl is None or wl.eviction is None:
+                continue
+            stored = self.cache.get(Key("Workload", wl.namespace, wl.name))
+            if not workload_status.holds_reservation(stored) or not _owned_by_a_job(stored):
+                self.state.complete_eviction(wl.key)
 
     async def write_back(self) -> int:
         """Queue a status write for every workload whose engine view differs from the store.
@@ -291,7 +387,8 @@ class AdmissionController:
             if self.settled.get(engine_key) == signature:
                 continue
             desired = workload_status.desired_status(wl, stored.get("status"))
-            if desired == (stored.get("status") or {}):
+            deactivate = not wl.active and (stored.get("spec") or {}).get("active", True)
+            if desired == (stored.get("status") or {}) and not deactivate:
                 self.settled[engine_key] = signature
                 continue
             if self._words_later(engine_key, stored, desired, now):
@@ -355,10 +452,33 @@ class AdmissionController:
         stored = self.cache.get(key)
         if stored is None:
             return 0
+        if not wl.active and (stored.get("spec") or {}).get("active", True):
+            # The engine deactivated it (a Rejected check, too many requeues): spec.active is
+            # the user's switch, written as a spec update before the status that explains it.
+            written = await self._write_inactive(key, stored)
+            if written is None:
+                return 0
+            stored = written
         desired = workload_status.desired_status(wl, stored.get("status"))
         if desired == (stored.get("status") or {}):
             return 0
         return await self._write_status(key, stored, desired)
+
+    async def _write_inactive(self, key: Key, stored: Manifest) -> Manifest | None:
+        update = dict(stored)
+        update["spec"] = {**(stored.get("spec") or {}), "active": False}
+        try:
+            written: Manifest = await self.store.update(update)
+        except Conflict:
+            with contextlib.suppress(NotFound):
+                fresh = await self.store.get(key.kind, key.namespace, key.name)
+                self._learned(WatchEvent("MODIFIED", fresh, resource_version(fresh)))
+            return None
+        except NotFound:
+            self._learned(WatchEvent("DELETED", stored, resource_version(stored)))
+            return None
+        self.cache[key] = written
+        return written
 
     def _words_later(self, engine_key: str, stored: Manifest, desired: dict[str, Any], now: int) -> bool:
         """Hold back a change of a pending workload's words only, if they were written lately.

@@ -52,7 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pykueue.controllers import jobframework
+from pykueue.controllers import jobframework, probes
 from pykueue.controllers.accounts import AccountError, RunAs
 from pykueue.controllers.cgroups import Limits, PodCgroup, Usage
 from pykueue.controllers.isolation import POD_MARKER_ENV, Isolation, sweep
@@ -101,6 +101,8 @@ class Pod:
     marker: str
     cgroup: PodCgroup | None = None
     stopping: bool = False
+    ready: bool = True  # running, and its readiness probe (if any) passed
+    prober: asyncio.Task[None] | None = None
 
     @property
     def holder(self) -> str:
@@ -446,6 +448,10 @@ class LocalExecutor:
             return True
         grace = float(pod_spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
         pod = Pod(key, index, process, devices, log_path, grace, owner.name, marker, cgroup)
+        probe, _ = probes.Probe.of_container(container)
+        if probe is not None:
+            pod.ready = False
+            pod.prober = asyncio.ensure_future(self._probe(pod, probe, request))
         self.pods.setdefault(key, {})[index] = pod
         self.starts += 1
         gpus_text = f", GPUs {','.join(devices)}" if devices else ""
@@ -457,6 +463,31 @@ class LocalExecutor:
             run.start_time = _now_text()
         self._spawn(self._watch_pod(pod))
         return True
+
+    async def _probe(self, pod: Pod, probe: probes.Probe, request: dict[str, Any]) -> None:
+        """Keep ``pod.ready`` as its readiness probe says, running exec probes in the pod's fences."""
+
+        async def run_exec(command: tuple[str, ...], timeout: float) -> bool:
+            try:
+                checker = await self.launcher.spawn({**request, "argv": list(command), "log": os.devnull})
+            except LaunchError:
+                return False
+            try:
+                return await asyncio.wait_for(checker.wait(), timeout) == 0
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(checker.pid, signal.SIGKILL)
+                return False
+
+        async def changed(ready: bool) -> None:
+            pod.ready = ready
+            self.record(
+                f"{pod.job.namespace}/{pod.job.name}: pod {pod.index} {'ready' if ready else 'not ready'}",
+                pod.job.namespace,
+            )
+            await self._write_status(pod.job)
+
+        await probes.watch(probe, run_exec, changed)
 
     def _folder_for(self, key: Key, job: Manifest, container: Manifest, owner: RunAs) -> Path:
         """The container's workingDir when given (entered as the owner), else the job's own folder."""
@@ -506,6 +537,10 @@ class LocalExecutor:
 
     async def _watch_pod(self, pod: Pod) -> None:
         code = await pod.process.wait()
+        if pod.prober is not None:
+            pod.prober.cancel()
+            await asyncio.gather(pod.prober, return_exceptions=True)
+        pod.ready = False
         # The leader is gone; whatever it left behind, detached or not, goes too, before
         # its devices are freed.
         pod.kill_all()
@@ -594,6 +629,7 @@ class LocalExecutor:
         pods = self.pods.get(key, {})
         status: Manifest = {
             "active": len(pods),
+            "ready": sum(1 for pod in pods.values() if pod.ready and not pod.stopping),
             "succeeded": len(run.completed),
             "failed": run.failed,
             "pykueue": {
@@ -611,7 +647,7 @@ class LocalExecutor:
                     }
                     for pod in sorted(pods.values(), key=lambda p: p.index)
                 ],
-                "warnings": [IMAGE_WARNING] if _has_image(job) else [],
+                "warnings": _warnings(job),
                 "waiting": run.waiting,
                 "usage": {"cpuSeconds": run.cpu_seconds, "memoryPeakBytes": run.memory_peak},
             },
@@ -688,6 +724,17 @@ def _eviction_reason(workload: Manifest | None) -> str:
 
 def _suspended(job: Manifest) -> bool:
     return bool((job.get("spec") or {}).get("suspend"))
+
+
+def _warnings(job: Manifest) -> list[str]:
+    """What the Job asks for that standalone mode does not do (shown by describe)."""
+    containers = (((job.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    warnings = [IMAGE_WARNING] if _has_image(job) else []
+    if containers:
+        _, probe_warning = probes.Probe.of_container(containers[0])
+        if probe_warning:
+            warnings.append(probe_warning)
+    return warnings
 
 
 def _has_image(job: Manifest) -> bool:

@@ -1,8 +1,10 @@
 """The job reconciler: one Workload per queue-labelled job, and the job run or stopped as it says.
 
     job event ─┐                      ┌─ no Workload yet      ─▶ suspend the job, create its Workload
-    Workload ──┴─▶ dirty job keys ──▶ ├─ Workload admitted    ─▶ unsuspend, flavors injected
-    event                             ├─ Workload not admitted─▶ suspend, clear startTime, restore template
+    Workload ──┴─▶ dirty job keys ──▶ ├─ Workload admitted    ─▶ unsuspend, flavors injected; pods ready?
+    event                             ├─ Workload evicted     ─▶ suspend; once no pod is left, tell the
+                                      │                          admission controller (quota released)
+                                      ├─ Workload not admitted─▶ suspend, clear startTime, restore template
                                       └─ job finished         ─▶ Workload Finished (its quota is released)
     job deleted ─▶ its Workloads deleted;  Workload whose owner job is gone ─▶ deleted
 
@@ -75,6 +77,13 @@ class JobReconciler:
     priority_of: Callable[[str, str], int | None] | None = None
     # False once the API server refused a write of jobs/status (RBAC without it).
     may_write_job_status: bool = True
+    # An evicted workload's job has no pod left: the admission controller releases its quota
+    # (asynchronous evictions: a victim keeps its quota until it really stopped, as upstream).
+    on_job_stopped: Callable[[Key], None] | None = None
+    # An admitted workload's pods became ready or stopped being ready (waitForPodsReady).
+    on_pods_ready: Callable[[Key, bool], None] | None = None
+    _pods_ready: dict[Key, bool] = field(default_factory=dict)
+    _stopped: dict[Key, str] = field(default_factory=dict)  # the eviction last reported, per workload
     jobs: dict[Key, Manifest] = field(default_factory=dict)
     workloads: dict[Key, Manifest] = field(default_factory=dict)
     dirty: set[Key] = field(default_factory=set)
@@ -145,6 +154,8 @@ class JobReconciler:
             self._workloads_by_owner.setdefault(owner, set()).add(key)
 
     def _drop_workload(self, key: Key) -> None:
+        self._stopped.pop(key, None)
+        self._pods_ready.pop(key, None)
         obj = self.workloads.pop(key, None)
         owner = None if obj is None else self._owner_uid(obj)
         if owner is not None:
@@ -193,11 +204,41 @@ class JobReconciler:
             return await self._create_workload(adapter, job)
         if _true(workload, "Finished"):
             return 0
+        if _true(workload, "Evicted") and (workload.get("status") or {}).get("admission"):
+            return await self._stop_evicted(adapter, job, workload)
         if is_admitted(workload):
             if adapter.is_suspended(job):
                 return await self._start(adapter, job, workload)
+            self._report_pods_ready(adapter, job, workload)
             return await self._sync_reclaimable(adapter, job, workload)
+        self._pods_ready.pop(Key.of(workload), None)
         return await self._stop_or_check(adapter, job, workload)
+
+    async def _stop_evicted(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> int:
+        """Evicted but still holding its quota: stop the job, and say when its pods are gone."""
+        self._pods_ready.pop(Key.of(workload), None)
+        if not adapter.is_suspended(job):
+            log.info("stopping %s: %s is evicted", Key.of(job), Key.of(workload))
+            return await self._write_job(job, adapter.suspend)
+        if adapter.is_active(job):
+            return 0  # its pods are still terminating; their status changes bring it back here
+        # Reported once per eviction (the Evicted condition's time tells evictions apart).
+        evicted = condition(workload, "Evicted") or {}
+        marker = f"{_uid(workload)}/{evicted.get('lastTransitionTime', '')}"
+        key = Key.of(workload)
+        if self.on_job_stopped is not None and self._stopped.get(key) != marker:
+            self._stopped[key] = marker
+            self.on_job_stopped(key)
+        return 0
+
+    def _report_pods_ready(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> None:
+        if self.on_pods_ready is None:
+            return
+        key = Key.of(workload)
+        ready = adapter.pods_ready(job)
+        if self._pods_ready.get(key) != ready:
+            self._pods_ready[key] = ready
+            self.on_pods_ready(key, ready)
 
     async def _create_workload(self, adapter: JobAdapter, job: Manifest) -> int:
         wanted = jobframework.workload_for(adapter, job, self.priority_of)

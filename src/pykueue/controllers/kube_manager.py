@@ -91,6 +91,10 @@ class KubeManager:
         self.admission = AdmissionController(self.store, self.config, self.clock)
         self.admission.max_ahead = self.max_admissions_ahead
         self.jobs = JobReconciler(self.store, self.registry, self.flavors, self.clock, self.priority_of)
+        self.jobs.on_job_stopped = self.admission.complete_eviction
+        if self.config.wait_for_pods_ready is not None:
+            # As upstream's job reconciler: PodsReady is kept only with waitForPodsReady.
+            self.jobs.on_pods_ready = self.admission.report_pods_ready
         self.statuses = QueueStatusWriter(self.store, self.clock)
 
     def priority_of(self, kind: str, name: str) -> int | None:
@@ -190,7 +194,7 @@ class KubeManager:
             while not stop.is_set():
                 last_pass = loop.time()
                 with contextlib.suppress(TimeoutError):
-                    event = await asyncio.wait_for(events.get(), timeout=self.resync_seconds)
+                    event = await asyncio.wait_for(events.get(), timeout=self._wait_seconds())
                     await asyncio.sleep(max(0.0, last_pass + self.min_pass_seconds - loop.time()))
                     self.dispatch(event)
                     while not events.empty():
@@ -209,6 +213,13 @@ class KubeManager:
             await self.statuses.stop_writing()
             self.admission.outbox = None
             self.statuses.background = False
+
+    def _wait_seconds(self) -> float:
+        """Until the next event, the resync, or the engine's next deadline (a timeout, a backoff)."""
+        due = self.admission.next_deadline()
+        if due is None:
+            return self.resync_seconds
+        return max(0.0, min(self.resync_seconds, (due - self.clock()).total_seconds()))
 
     async def _pass(self) -> None:
         try:

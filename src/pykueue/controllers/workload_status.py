@@ -1,8 +1,10 @@
 """Turning the engine's view of a workload into the `status` Kueue writes, and back.
 
-Only the fields the scheduler owns are produced (admission, the scheduling
-conditions, requeue state); everything else already in the stored status
-(admission checks, reclaimable pods, conditions of other writers) is kept.
+Only the fields the engine owns are produced (admission, the scheduling
+conditions, PodsReady when waitForPodsReady is on, the admission check states
+as the engine last took them, requeue state, eviction counts); everything else
+already in the stored status (reclaimable pods, conditions of other writers)
+is kept.
 
 An admission the engine took back before its write went out was never seen by
 anyone: no job started, nothing holds quota in the API. Its eviction is not
@@ -19,7 +21,9 @@ from pykueue.api import quantity
 from pykueue.engine import intake
 from pykueue.engine.workloads import Workload
 
-OWNED_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued")
+OWNED_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued", "PodsReady")
+# Written only when the engine keeps it (waitForPodsReady); otherwise kept as stored.
+OPTIONAL_CONDITIONS = frozenset({"PodsReady"})
 EVICTION_CONDITIONS = ("Evicted", "Preempted", "Requeued")
 
 
@@ -49,12 +53,11 @@ def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any
                 for ps in wl.admission.pod_sets
             ],
         }
-    others = [c for c in status.get("conditions", []) if c.get("type") not in OWNED_CONDITIONS]
-    stored_owned = {
-        c.get("type"): c for c in status.get("conditions", []) if c.get("type") in OWNED_CONDITIONS
-    }
+    owned_kinds = [k for k in OWNED_CONDITIONS if k not in OPTIONAL_CONDITIONS or k in wl.conditions]
+    others = [c for c in status.get("conditions", []) if c.get("type") not in owned_kinds]
+    stored_owned = {c.get("type"): c for c in status.get("conditions", []) if c.get("type") in owned_kinds}
     owned = []
-    for kind in OWNED_CONDITIONS:
+    for kind in owned_kinds:
         if never_held and kind in EVICTION_CONDITIONS:
             if kind in stored_owned:
                 owned.append(stored_owned[kind])
@@ -80,7 +83,45 @@ def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any
         if wl.requeue_at is not None:
             state["requeueAt"] = _time(wl.requeue_at)
         status["requeueState"] = state
+    else:
+        status.pop("requeueState", None)  # a deactivation, or a reactivation, clears it
+    _checks(wl, status)
+    _eviction_counts(wl, status)
     return status
+
+
+def _checks(wl: Workload, status: dict[str, Any]) -> None:
+    """``status.admissionChecks`` as the engine holds them, sorted by name as upstream writes them."""
+    if not wl.checks:
+        status.pop("admissionChecks", None)
+        return
+    written = []
+    for check in sorted(wl.checks.values(), key=lambda c: c.name):
+        entry: dict[str, Any] = {
+            "name": check.name,
+            "state": check.state,
+            "message": check.message,
+            "lastTransitionTime": _time(check.last_transition),
+        }
+        if check.requeue_after_seconds is not None:
+            entry["requeueAfterSeconds"] = check.requeue_after_seconds
+        if check.retry_count is not None:
+            entry["retryCount"] = check.retry_count
+        if check.pod_set_updates:
+            entry["podSetUpdates"] = [dict(u) for u in check.pod_set_updates]
+        written.append(entry)
+    status["admissionChecks"] = written
+
+
+def _eviction_counts(wl: Workload, status: dict[str, Any]) -> None:
+    """``status.schedulingStats.evictions``: how often, and why, the workload was evicted."""
+    if not wl.eviction_counts:
+        return
+    stats = status.setdefault("schedulingStats", {})
+    stats["evictions"] = [
+        {"reason": reason, "underlyingCause": cause, "count": count}
+        for (reason, cause), count in sorted(wl.eviction_counts.items())
+    ]
 
 
 def holds_reservation(stored: dict[str, Any] | None) -> bool:

@@ -10,14 +10,8 @@ from typing import Any
 import yaml
 
 from pykueue.api import manifests
-from pykueue.engine import intake
-from pykueue.engine.config import (
-    KNOWN_GATES,
-    AdmissionFairSharing,
-    EngineConfig,
-    FairSharing,
-    WaitForPodsReady,
-)
+from pykueue.engine import configuration, intake
+from pykueue.engine.config import EngineConfig
 from pykueue.errors import PykueueError, ScenarioError
 from pykueue.scenario import shapes
 
@@ -35,9 +29,7 @@ STEP_KEYS = {
     "podsReady",
     "podsNotReady",
 }
-CONFIG_KEYS = {"fairSharing", "admissionFairSharing", "featureGates", "pykueue", "waitForPodsReady"}
-WAIT_FOR_PODS_READY_KEYS = {"enable", "timeout", "recoveryTimeout", "blockAdmission", "requeuingStrategy"}
-REQUEUING_KEYS = {"timestamp", "backoffBaseSeconds", "backoffMaxSeconds", "backoffLimitCount"}
+CONFIG_KEYS = configuration.ENGINE_KEYS
 CHECK_UPDATE_KEYS = {"state", "message", "requeueAfterSeconds"}
 DEFAULT_NOW = "2026-01-01T00:00:00Z"
 
@@ -109,157 +101,15 @@ def _time(value: Any, where: str) -> int:
 
 
 def _config(raw: Any, source: str) -> EngineConfig:
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{source} config: must be a mapping")
-    if "resources" in raw:
+    if isinstance(raw, dict) and "resources" in raw:
         raise ScenarioError(f"{source} config.resources: {shapes.UNSUPPORTED}")
-    unknown = sorted(set(raw) - CONFIG_KEYS)
-    if unknown:
-        raise ScenarioError(f"{source} config: unknown key(s): {', '.join(map(str, unknown))}")
-    fs_raw = raw.get("fairSharing") or {}
-    if not isinstance(fs_raw, dict):
-        raise ScenarioError(f"{source} config.fairSharing: must be a mapping")
-    _only(fs_raw, {"enable", "preemptionStrategies"}, f"{source} config.fairSharing")
-    strategies = fs_raw.get("preemptionStrategies")
-    fair = FairSharing(
-        enable=bool(fs_raw.get("enable", False)),
-        preemption_strategies=tuple(strategies) if strategies else FairSharing().preemption_strategies,
-    )
-    for i, strategy in enumerate(fair.preemption_strategies):
-        if strategy not in ("LessThanOrEqualToFinalShare", "LessThanInitialShare"):
-            raise ScenarioError(
-                f"{source} config.fairSharing.preemptionStrategies[{i}]: unknown {strategy!r}"
-            )
-    afs: AdmissionFairSharing | None = None
-    afs_raw = raw.get("admissionFairSharing")
-    if afs_raw is not None:
-        if not isinstance(afs_raw, dict):
-            raise ScenarioError(f"{source} config.admissionFairSharing: must be a mapping")
-        _only(
-            afs_raw,
-            {"usageHalfLifeTime", "usageSamplingInterval", "resourceWeights"},
-            f"{source} config.admissionFairSharing",
-        )
-        try:
-            afs = AdmissionFairSharing(
-                enable=True,
-                usage_half_life=intake.parse_duration(str(afs_raw.get("usageHalfLifeTime", "168h"))),
-                sampling_interval=intake.parse_duration(str(afs_raw.get("usageSamplingInterval", "5m"))),
-                resource_weights={
-                    str(k): float(v) for k, v in (afs_raw.get("resourceWeights") or {}).items()
-                },
-            )
-        except ValueError as exc:
-            raise ScenarioError(f"{source} config.admissionFairSharing: {exc}") from exc
-    gates = raw.get("featureGates") or {}
-    if not isinstance(gates, dict) or not all(isinstance(v, bool) for v in gates.values()):
-        raise ScenarioError(f"{source} config.featureGates: must map gate names to true/false")
-    unknown_gates = sorted(str(name) for name in gates if name not in KNOWN_GATES)
-    if unknown_gates:
-        raise ScenarioError(
-            f"{source} config.featureGates: unknown gate(s): {', '.join(unknown_gates)} "
-            "(names are upstream Kueue's feature gates)"
-        )
-    wait_for_pods_ready = _wait_for_pods_ready(
-        raw.get("waitForPodsReady"), f"{source} config.waitForPodsReady"
-    )
-    if gates.get("DisableWaitForPodsReady"):
-        wait_for_pods_ready = None  # upstream's kill switch wins over the configuration
-    return EngineConfig(
-        fair_sharing=fair,
-        admission_fair_sharing=afs,
-        feature_gates=dict(gates),
-        nominal_first=_own_options(raw.get("pykueue"), source),
-        wait_for_pods_ready=wait_for_pods_ready,
-    )
+    return configuration.engine_config(raw, f"{source} config", CONFIG_KEYS, ScenarioError)
 
 
 def _only(raw: dict[Any, Any], allowed: set[str], where: str) -> None:
     unknown = sorted(str(k) for k in raw if k not in allowed)
     if unknown:
         raise ScenarioError(f"{where}: unknown key(s): {', '.join(unknown)}")
-
-
-def _wait_for_pods_ready(raw: Any, where: str) -> WaitForPodsReady | None:
-    """``config.waitForPodsReady`` with upstream's defaults; absent or ``enable: false`` is off.
-
-    The v1beta1 ``enable`` switch is accepted; v1beta2 has none (present means on).
-    """
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{where}: must be a mapping")
-    _only(raw, WAIT_FOR_PODS_READY_KEYS, where)
-    enable = raw.get("enable", True)
-    if not isinstance(enable, bool):
-        raise ScenarioError(f"{where}.enable: must be true or false")
-    if not enable:
-        return None
-    timeout = _duration(raw.get("timeout", "30m"), f"{where}.timeout")
-    recovery_raw = raw.get("recoveryTimeout")
-    recovery: int | None = (
-        timeout if recovery_raw is None else _duration(recovery_raw, f"{where}.recoveryTimeout")
-    )
-    block = raw.get("blockAdmission", False)
-    if not isinstance(block, bool):
-        raise ScenarioError(f"{where}.blockAdmission: must be true or false")
-    strategy = raw.get("requeuingStrategy") or {}
-    if not isinstance(strategy, dict):
-        raise ScenarioError(f"{where}.requeuingStrategy: must be a mapping")
-    _only(strategy, REQUEUING_KEYS, f"{where}.requeuingStrategy")
-    timestamp = strategy.get("timestamp", "Eviction")
-    if timestamp not in ("Eviction", "Creation"):
-        raise ScenarioError(
-            f"{where}.requeuingStrategy.timestamp: must be Eviction or Creation, got {timestamp!r}"
-        )
-    numbers: dict[str, int | None] = {}
-    for key, default in (
-        ("backoffBaseSeconds", 60),
-        ("backoffMaxSeconds", 3600),
-        ("backoffLimitCount", None),
-    ):
-        value = strategy.get(key, default)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise ScenarioError(f"{where}.requeuingStrategy.{key}: must be a non-negative integer")
-        numbers[key] = value
-    return WaitForPodsReady(
-        timeout=timeout,
-        recovery_timeout=recovery or None,  # "0s" switches the recovery timeout off, as upstream
-        block_admission=block,
-        requeuing_timestamp=timestamp,
-        backoff_base_seconds=numbers["backoffBaseSeconds"] or 0,
-        backoff_max_seconds=numbers["backoffMaxSeconds"] or 0,
-        backoff_limit_count=numbers["backoffLimitCount"],
-    )
-
-
-def _duration(value: Any, where: str) -> int:
-    try:
-        result = intake.parse_duration(str(value))
-    except ValueError as exc:
-        raise ScenarioError(f"{where}: {exc}") from exc
-    if result < 0:
-        raise ScenarioError(f"{where}: must not be negative")
-    return result
-
-
-def _own_options(raw: Any, source: str) -> bool:
-    """``config.pykueue``: pykueue's own engine options, off unless a file asks for them.
-
-    A scenario describes upstream's cycle, so pykueue's departures from it
-    (`EngineConfig.nominal_first`) stay off by default here.
-    """
-    if raw is None:
-        return False
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{source} config.pykueue: must be a mapping")
-    unknown = sorted(set(raw) - {"nominalFirst"})
-    if unknown:
-        raise ScenarioError(f"{source} config.pykueue: unknown key(s): {', '.join(map(str, unknown))}")
-    value = raw.get("nominalFirst", False)
-    if not isinstance(value, bool):
-        raise ScenarioError(f"{source} config.pykueue.nominalFirst: must be true or false")
-    return value
 
 
 def _objects(raw: Any, source: str, where: str) -> list[Any]:

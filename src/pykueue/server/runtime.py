@@ -52,6 +52,8 @@ from pykueue.controllers.executor import Backoff, LocalExecutor
 from pykueue.controllers.node import GPU_RESOURCE, Node, discover
 from pykueue.controllers.standalone import StandaloneManager
 from pykueue.controllers.workloads import StandaloneAdmission
+from pykueue.engine import configuration
+from pykueue.engine.config import EngineConfig
 from pykueue.errors import InputError, NotFound, PykueueError
 from pykueue.server import applying, auth, owners
 from pykueue.server.app import ServerContext, create_app
@@ -88,6 +90,7 @@ class Config:
     create_users: bool = True
     cgroups: bool = True
     backoff: Backoff = field(default_factory=Backoff)
+    engine: EngineConfig = field(default_factory=EngineConfig)
 
     @staticmethod
     def load(path: Path | None) -> Config:
@@ -99,7 +102,14 @@ class Config:
             raise InputError(f"{path}: cannot read the config: {exc}") from None
         if not isinstance(raw, dict):
             raise InputError(f"{path}: the config must be a mapping")
-        unknown = set(raw) - {"node", "manifests", "demo", "isolation", "executor"}
+        unknown = set(raw) - {
+            "node",
+            "manifests",
+            "demo",
+            "isolation",
+            "executor",
+            *configuration.ENGINE_KEYS,
+        }
         if unknown:
             raise InputError(f"{path}: unknown config keys {', '.join(sorted(map(str, unknown)))}")
         base = path.parent
@@ -109,6 +119,9 @@ class Config:
             path, raw, "executor", {"podFailureBackoffSeconds": float, "podFailureBackoffMaxSeconds": float}
         )
         default_backoff = Backoff()
+        engine = configuration.engine_config(
+            {k: v for k, v in raw.items() if k in configuration.ENGINE_KEYS}, str(path)
+        )
         return Config(
             gpus=[dict(g) for g in node.get("gpus") or []],
             manifests=[base / str(p) for p in raw.get("manifests") or []],
@@ -120,6 +133,7 @@ class Config:
                 float(pace.get("podFailureBackoffSeconds", default_backoff.base)),
                 float(pace.get("podFailureBackoffMaxSeconds", default_backoff.most)),
             ),
+            engine=engine,
         )
 
 
@@ -387,7 +401,7 @@ async def _main(options: Options, config: Config) -> None:
     elif not (await store.list("ClusterQueue"))[0]:
         await applying.apply(store, itself, [("default-queues", default_queues(node))], owning)
         console.record("apply", "created ClusterQueue main and LocalQueue default/main sized to this machine")
-    manager = StandaloneManager(store, resync_seconds=0.5)
+    manager = StandaloneManager(store, config=config.engine, resync_seconds=0.5)
     admission = manager.admission
     _forward_logs("pykueue.controllers.job_reconciler", "jobs", console)
     port = options.port or free_port(options.host)

@@ -92,7 +92,8 @@ class ControllerThread:
             if isinstance(kubeconfig, kubernetes.KubeConfig)
             else kubernetes.load_kubeconfig(kubeconfig)
         )
-        self.config = config or EngineConfig()
+        # What `pykueue controller` runs with unless told otherwise (asynchronous evictions...).
+        self.config = config or controller_command.engine_config(None, fair_sharing=False, nominal_first=True)
         # With a namespace, the webhook server runs on the same loop, registered by URL.
         self.webhook_namespace = webhook_namespace
         self.ready = threading.Event()
