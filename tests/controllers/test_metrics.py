@@ -335,3 +335,40 @@ def test_many_create_finish_cycles_do_not_grow_the_engine() -> None:
         )
 
     asyncio.run(scenario())
+
+
+def test_a_reservation_waiting_for_checks_is_counted_as_reserved_then_admitted() -> None:
+    check = {
+        "apiVersion": KUEUE,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "prov"},
+        "spec": {"controllerName": "example.com/check"},
+        "status": {"conditions": [{"type": "Active", "status": "True", "reason": "Active", "message": ""}]},
+    }
+
+    async def scenario() -> None:
+        h = Harness()
+        queues = _queues()
+        queues[1]["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov"}]}
+        await h.start([check, *queues, _workload("w0")])
+        scraped = h.scrape()
+        labels = {"cluster_queue": "cq", "priority_class": ""}
+        assert _value(scraped, "kueue_quota_reserved_workloads_total", **labels) == 1
+        assert not [m for m, _ in scraped if m == "kueue_admitted_workloads_total"]
+
+        # The check's controller says Ready: the workload is admitted, counted once.
+        obj = await h.store.get("Workload", "team", "w0")
+        states = obj["status"]["admissionChecks"]
+        assert [s["state"] for s in states] == ["Pending"]
+        states[0] = {**states[0], "state": "Ready", "lastTransitionTime": "2026-01-01T12:00:00Z"}
+        written = await h.store.update_status(obj)
+        h.manager.dispatch(WatchEvent("MODIFIED", written, resource_version(written)))
+        await h.step()
+        await h.step()
+        scraped = h.scrape()
+        assert _value(scraped, "kueue_quota_reserved_workloads_total", **labels) == 1
+        assert _value(scraped, "kueue_admitted_workloads_total", **labels) == 1
+        assert _value(scraped, "kueue_admission_checks_wait_time_seconds_count", **labels) == 1
+        assert _value(scraped, "kueue_quota_reserved_wait_time_seconds_count", **labels) == 1
+
+    asyncio.run(scenario())

@@ -30,6 +30,7 @@ import yaml
 
 from pykueue.api import crd
 from pykueue.controllers import kueue_configuration, leader, metrics
+from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import PykueueError
@@ -104,6 +105,7 @@ async def _run_controller(
         min_pass_seconds=ops.min_pass_seconds,
         max_admissions_ahead=ops.max_admissions_ahead,
         on_pass=registry.observe_pass,
+        events=EventRecorder(writer),
     )
     server = None
     if webhook_config is not None:

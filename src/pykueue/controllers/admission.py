@@ -276,7 +276,7 @@ class AdmissionController:
         except InputError as exc:
             # A stored object the engine cannot read is reported, never half-applied.
             self.rejected[key] = str(exc)
-            log.warning("ignoring %s: %s", key, exc)
+            log.warning("ignored (the error names it): %s", exc)
             return
         self.rejected.pop(key, None)
         if key.kind == "Workload" and workload_status.is_finished(obj):

@@ -82,6 +82,8 @@ class JobReconciler:
     on_job_stopped: Callable[[Key], None] | None = None
     # An admitted workload's pods became ready or stopped being ready (waitForPodsReady).
     on_pods_ready: Callable[[Key, bool], None] | None = None
+    # A Kubernetes Event about a job (type, reason, message), as upstream's job reconciler records.
+    on_event: Callable[[Manifest, str, str, str], object] | None = None
     _pods_ready: dict[Key, bool] = field(default_factory=dict)
     _stopped: dict[Key, str] = field(default_factory=dict)  # the eviction last reported, per workload
     jobs: dict[Key, Manifest] = field(default_factory=dict)
@@ -196,10 +198,16 @@ class JobReconciler:
         finished = adapter.finished(job)
         if finished is not None:
             if workload is not None and not _true(workload, "Finished"):
-                return await self._finish(workload, finished)
+                written = await self._finish(workload, finished)
+                key = Key.of(workload)
+                self._event(
+                    job, "FinishedWorkload", f"Workload '{key.namespace}/{key.name}' is declared finished"
+                )
+                return written
             return 0
         if workload is None:
             if not adapter.is_suspended(job):
+                self._event(job, "Suspended", "Suspended until its Workload is admitted")
                 return await self._write_job(job, adapter.suspend)
             return await self._create_workload(adapter, job)
         if _true(workload, "Finished"):
@@ -219,6 +227,8 @@ class JobReconciler:
         self._pods_ready.pop(Key.of(workload), None)
         if not adapter.is_suspended(job):
             log.info("stopping %s: %s is evicted", Key.of(job), Key.of(workload))
+            evicted = condition(workload, "Evicted") or {}
+            self._event(job, "Stopped", str(evicted.get("message") or "The workload is evicted"))
             return await self._write_job(job, adapter.suspend)
         if adapter.is_active(job):
             return 0  # its pods are still terminating; their status changes bring it back here
@@ -257,6 +267,8 @@ class JobReconciler:
             )
         self._put_workload(created)
         log.info("created %s for %s", Key.of(created), Key.of(job))
+        meta = created["metadata"]
+        self._event(job, "CreatedWorkload", f"Created Workload: {meta.get('namespace')}/{meta['name']}")
         return 1
 
     async def _start(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> int:
@@ -271,6 +283,8 @@ class JobReconciler:
         written = await self._write_job(job, lambda j: adapter.run_with_pod_sets(j, infos))
         if written:
             log.info("started %s as %s admits it", Key.of(job), Key.of(workload))
+            cluster_queue = workload["status"]["admission"].get("clusterQueue", "")
+            self._event(job, "Started", f"Admitted by clusterQueue {cluster_queue}")
         return written
 
     async def _sync_reclaimable(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> int:
@@ -294,6 +308,7 @@ class JobReconciler:
         infos = [PodSetInfo.from_pod_set(ps) for ps in pod_sets]
         if not adapter.is_suspended(job):
             log.info("stopping %s: %s has no admission", Key.of(job), Key.of(workload))
+            self._event(job, "Stopped", "Not admitted by cluster queue")
             return await self._write_job(job, adapter.suspend)
         if (job.get("status") or {}).get("startTime"):
             return await self._clear_start_time(job)
@@ -305,8 +320,13 @@ class JobReconciler:
             key = Key.of(workload)
             await self.store.delete("Workload", key.namespace, key.name)
             log.info("deleted %s: %s changed while it waited", key, Key.of(job))
+            self._event(job, "DeletedWorkload", f"Deleted not matching Workload: {key.namespace}/{key.name}")
             return 1
         return 0
+
+    def _event(self, job: Manifest, reason: str, message: str) -> None:
+        if self.on_event is not None:
+            self.on_event(job, "Normal", reason, message)
 
     async def _write_job(self, job: Manifest, change: Callable[[Manifest], object]) -> int:
         updated = copy.deepcopy(job)

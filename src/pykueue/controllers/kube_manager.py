@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pykueue.api import manifests
 from pykueue.controllers import admission, jobframework, workload_status
 from pykueue.controllers.admission import AdmissionController
+from pykueue.controllers.events import EventRecorder, record_decisions
 from pykueue.controllers.job_reconciler import JobReconciler
 from pykueue.controllers.queue_status import QueueStatusWriter
 from pykueue.engine import loading
@@ -86,16 +87,28 @@ class KubeManager:
     # Called after each admission step with the engine state (metrics count its events);
     # the events are dropped afterwards either way, so they never pile up.
     on_pass: Callable[[State], None] | None = None
+    # Kubernetes Events for the engine's decisions and the jobs' changes (Kubernetes mode).
+    events: EventRecorder | None = None
 
     def __post_init__(self) -> None:
-        self.admission = AdmissionController(self.store, self.config, self.clock)
+        self.admission = self.admission_controller()
         self.admission.max_ahead = self.max_admissions_ahead
         self.jobs = JobReconciler(self.store, self.registry, self.flavors, self.clock, self.priority_of)
         self.jobs.on_job_stopped = self.admission.complete_eviction
+        if self.events is not None:
+            self.jobs.on_event = self.events.record
         if self.config.wait_for_pods_ready is not None:
             # As upstream's job reconciler: PodsReady is kept only with waitForPodsReady.
             self.jobs.on_pods_ready = self.admission.report_pods_ready
         self.statuses = QueueStatusWriter(self.store, self.clock)
+
+    def _stored_workload(self, engine_key: str) -> Manifest | None:
+        namespace, _, name = engine_key.partition("/")
+        return self.admission.cache.get(Key("Workload", namespace, name))
+
+    def admission_controller(self) -> AdmissionController:
+        """The admission controller this manager runs (standalone mode runs its own kind)."""
+        return AdmissionController(self.store, self.config, self.clock)
 
     def priority_of(self, kind: str, name: str) -> int | None:
         return self.admission.state.priority_values.get((kind, name))
@@ -132,6 +145,9 @@ class KubeManager:
         try:
             writes = await self.admission.reconcile()
         finally:
+            # Events first: on_pass (metrics) empties the engine's event list.
+            if self.events is not None:
+                record_decisions(self.events, self.admission.state, self._stored_workload)
             if self.on_pass is not None:
                 self.on_pass(self.admission.state)
             self.admission.state.events.clear()

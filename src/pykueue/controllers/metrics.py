@@ -33,6 +33,8 @@ from pykueue.engine.workloads import Workload
 ROLES = ("leader", "follower", "standalone")
 # Upstream's generateExponentialBuckets(16): 1, then 2.5 doubling.
 WAIT_BUCKETS = (1.0, *(2.5 * 2**i for i in range(15)))
+# generateExponentialBuckets(14), for the newer histograms.
+SHORT_BUCKETS = WAIT_BUCKETS[:14]
 CQ_STATUSES = ("pending", "active", "terminating")
 
 
@@ -70,6 +72,49 @@ class Metrics:
             buckets=WAIT_BUCKETS,
             registry=self.registry,
         )
+        self.reserved = Counter(
+            "kueue_quota_reserved_workloads_total",
+            "The total number of quota reserved workloads per 'cluster_queue'",
+            ["cluster_queue", "priority_class", "replica_role"],
+            registry=self.registry,
+        )
+        self.reserved_wait = Histogram(
+            "kueue_quota_reserved_wait_time_seconds",
+            "The time between a workload was created or requeued until it got quota reservation, "
+            "per 'cluster_queue'",
+            ["cluster_queue", "priority_class", "replica_role"],
+            buckets=SHORT_BUCKETS,
+            registry=self.registry,
+        )
+        self.checks_wait = Histogram(
+            "kueue_admission_checks_wait_time_seconds",
+            "The time from when a workload got the quota reservation until admission, per 'cluster_queue'",
+            ["cluster_queue", "priority_class", "replica_role"],
+            buckets=SHORT_BUCKETS,
+            registry=self.registry,
+        )
+        self.ready_wait = Histogram(
+            "kueue_ready_wait_time_seconds",
+            "The time between a workload was created or requeued until ready, per 'cluster_queue'",
+            ["cluster_queue", "priority_class", "replica_role"],
+            buckets=SHORT_BUCKETS,
+            registry=self.registry,
+        )
+        self.admitted_until_ready = Histogram(
+            "kueue_admitted_until_ready_wait_time_seconds",
+            "The time between a workload was admitted until ready, per 'cluster_queue'",
+            ["cluster_queue", "priority_class", "replica_role"],
+            buckets=SHORT_BUCKETS,
+            registry=self.registry,
+        )
+        self.ready_to_evicted = Histogram(
+            "kueue_pods_ready_to_evicted_time_seconds",
+            "The time between a workload's pods being ready and its eviction, per 'cluster_queue', "
+            "'reason' and 'underlying_cause'",
+            ["cluster_queue", "reason", "underlying_cause", "replica_role"],
+            buckets=SHORT_BUCKETS,
+            registry=self.registry,
+        )
         self.evicted = Counter(
             "kueue_evicted_workloads_total",
             "The number of evicted workloads per 'cluster_queue'",
@@ -95,24 +140,63 @@ class Metrics:
                 # Every eviction but a preemption (counted below), with the engine's reason:
                 # ClusterQueueStopped, LocalQueueStopped, Deactivated, AdmissionCheck...
                 priority_class = wl.priority_class if wl is not None else ""
-                self.evicted.labels(event.cluster_queue, event.reason, "", priority_class, role).inc()
+                cause = event.underlying_cause
+                self.evicted.labels(event.cluster_queue, event.reason, cause, priority_class, role).inc()
+                if event.waited is not None:
+                    ready_for = _seconds(event.waited)
+                    self.ready_to_evicted.labels(event.cluster_queue, event.reason, cause, role).observe(
+                        ready_for
+                    )
             if wl is None:
                 continue
-            if event.type == engine_state.ADMITTED and wl.admission is not None:
-                cq = wl.admission.cluster_queue
-                self.admitted.labels(cq, wl.priority_class, role).inc()
-                since = wl.evicted_at if wl.evicted_at is not None else wl.created
-                waited = max(0.0, (wl.admitted_at - since) / 1e6) if since else 0.0
-                self.wait_time.labels(cq, wl.priority_class, role).observe(waited)
+            if event.type in (engine_state.ADMITTED, engine_state.CHECKS_PASSED):
+                self._admitted(state, event, wl, role)
+            elif event.type == engine_state.PODS_READY and wl.admission is not None:
+                labels = (wl.admission.cluster_queue, wl.priority_class, role)
+                self.ready_wait.labels(*labels).observe(_seconds(state.now - _queued_at(wl)))
+                if event.waited is not None:
+                    self.admitted_until_ready.labels(*labels).observe(_seconds(event.waited))
             elif event.type == engine_state.PREEMPTED:
                 if self.unseen_preemption(event.workload):
                     continue
                 victim_cq = state.route_of(wl) or ""
                 self.evicted.labels(victim_cq, "Preempted", "", wl.priority_class, role).inc()
+                if event.waited is not None:
+                    self.ready_to_evicted.labels(victim_cq, "Preempted", "", role).observe(
+                        _seconds(event.waited)
+                    )
                 preemptor = state.workloads.get(wl.preempted_by or "")
                 preempting = (preemptor and state.route_of(preemptor)) or victim_cq
                 self.preempted.labels(preempting, event.reason, role).inc()
         state.events.clear()
+
+    def _admitted(self, state: State, event: engine_state.Event, wl: Workload, role: str) -> None:
+        """A reservation (ADMITTED) and an admission (at once, or when the checks passed)."""
+        if wl.admission is None:
+            return
+        labels = (wl.admission.cluster_queue, wl.priority_class, role)
+        queued_at = _queued_at(wl)
+        if event.type == engine_state.ADMITTED:
+            self.reserved.labels(*labels).inc()
+            self.reserved_wait.labels(*labels).observe(
+                _seconds(wl.admitted_at - queued_at) if queued_at else 0.0
+            )
+            if event.reason != "Admitted":
+                return  # admitted later, when its admission checks are Ready
+        else:
+            self.checks_wait.labels(*labels).observe(_seconds(event.waited or 0))
+        self.admitted.labels(*labels).inc()
+        waited = _seconds(state.now - queued_at) if queued_at else 0.0
+        self.wait_time.labels(*labels).observe(waited)
+
+
+def _queued_at(wl: Workload) -> int:
+    """When the workload was created or last requeued (microseconds; 0 unknown)."""
+    return wl.evicted_at if wl.evicted_at is not None else (wl.created or 0)
+
+
+def _seconds(micros: int) -> float:
+    return max(0.0, micros / 1e6)
 
 
 class _StateCollector(Collector):

@@ -22,9 +22,11 @@ class StandaloneManager(KubeManager):
 
     admission: StandaloneAdmission
 
+    def admission_controller(self) -> StandaloneAdmission:
+        return StandaloneAdmission(self.store, self.config, self.clock)
+
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.admission = StandaloneAdmission(self.store, self.config, self.clock)
         # A burst of events (a thousand jobs finishing) gathers into one pass; a queue's
         # status is written at most once a second (the API reads queue usage from the
         # live engine, so the stored status may lag by a second). Writes to the local

@@ -21,6 +21,7 @@ import yaml
 
 from pykueue.api import crd
 from pykueue.cli import controller_command
+from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig
 from pykueue.errors import NotFound
@@ -123,7 +124,8 @@ class ControllerThread:
     async def _main(self) -> None:
         self._stop = asyncio.Event()
         store = kubernetes.KubernetesStore(self.kube_config)
-        self.manager = KubeManager(store, config=self.config, resync_seconds=0.3)
+        # Events as `pykueue controller` writes them.
+        self.manager = KubeManager(store, config=self.config, resync_seconds=0.3, events=EventRecorder(store))
         server = await self._start_webhooks(store, self.manager) if self.webhook_namespace else None
         ready = asyncio.Event()
         waiter = asyncio.ensure_future(ready.wait())
@@ -247,6 +249,14 @@ class Kueue:
             w for w in items if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences", []))
         ]
         return owned[0] if owned else None
+
+    def events_of(self, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
+        """(type, reason, message) of the core/v1 Events about ``obj``, oldest first."""
+        meta = obj["metadata"]
+        items = self.cluster.get(f"/api/v1/namespaces/{meta['namespace']}/events")["items"]
+        mine = [e for e in items if e["involvedObject"].get("uid") == meta["uid"]]
+        mine.sort(key=lambda e: (e.get("lastTimestamp") or "", e["metadata"].get("resourceVersion", "")))
+        return [(e["type"], e["reason"], e.get("message", "")) for e in mine]
 
     def pods_of(self, namespace: str, job_name: str) -> list[dict[str, Any]]:
         pods: list[dict[str, Any]] = self.cluster.get(

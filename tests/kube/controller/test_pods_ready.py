@@ -104,6 +104,24 @@ def test_pods_that_never_get_ready_are_evicted_requeued_then_deactivated(
     )
     assert final["metadata"]["name"]
 
+    # `kubectl describe` tells the story through Events, with upstream's reasons.
+    def reasons_of(obj: dict[str, object], wanted: set[str]) -> set[str] | None:
+        seen = {reason for _, reason, _ in kueue.events_of(obj)}
+        return seen if wanted <= seen else None
+
+    on_workload = {
+        "QuotaReserved",
+        "Admitted",
+        "EvictedDueToPodsReadyTimeout",
+        "EvictedDueToDeactivatedDueToRequeuingLimitExceeded",
+    }
+    wait(lambda: reasons_of(final, on_workload), 30, f"events {on_workload} on the stuck workload")
+    on_job = {"CreatedWorkload", "Started", "Stopped"}
+    wait(lambda: reasons_of(stuck_job, on_job), 30, f"events {on_job} on the stuck job")
+    running = kueue.workload_of(runs)
+    assert running is not None
+    wait(lambda: reasons_of(running, {"QuotaReserved", "Admitted"}), 30, "events on the job that runs")
+
     # The job that runs kept its quota all along.
     still = kueue.workload_of(runs)
     assert is_true(still, "Admitted") and not is_true(still, "Evicted")

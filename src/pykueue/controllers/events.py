@@ -1,0 +1,181 @@
+"""Kubernetes Events on Workloads and jobs, with upstream's reasons, so `kubectl describe` tells the story.
+
+    on a Workload   QuotaReserved, Admitted, Pending (Warning), Preempted,
+                    EvictedDueTo<Reason>[DueTo<UnderlyingCause>], PodsReady
+    on a job        CreatedWorkload, Started, Suspended, Stopped, FinishedWorkload, DeletedWorkload
+
+Events never hold a decision back and never flood the API server, as
+client-go's event broadcaster: each is written in the background; the same
+reason and message for the same object within ten minutes is written once;
+each object may have a burst of 25 events, then one every five minutes (the
+broadcaster's spam filter); and all events together are limited to ``qps``
+(``burst`` at once). An event that cannot be written is dropped (it is a
+record, not state) and counted in ``dropped``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pykueue.engine import state as engine_state
+from pykueue.engine.state import Event, State
+from pykueue.errors import StoreError
+from pykueue.store.base import Key, Manifest, Store
+
+log = logging.getLogger(__name__)
+
+NORMAL = "Normal"
+WARNING = "Warning"
+DEDUP_SECONDS = 600.0
+PER_OBJECT_BURST = 25
+PER_OBJECT_REFILL_SECONDS = 300.0
+MAX_MESSAGE = 1024
+REMEMBERED = 10_000  # objects whose recent events are remembered, at most
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    at: float
+
+
+@dataclass
+class EventRecorder:
+    """Writes core/v1 Events about objects through a store, rate-limited."""
+
+    store: Store
+    component: str = "kueue-admission"
+    qps: float = 10.0
+    burst: int = 50
+    clock: Callable[[], float] = time.monotonic
+    dropped: int = 0
+    written: int = 0
+    _global: _Bucket | None = None
+    _per_object: dict[str, _Bucket] = field(default_factory=dict)
+    _recent: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def record(self, obj: Manifest, kind: str, reason: str, message: str) -> bool:
+        """Queue one event about ``obj``; False when a limit or the dedup dropped it."""
+        meta = obj.get("metadata") or {}
+        uid = str(meta.get("uid") or Key.of(obj))
+        now = self.clock()
+        fingerprint = (uid, reason, message)
+        if now - self._recent.get(fingerprint, -DEDUP_SECONDS - 1) < DEDUP_SECONDS:
+            return False
+        if not self._take(uid, now):
+            self.dropped += 1
+            return False
+        self._recent[fingerprint] = now
+        self._forget_old(now)
+        event = self._event(obj, kind, reason, message)
+        task = asyncio.ensure_future(self._write(event))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    def _take(self, uid: str, now: float) -> bool:
+        if self._global is None:
+            self._global = _Bucket(float(self.burst), now)
+        mine = self._per_object.setdefault(uid, _Bucket(float(PER_OBJECT_BURST), now))
+        _refill(self._global, now, self.qps, self.burst)
+        _refill(mine, now, 1.0 / PER_OBJECT_REFILL_SECONDS, PER_OBJECT_BURST)
+        if self._global.tokens < 1 or mine.tokens < 1:
+            return False
+        self._global.tokens -= 1
+        mine.tokens -= 1
+        return True
+
+    def _forget_old(self, now: float) -> None:
+        if len(self._recent) > REMEMBERED:
+            self._recent = {k: at for k, at in self._recent.items() if now - at < DEDUP_SECONDS}
+        if len(self._per_object) > REMEMBERED:
+            self._per_object = {k: b for k, b in self._per_object.items() if b.tokens < PER_OBJECT_BURST - 1}
+
+    def _event(self, obj: Manifest, kind: str, reason: str, message: str) -> Manifest:
+        meta = obj.get("metadata") or {}
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{meta.get('name', 'object')}.{secrets.token_hex(8)}",
+                "namespace": meta.get("namespace") or "default",
+            },
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", ""),
+                "kind": obj.get("kind", ""),
+                "name": meta.get("name", ""),
+                "namespace": meta.get("namespace") or "default",
+                "uid": meta.get("uid", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            },
+            "reason": reason,
+            "message": message[:MAX_MESSAGE],
+            "type": kind,
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "reportingInstance": self.component,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+
+    async def _write(self, event: Manifest) -> None:
+        try:
+            await self.store.create(event)
+            self.written += 1
+        except StoreError as exc:
+            self.dropped += 1
+            log.debug("event %s not written: %s", event["reason"], exc)
+
+    async def drain(self) -> None:
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _refill(bucket: _Bucket, now: float, rate: float, cap: int) -> None:
+    bucket.tokens = min(float(cap), bucket.tokens + (now - bucket.at) * rate)
+    bucket.at = now
+
+
+def workload_events(event: Event) -> list[tuple[str, str, str]]:
+    """The Kubernetes Events (type, reason, message) upstream records for an engine decision."""
+    if event.type == engine_state.ADMITTED:
+        # Upstream's scheduler records QuotaReserved for every reservation, and Admitted
+        # too when no admission check is left to wait for.
+        reserved = (NORMAL, "QuotaReserved", event.message)
+        return [reserved, (NORMAL, "Admitted", event.message)] if event.reason == "Admitted" else [reserved]
+    if event.type == engine_state.CHECKS_PASSED:
+        return [(NORMAL, "Admitted", event.message)]
+    if event.type == engine_state.PENDING:
+        return [(WARNING, "Pending", event.message)]
+    if event.type == engine_state.PREEMPTED:
+        return [(NORMAL, "Preempted", event.message)]
+    if event.type == engine_state.EVICTED:
+        reason = f"EvictedDueTo{event.reason or 'Eviction'}"
+        if event.reason == "Deactivated" and event.underlying_cause:
+            # Only a deactivation names its cause in the reason (WaitForStart and
+            # WaitForRecovery are metric labels, never part of an event's reason).
+            reason = f"{reason}DueTo{event.underlying_cause}"
+        return [(NORMAL, reason, event.message)]
+    if event.type == engine_state.PODS_READY:
+        return [(NORMAL, "PodsReady", event.message)]
+    return []
+
+
+def record_decisions(recorder: EventRecorder, state: State, stored: Callable[[str], Manifest | None]) -> None:
+    """One event per decision of the pass (``stored`` finds the Workload object by engine key)."""
+    for event in state.events:
+        described = workload_events(event)
+        obj = stored(event.workload) if described else None
+        if obj is None:
+            continue
+        for kind, reason, message in described:
+            recorder.record(obj, kind, reason, message)
