@@ -37,6 +37,7 @@ from pykueue.api import manifests
 from pykueue.controllers import admission, jobframework, workload_status
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.job_reconciler import JobReconciler
+from pykueue.controllers.provisioning import ProvisioningController
 from pykueue.controllers.queue_status import QueueStatusWriter
 from pykueue.engine import loading
 from pykueue.engine.config import EngineConfig
@@ -48,6 +49,10 @@ log = logging.getLogger(__name__)
 
 # Kinds whose status we write: a status-only change of these does not concern the engine.
 STATUS_WRITTEN = frozenset({"ClusterQueue", "LocalQueue", "Cohort"})
+# What the ProvisioningRequest admission check looks at.
+PROVISIONING_KINDS = frozenset(
+    {"Workload", "AdmissionCheck", "ProvisioningRequestConfig", "ProvisioningRequest"}
+)
 
 
 def _utc_now() -> datetime:
@@ -82,6 +87,7 @@ class KubeManager:
     admission: AdmissionController = field(init=False)
     jobs: JobReconciler = field(init=False)
     statuses: QueueStatusWriter = field(init=False)
+    provisioning: ProvisioningController = field(init=False)
     passes: int = 0
     # Called after each admission step with the engine state (metrics count its events);
     # the events are dropped afterwards either way, so they never pile up.
@@ -96,6 +102,7 @@ class KubeManager:
             # As upstream's job reconciler: PodsReady is kept only with waitForPodsReady.
             self.jobs.on_pods_ready = self.admission.report_pods_ready
         self.statuses = QueueStatusWriter(self.store, self.clock)
+        self.provisioning = ProvisioningController(self.store, self.config, self.flavors, self.clock)
 
     def priority_of(self, kind: str, name: str) -> int | None:
         return self.admission.state.priority_values.get((kind, name))
@@ -123,6 +130,8 @@ class KubeManager:
                     self._reapply_reclaimable(previous, event.object)
         if kind in self.jobs.kinds():
             self.jobs.handle(event)
+        if kind in PROVISIONING_KINDS:
+            self.provisioning.handle(event)
 
     # --------------------------------------------------------------------- pass
 
@@ -138,6 +147,7 @@ class KubeManager:
             self._forget_gone()
         writes += await self.statuses.write(self.admission.state, self.admission.cache)
         writes += await self.jobs.reconcile()
+        writes += await self.provisioning.reconcile()
         return writes
 
     def _reapply_reclaimable(self, previous: Manifest, current: Manifest) -> None:
@@ -170,6 +180,11 @@ class KubeManager:
         versions = dict(self.admission.versions)
         job_versions = await self.jobs.sync()
         versions.update({k: v for k, v in job_versions.items() if k not in versions})
+        # The provisioning check starts from the admission cache's Workloads and checks.
+        for key, obj in self.admission.cache.items():
+            if key.kind in ("Workload", "AdmissionCheck"):
+                self.provisioning.handle(WatchEvent("ADDED", obj, resource_version(obj)))
+        versions.update(await self.provisioning.sync())
         return versions
 
     async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
@@ -181,7 +196,7 @@ class KubeManager:
         if self.pipeline_writes:
             self.admission.outbox = events
             self.statuses.background = True
-        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds()]))
+        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds(), *self.provisioning.kinds()]))
         followers = [
             asyncio.create_task(self._follow(kind, versions.get(kind, ""), events)) for kind in kinds
         ]
@@ -203,6 +218,7 @@ class KubeManager:
                     # A level-triggered safety net: look at every job again now and then.
                     self.jobs.dirty.update(self.jobs.jobs)
                     self.admission.rescan = True
+                    self.provisioning.rescan = True
                     next_full = loop.time() + self.full_resync_seconds
                 await self._pass()
         finally:
