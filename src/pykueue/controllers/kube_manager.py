@@ -1,11 +1,14 @@
-"""The Kubernetes controller as one asyncio program: one watch per kind, three reconcilers.
+"""The Kubernetes controller as one asyncio program: one watch per kind, four reconcilers.
 
     API server ──watch──▶ events ─┬─▶ AdmissionController  (queueing kinds + Workloads → engine)
-    (one stream per kind)         └─▶ JobReconciler        (Jobs + Workloads)
+    (one stream per kind)         ├─▶ JobReconciler        (Jobs + Workloads)
+                                  └─▶ ProvisioningController (Workloads, AdmissionChecks, their
+                                                            configs, the autoscaler's requests)
                  then, per batch of events (or every ``resync_seconds``), one pass:
                     1. admission.reconcile()   scheduling cycles; Workload admission/conditions sent
                     2. statuses.write()        ClusterQueue / LocalQueue / Cohort status, when changed
                     3. jobs.reconcile()        Workloads created, Jobs started / stopped / finished
+                    4. provisioning.reconcile() ProvisioningRequests per attempt, check states written
 
 The status writes of steps 1 and 2 travel in the background: a pass decides and
 starts them, and the next pass can run while they are on the wire (one write per
@@ -84,6 +87,9 @@ class KubeManager:
     # local SQLite file, keeps them inline.
     pipeline_writes: bool = True
     full_resync_seconds: float = 30.0
+    # The ProvisioningRequest admission check: a cluster's autoscaler answers it; standalone
+    # mode has none and turns it off.
+    provisioning_checks: bool = True
     admission: AdmissionController = field(init=False)
     jobs: JobReconciler = field(init=False)
     statuses: QueueStatusWriter = field(init=False)
@@ -130,13 +136,13 @@ class KubeManager:
                     self._reapply_reclaimable(previous, event.object)
         if kind in self.jobs.kinds():
             self.jobs.handle(event)
-        if kind in PROVISIONING_KINDS:
+        if kind in PROVISIONING_KINDS and self.provisioning_checks:
             self.provisioning.handle(event)
 
     # --------------------------------------------------------------------- pass
 
     async def reconcile(self) -> int:
-        """One pass of all three reconcilers; the number of writes made."""
+        """One pass of all four reconcilers; the number of writes made."""
         self.passes += 1
         try:
             writes = await self.admission.reconcile()
@@ -147,7 +153,8 @@ class KubeManager:
             self._forget_gone()
         writes += await self.statuses.write(self.admission.state, self.admission.cache)
         writes += await self.jobs.reconcile()
-        writes += await self.provisioning.reconcile()
+        if self.provisioning_checks:
+            writes += await self.provisioning.reconcile()
         return writes
 
     def _reapply_reclaimable(self, previous: Manifest, current: Manifest) -> None:
@@ -180,6 +187,8 @@ class KubeManager:
         versions = dict(self.admission.versions)
         job_versions = await self.jobs.sync()
         versions.update({k: v for k, v in job_versions.items() if k not in versions})
+        if not self.provisioning_checks:
+            return versions
         # The provisioning check starts from the admission cache's Workloads and checks.
         for key, obj in self.admission.cache.items():
             if key.kind in ("Workload", "AdmissionCheck"):
@@ -196,7 +205,8 @@ class KubeManager:
         if self.pipeline_writes:
             self.admission.outbox = events
             self.statuses.background = True
-        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds(), *self.provisioning.kinds()]))
+        provisioning = self.provisioning.kinds() if self.provisioning_checks else []
+        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds(), *provisioning]))
         followers = [
             asyncio.create_task(self._follow(kind, versions.get(kind, ""), events)) for kind in kinds
         ]
