@@ -1,7 +1,8 @@
 """The job reconciler: one Workload per queue-labelled job, and the job run or stopped as it says.
 
     job event ─┐                      ┌─ no Workload yet      ─▶ suspend the job, create its Workload
-    Workload ──┴─▶ dirty job keys ──▶ ├─ Workload admitted    ─▶ unsuspend, flavors injected; pods ready?
+    Workload ──┴─▶ dirty job keys ──▶ ├─ Workload admitted    ─▶ unsuspend, flavors and checks' podSetUpdates
+                                      │                          injected; pods ready?
     event                             ├─ Workload evicted     ─▶ suspend; once no pod is left, tell the
                                       │                          admission controller (quota released)
                                       ├─ Workload not admitted─▶ suspend, clear startTime, restore template
@@ -58,6 +59,16 @@ def _true(obj: Manifest, kind: str) -> bool:
 def is_admitted(workload: Manifest) -> bool:
     """Quota reserved and every admission check passed: the job may run."""
     return bool((workload.get("status") or {}).get("admission")) and _true(workload, "Admitted")
+
+
+def _with_check_updates(info: PodSetInfo, workload: Manifest) -> PodSetInfo:
+    """What the admission checks ask of this pod set (e.g. the ProvisioningRequest check's
+    consume-provisioning-request annotations) added to what its flavors ask."""
+    for check in (workload.get("status") or {}).get("admissionChecks") or []:
+        for update in check.get("podSetUpdates") or []:
+            if update.get("name") == info.name:
+                info = info.with_update(update, str(check.get("name", "")))
+    return info
 
 
 def _uid(obj: Manifest) -> str:
@@ -277,7 +288,12 @@ class JobReconciler:
         flavors = self.flavors()
         by_name = {ps.get("name"): ps for ps in (workload.get("spec") or {}).get("podSets") or []}
         infos = [
-            PodSetInfo.from_assignment(a, flavors, int((by_name.get(a.get("name")) or {}).get("count", 1)))
+            _with_check_updates(
+                PodSetInfo.from_assignment(
+                    a, flavors, int((by_name.get(a.get("name")) or {}).get("count", 1))
+                ),
+                workload,
+            )
             for a in workload["status"]["admission"].get("podSetAssignments") or []
         ]
         written = await self._write_job(job, lambda j: adapter.run_with_pod_sets(j, infos))

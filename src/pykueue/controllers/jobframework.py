@@ -40,6 +40,7 @@ QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
+PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
 MAX_NAME = 253
 
 
@@ -70,6 +71,34 @@ class PodSetInfo:
         if assignment.get("count") is not None:
             count = int(assignment["count"])
         return PodSetInfo(str(assignment.get("name", "main")), count, selector, tuple(tolerations))
+
+    def with_update(self, update: Manifest, check: str = "") -> PodSetInfo:
+        """This info plus an admission check's podSetUpdate (labels, annotations, nodeSelector,
+        tolerations), as upstream merges them when a job starts: a key already set to another
+        value is a conflict, not an override, since either side may be relied upon."""
+        merged: dict[str, dict[str, str]] = {}
+        for name, mine in (
+            ("labels", self.labels),
+            ("annotations", self.annotations),
+            ("nodeSelector", self.node_selector),
+        ):
+            result = dict(mine)
+            for key, value in (update.get(name) or {}).items():
+                if result.get(key, value) != value:
+                    where = f" in admission check {check!r}" if check else ""
+                    raise PodSetMergeError(f"{name} {key}={result[key]} conflicts with {value}{where}")
+                result[key] = str(value)
+            merged[name] = result
+        tolerations = list(self.tolerations)
+        tolerations.extend(t for t in update.get("tolerations") or [] if t not in tolerations)
+        return PodSetInfo(
+            self.name,
+            self.count,
+            merged["nodeSelector"],
+            tuple(tolerations),
+            merged["labels"],
+            merged["annotations"],
+        )
 
     @staticmethod
     def from_pod_set(pod_set: Manifest) -> PodSetInfo:
@@ -267,13 +296,22 @@ def workload_for(
         value = priority_of(ref["kind"], ref["name"])
         if value is not None:
             spec["priority"] = value
+    # The job's ProvisioningRequest parameters travel on its Workload, as upstream copies them.
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)
+    }
+    workload_meta: Manifest = {
+        "name": workload_name(adapter.kind, str(meta["name"]), str(meta.get("uid", ""))),
+        "namespace": meta.get("namespace") or "default",
+        "labels": {JOB_UID_LABEL: str(meta.get("uid", ""))[:63]},
+    }
+    if annotations:
+        workload_meta["annotations"] = annotations
     return {
         "apiVersion": WORKLOAD_API_VERSION,
         "kind": "Workload",
         "metadata": {
-            "name": workload_name(adapter.kind, str(meta["name"]), str(meta.get("uid", ""))),
-            "namespace": meta.get("namespace") or "default",
-            "labels": {JOB_UID_LABEL: str(meta.get("uid", ""))[:63]},
+            **workload_meta,
             "ownerReferences": [
                 {
                     "apiVersion": adapter.api_version,

@@ -1,11 +1,14 @@
-"""The Kubernetes controller as one asyncio program: one watch per kind, three reconcilers.
+"""The Kubernetes controller as one asyncio program: one watch per kind, four reconcilers.
 
     API server ──watch──▶ events ─┬─▶ AdmissionController  (queueing kinds + Workloads → engine)
-    (one stream per kind)         └─▶ JobReconciler        (Jobs + Workloads)
+    (one stream per kind)         ├─▶ JobReconciler        (Jobs + Workloads)
+                                  └─▶ ProvisioningController (Workloads, AdmissionChecks, their
+                                                            configs, the autoscaler's requests)
                  then, per batch of events (or every ``resync_seconds``), one pass:
                     1. admission.reconcile()   scheduling cycles; Workload admission/conditions sent
                     2. statuses.write()        ClusterQueue / LocalQueue / Cohort status, when changed
                     3. jobs.reconcile()        Workloads created, Jobs started / stopped / finished
+                    4. provisioning.reconcile() ProvisioningRequests per attempt, check states written
 
 The status writes of steps 1 and 2 travel in the background: a pass decides and
 starts them, and the next pass can run while they are on the wire (one write per
@@ -38,6 +41,7 @@ from pykueue.controllers import admission, jobframework, workload_status
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.events import EventRecorder, record_decisions
 from pykueue.controllers.job_reconciler import JobReconciler
+from pykueue.controllers.provisioning import ProvisioningController
 from pykueue.controllers.queue_status import QueueStatusWriter
 from pykueue.engine import loading
 from pykueue.engine.config import EngineConfig
@@ -49,6 +53,10 @@ log = logging.getLogger(__name__)
 
 # Kinds whose status we write: a status-only change of these does not concern the engine.
 STATUS_WRITTEN = frozenset({"ClusterQueue", "LocalQueue", "Cohort"})
+# What the ProvisioningRequest admission check looks at.
+PROVISIONING_KINDS = frozenset(
+    {"Workload", "AdmissionCheck", "ProvisioningRequestConfig", "ProvisioningRequest"}
+)
 
 
 def _utc_now() -> datetime:
@@ -80,9 +88,13 @@ class KubeManager:
     # local SQLite file, keeps them inline.
     pipeline_writes: bool = True
     full_resync_seconds: float = 30.0
+    # The ProvisioningRequest admission check: a cluster's autoscaler answers it; standalone
+    # mode has none and turns it off.
+    provisioning_checks: bool = True
     admission: AdmissionController = field(init=False)
     jobs: JobReconciler = field(init=False)
     statuses: QueueStatusWriter = field(init=False)
+    provisioning: ProvisioningController = field(init=False)
     passes: int = 0
     # Called after each admission step with the engine state (metrics count its events);
     # the events are dropped afterwards either way, so they never pile up.
@@ -101,6 +113,7 @@ class KubeManager:
             # As upstream's job reconciler: PodsReady is kept only with waitForPodsReady.
             self.jobs.on_pods_ready = self.admission.report_pods_ready
         self.statuses = QueueStatusWriter(self.store, self.clock)
+        self.provisioning = ProvisioningController(self.store, self.config, self.flavors, self.clock)
 
     def _stored_workload(self, engine_key: str) -> Manifest | None:
         namespace, _, name = engine_key.partition("/")
@@ -136,11 +149,13 @@ class KubeManager:
                     self._reapply_reclaimable(previous, event.object)
         if kind in self.jobs.kinds():
             self.jobs.handle(event)
+        if kind in PROVISIONING_KINDS and self.provisioning_checks:
+            self.provisioning.handle(event)
 
     # --------------------------------------------------------------------- pass
 
     async def reconcile(self) -> int:
-        """One pass of all three reconcilers; the number of writes made."""
+        """One pass of all four reconcilers; the number of writes made."""
         self.passes += 1
         try:
             writes = await self.admission.reconcile()
@@ -154,6 +169,8 @@ class KubeManager:
             self._forget_gone()
         writes += await self.statuses.write(self.admission.state, self.admission.cache)
         writes += await self.jobs.reconcile()
+        if self.provisioning_checks:
+            writes += await self.provisioning.reconcile()
         return writes
 
     def _reapply_reclaimable(self, previous: Manifest, current: Manifest) -> None:
@@ -186,6 +203,13 @@ class KubeManager:
         versions = dict(self.admission.versions)
         job_versions = await self.jobs.sync()
         versions.update({k: v for k, v in job_versions.items() if k not in versions})
+        if not self.provisioning_checks:
+            return versions
+        # The provisioning check starts from the admission cache's Workloads and checks.
+        for key, obj in self.admission.cache.items():
+            if key.kind in ("Workload", "AdmissionCheck"):
+                self.provisioning.handle(WatchEvent("ADDED", obj, resource_version(obj)))
+        versions.update(await self.provisioning.sync())
         return versions
 
     async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
@@ -197,7 +221,8 @@ class KubeManager:
         if self.pipeline_writes:
             self.admission.outbox = events
             self.statuses.background = True
-        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds()]))
+        provisioning = self.provisioning.kinds() if self.provisioning_checks else []
+        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds(), *provisioning]))
         followers = [
             asyncio.create_task(self._follow(kind, versions.get(kind, ""), events)) for kind in kinds
         ]
@@ -219,6 +244,7 @@ class KubeManager:
                     # A level-triggered safety net: look at every job again now and then.
                     self.jobs.dirty.update(self.jobs.jobs)
                     self.admission.rescan = True
+                    self.provisioning.rescan = True
                     next_full = loop.time() + self.full_resync_seconds
                 await self._pass()
         finally:

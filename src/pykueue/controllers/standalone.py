@@ -34,6 +34,8 @@ class StandaloneManager(KubeManager):
         self.min_pass_seconds = MIN_PASS_SECONDS
         self.statuses.min_interval_seconds = STATUS_SECONDS
         self.pipeline_writes = False
+        # No autoscaler answers ProvisioningRequests on a standalone machine.
+        self.provisioning_checks = False
 
     async def reconcile(self) -> int:
         """As `KubeManager.reconcile`, but the engine's decisions stay for the console to read."""

@@ -64,6 +64,8 @@ DEFAULT_GATES: dict[str, bool] = {
     "AdmissionGatedBy": True,
     "PodLevelResources": True,
     "UnadmittedWorkloadsExplicitStatus": False,
+    # Beta and on upstream since 0.19: an evicted workload's ProvisioningRequests are deleted.
+    "CleanupProvisioningRequestsOnEviction": True,
 }
 
 

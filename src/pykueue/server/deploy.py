@@ -10,10 +10,11 @@ Least privilege, rule by rule (nothing with ``*``):
 | --- | --- | --- |
 | Kueue kinds | get list watch | the informers |
 | workloads | + create update patch delete | one Workload per Job, owned by it |
-| clusterqueues, localqueues, cohorts, workloads ``/status`` | get update patch | queue and workload status |
+| clusterqueues, localqueues, cohorts, workloads, admissionchecks ``/status`` | get update patch | queue, workload and check status |
 | batch jobs | get list watch update patch | suspend / resume, inject node selectors |
 | jobs/finalizers, workloads/finalizers | update | owner references with ``blockOwnerDeletion`` |
 | pods | get list watch | pods-ready, partial admission |
+| podtemplates, autoscaling.x-k8s.io provisioningrequests | + create update (patch) delete | the ProvisioningRequest admission check |
 | namespaces, limitranges, priorityclasses | get list watch | selectors, defaults, priorities |
 | events (core and events.k8s.io) | create patch | the events we write |
 | our two webhook configurations (by name) | get update patch | publish the CA bundle |
@@ -49,7 +50,8 @@ SECRET: Final = _CERTS.secret_name
 SERVICE: Final = _CERTS.service_name
 LABELS: Final = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "controller"}
 KUEUE_PLURALS: Final = tuple(kind.plural for kind in crd.KINDS)
-STATUS_WRITTEN: Final = ("clusterqueues", "localqueues", "cohorts", "workloads")
+# admissionchecks: the ProvisioningRequest check's controller keeps their Active condition.
+STATUS_WRITTEN: Final = ("clusterqueues", "localqueues", "cohorts", "workloads", "admissionchecks")
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,13 @@ def cluster_role() -> Doc:
             # A stopped Job's startTime must be cleared before its template can be restored.
             _rule(["batch"], ["jobs/status"], ["get", "update", "patch"]),
             _rule([""], ["pods"], _READ),
+            # The ProvisioningRequest admission check: one request and its PodTemplates per attempt.
+            _rule([""], ["podtemplates"], [*_READ, "create", "update", "delete"]),
+            _rule(
+                ["autoscaling.x-k8s.io"],
+                ["provisioningrequests"],
+                [*_READ, "create", "update", "patch", "delete"],
+            ),
             _rule([""], ["namespaces", "limitranges"], _READ),
             _rule(["scheduling.k8s.io"], ["priorityclasses"], _READ),
             _rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),

@@ -111,6 +111,9 @@ RESOURCES: dict[str, Resource] = {
     "LimitRange": Resource("", "v1", "limitranges", True),
     "Node": Resource("", "v1", "nodes", False),
     "Pod": Resource("", "v1", "pods", True),
+    "PodTemplate": Resource("", "v1", "podtemplates", True),
+    # The cluster autoscaler's kind, asked for by the ProvisioningRequest admission check.
+    "ProvisioningRequest": Resource("autoscaling.x-k8s.io", "v1", "provisioningrequests", True),
     "Event": Resource("", "v1", "events", True),
     "PriorityClass": Resource("scheduling.k8s.io", "v1", "priorityclasses", False),
     "Job": Resource("batch", "v1", "jobs", True),
