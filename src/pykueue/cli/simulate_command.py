@@ -111,12 +111,18 @@ def _write_jobs_csv(path: Path, run: driver.Run) -> None:
                 "last_admission_s",
                 "finish_s",
                 "wait_s",
+                "to_last_admission_s",
+                "completion_delay_s",
                 "evictions",
                 "lost_s",
+                "preempted_by",
+                "preemption_reasons",
             ]
         )
         for i, job in enumerate(rec.jobs):
             wait = rec.first_admit[i] - job.submit if rec.first_admit[i] >= 0 else -1
+            to_last = rec.last_admit[i] - job.submit if rec.last_admit[i] >= 0 else -1
+            suffered = rec.preempted_by.get(i, [])
             writer.writerow(
                 [
                     job.key,
@@ -128,8 +134,14 @@ def _write_jobs_csv(path: Path, run: driver.Run) -> None:
                     seconds(rec.last_admit[i]),
                     seconds(rec.finish[i]),
                     seconds(wait),
+                    seconds(to_last),
+                    seconds(rec.completion_delay(i)),
                     rec.evictions[i],
                     seconds(rec.lost_time[i]),
+                    ";".join(
+                        f"{rec.jobs[p.by].key}@{rec.cq_of[p.by]}" if p.by >= 0 else "?" for p in suffered
+                    ),
+                    ";".join(p.reason or "?" for p in suffered),
                 ]
             )
 
@@ -151,6 +163,14 @@ def _write_plan(out: Path, outcomes: list[plan.Outcome]) -> None:
             report_html.render(outcome.run, outcome.summary), encoding="utf-8"
         )
     (out / "plan.html").write_text(plan.render_html(outcomes), encoding="utf-8")
+
+
+def _warn_notes(designs: list[Design]) -> None:
+    """What a design says that changes nothing (weights with fair sharing off, unsimulated sections)."""
+    console = Console(stderr=True, highlight=False)
+    for design in designs:
+        for note in design.notes:
+            console.print(f"[yellow]warning:[/yellow] {escape(note)}", soft_wrap=True)
 
 
 def _error(kind: str, exc: Exception) -> None:
@@ -201,6 +221,7 @@ def simulate(
         if len(designs) > 1:
             raise InputError("simulate takes one design; use `pykueue plan` to compare several")
         design = designs[0]
+        _warn_notes(designs)
         spec = checker.load(rangespec) if rangespec is not None else None
         checked = design.check(jobs)
         show = progress if progress is not None else sys.stderr.isatty()
@@ -267,6 +288,7 @@ def plan_command(
         if len(designs) < 2:
             raise InputError("plan compares designs: give --queues at least twice")
         _unique_names(designs)
+        _warn_notes(designs)
         show = progress if progress is not None else sys.stderr.isatty()
         bar, update = _progress_bar(Console(stderr=True), show)
         options = driver.Options(seed=seed, progress=update, cycle_time=_cycle_time(cycle_time))
