@@ -18,6 +18,7 @@ from pykueue.sim.metrics import Recorder
 
 MAX_LINES = 12
 MAX_BARS = 60
+MAX_MATRIX = 12  # teams per side of the victim x preemptor table; beyond, a list of pairs
 
 PAGE_STYLE = """
 body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}
@@ -25,8 +26,27 @@ h1{font-size:22px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #cc
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right} th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left}
-.note{color:#555;font-size:13px} .worse{background:#fde2e1} .better{background:#dff3e4}
+.note{color:#555;font-size:13px} .wide{overflow-x:auto;max-width:100%} .worse{background:#fde2e1} .better{background:#dff3e4}
 """
+
+
+def human_duration(seconds: float | None) -> str:
+    """Seconds in the unit a reader thinks in: 45 s, 12.5 min, 8.4 h, 3.2 d."""
+    if seconds is None:
+        return "-"
+    value = abs(seconds)
+    sign = "-" if seconds < 0 else ""
+    if value < 90:
+        return f"{sign}{value:.3g} s"
+    if value < 90 * 60:
+        return f"{sign}{value / 60:.3g} min"
+    if value < 48 * 3600:
+        return f"{sign}{value / 3600:.3g} h"
+    return f"{sign}{value / 86400:.3g} d"
+
+
+class Duration(float):
+    """A number of seconds that tables show in human units (the JSON keeps seconds)."""
 
 
 def groups(rec: Recorder) -> list[tuple[str, list[str]]]:
@@ -61,6 +81,8 @@ def table_html(header: list[str], rows: list[list[Any]], classes: list[list[str]
 def _fmt(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, Duration):
+        return human_duration(value)
     if isinstance(value, float):
         return f"{value:,.2f}" if abs(value) < 1e6 else f"{value:,.0f}"
     if isinstance(value, dict):
@@ -215,18 +237,37 @@ def _waits(rec: Recorder, summary: dict[str, Any]) -> str:
         [
             cls,
             v["jobs"],
-            v["wait"].get("mean"),
-            v["wait"].get("p50"),
-            v["wait"].get("p90"),
-            v["wait"].get("p99"),
-            v["wait"].get("max"),
+            dur(v["wait"].get("mean")),
+            dur(v["wait"].get("p50")),
+            dur(v["wait"].get("p90")),
+            dur(v["wait"].get("max")),
+            dur(v["timeToLastAdmission"].get("p90")),
+            dur(v["timeToLastAdmission"].get("max")),
+            dur(v["completionDelay"].get("p90")),
+            dur(v["completionDelay"].get("max")),
         ]
         for cls, v in summary["classes"].items()
     ]
-    table = table_html(["class", "jobs", "mean (s)", "p50", "p90", "p99", "max"], rows)
+    table = table_html(
+        [
+            "class",
+            "jobs",
+            "mean wait",
+            "p50 wait",
+            "p90 wait",
+            "max wait",
+            "p90 to last admission",
+            "max to last admission",
+            "p90 completion delay",
+            "max completion delay",
+        ],
+        rows,
+    )
     note = (
-        "<p class='note'>A wait is from submission to the first admission; upstream's time to "
-        "admission (above) runs to the last admission, so it also counts waits after preemptions.</p>"
+        "<p class='note'>A <b>wait</b> is from submission to the first admission. The <b>time to last "
+        "admission</b> runs to the last admission, so it also counts the waits after preemptions "
+        "(upstream's time to admission, above). The <b>completion delay</b> is how much later than "
+        "submission + runtime a job finished: waits, plus work redone after preemptions.</p>"
     )
     return f"<h2>Wait-time distributions</h2>{note}{cdf}{table}{bars}"
 
@@ -250,25 +291,86 @@ def _losses(summary: dict[str, Any], primary: str) -> str:
         [(f"lost {unit}", [queues[n]["lostResourceHours"].get(primary, 0.0) for n in names])],
         unit,
     )
-    return f"<h2>Preemptions and lost work</h2>{preemptions}{lost}"
+    return f"<h2>Preemptions and lost work</h2>{preemptions}{lost}{preemption_matrix(summary, unit)}"
+
+
+def preemption_matrix(summary: dict[str, Any], unit: str) -> str:
+    """Victim x preemptor per team (ClusterQueue): how often, why, and the work it cost."""
+    cells = summary["preemptionsByPreemptor"]
+    if not cells:
+        return ""
+    victims = sorted({c["victim"] for c in cells})
+    preemptors = sorted({c["preemptor"] for c in cells})
+    note = (
+        "<p class='note'>Rows are the teams (ClusterQueues) whose jobs were preempted, columns the teams "
+        f"whose jobs preempted them; each cell: preemptions, {escape(unit)} lost, upstream's reasons "
+        "(InClusterQueue: a higher priority job of the same queue; InCohortReclamation: the owner took "
+        "back quota lent out; InCohortReclaimWhileBorrowing: a borrower with higher priority; "
+        "InCohortFairSharing: fair sharing).</p>"
+    )
+    if len(victims) > MAX_MATRIX or len(preemptors) > MAX_MATRIX:
+        rows = [
+            [c["victim"], c["preemptor"], c["count"], c["lostResourceHours"], _reasons(c["reasons"])]
+            for c in sorted(cells, key=lambda c: (-c["count"], c["victim"], c["preemptor"]))[:200]
+        ]
+        table = table_html(["victim", "preemptor", "preemptions", f"lost {unit}", "reasons"], rows)
+        return f"<h3>Who preempted whom</h3>{note}<div class='wide'>{table}</div>"
+    by_pair = {(c["victim"], c["preemptor"]): c for c in cells}
+    rows = []
+    for victim in victims:
+        row: list[Any] = [victim]
+        for preemptor in preemptors:
+            cell = by_pair.get((victim, preemptor))
+            row.append(
+                f"{cell['count']} ({cell['lostResourceHours']:g} {unit}; {_reasons(cell['reasons'])})"
+                if cell
+                else ""
+            )
+        rows.append(row)
+    table = table_html(["victim \\ preemptor", *preemptors], rows)
+    return f"<h3>Who preempted whom</h3>{note}<div class='wide'>{table}</div>"
+
+
+def _reasons(reasons: dict[str, int]) -> str:
+    return ", ".join(f"{reason or '?'} {count}" for reason, count in reasons.items())
 
 
 def _queue_table(summary: dict[str, Any], primary: str) -> str:
+    header, rows = queue_rows(summary, primary)
+    return (
+        "<h2>ClusterQueues (teams)</h2><p class='note'>Received is the "
+        f"{escape(primary)}-hours the queue's jobs held; entitled its nominal quota x the makespan; "
+        "both in absolute units, so designs with different quotas compare. Preemptions suffered are its "
+        "jobs', caused are those its jobs made (in any queue).</p>"
+        f"<div class='wide'>{table_html(header, rows)}</div>"
+    )
+
+
+def queue_rows(summary: dict[str, Any], primary: str) -> tuple[list[str], list[list[Any]]]:
+    """The per-team table of the report (and of each design in a plan)."""
+    unit = unit_of(primary)
     rows = []
     for name, q in summary["clusterQueues"].items():
+        received = q["usedPrimaryHours"]
+        entitled = q["entitledPrimaryHours"]
         rows.append(
             [
                 name,
                 q["cohort"] or "-",
                 q["jobs"],
                 q["finished"],
-                q["nominal"].get(primary),
-                q["averageUsagePercentOfNominal"],
+                q["nominal"].get(primary, 0.0),
+                received,
+                entitled,
+                q["demandPrimaryHours"],
                 q["averageBorrowed"],
                 q["maxPending"],
-                q["wait"].get("mean"),
-                q["wait"].get("p90"),
+                dur(q["wait"].get("mean")),
+                dur(q["wait"].get("p90")),
+                dur(q["timeToLastAdmission"].get("p90")),
+                dur(q["completionDelay"].get("p90")),
                 q["preemptions"],
+                q["preemptionsCaused"],
                 q["lostResourceHours"].get(primary, 0.0),
             ]
         )
@@ -278,12 +380,25 @@ def _queue_table(summary: dict[str, Any], primary: str) -> str:
         "jobs",
         "finished",
         f"nominal {primary}",
-        "avg use % of nominal",
+        f"{unit} received",
+        f"{unit} entitled",
+        f"{unit} demanded",
         "avg borrowed",
         "max pending",
-        "mean wait (s)",
-        "p90 wait (s)",
-        "preemptions",
-        f"lost {primary}-h",
+        "mean wait",
+        "p90 wait",
+        "p90 to last admission",
+        "p90 completion delay",
+        "preemptions suffered",
+        "preemptions caused",
+        f"lost {unit}",
     ]
-    return "<h2>ClusterQueues</h2>" + table_html(header, rows)
+    return header, rows
+
+
+def unit_of(primary: str) -> str:
+    return "GPU-h" if "gpu" in primary.lower() else f"{primary}-h"
+
+
+def dur(seconds: float | None) -> Duration | None:
+    return None if seconds is None else Duration(seconds)
