@@ -156,13 +156,13 @@ def _writing(out: Path) -> Iterator[None]:
         raise InputError(f"{out}: cannot write the results: {exc.strerror or exc}") from exc
 
 
-def _write_plan(out: Path, outcomes: list[plan.Outcome]) -> None:
+def _write_plan(out: Path, outcomes: list[plan.Outcome], noise_floor: float = plan.NOISE_FLOOR) -> None:
     for outcome in outcomes:
         (out / f"summary-{outcome.name}.json").write_text(dumps(outcome.summary), encoding="utf-8")
         (out / f"report-{outcome.name}.html").write_text(
             report_html.render(outcome.run, outcome.summary), encoding="utf-8"
         )
-    (out / "plan.html").write_text(plan.render_html(outcomes), encoding="utf-8")
+    (out / "plan.html").write_text(plan.render_html(outcomes, noise_floor), encoding="utf-8")
 
 
 def _warn_notes(designs: list[Design]) -> None:
@@ -178,10 +178,14 @@ def _error(kind: str, exc: Exception) -> None:
 
 
 def _cycle_time(text: str) -> int:
+    return _duration_option(text, "--cycle-time")
+
+
+def _duration_option(text: str, option: str) -> int:
     try:
-        return trace.duration(text, "--cycle-time")
+        return trace.duration(text, option)
     except trace.FieldProblem as problem:
-        raise InputError(f"--cycle-time: {problem}") from problem
+        raise InputError(f"{option}: {problem}") from problem
 
 
 def dumps(summary: dict[str, Any]) -> str:
@@ -280,6 +284,15 @@ def plan_command(
     cycle_time: str = typer.Option(
         "0", "--cycle-time", help="How long one scheduling cycle takes (e.g. 10ms); 0 settles at each event."
     ),
+    seeds: int = typer.Option(
+        3, "--seeds", min=1, help="Runs per design, seeds --seed, --seed+1, ...: figures are their means."
+    ),
+    jitter: str = typer.Option(
+        "0", "--jitter", help="Move each arrival later by up to this much (e.g. 30s), drawn per seed."
+    ),
+    noise_floor: float = typer.Option(
+        plan.NOISE_FLOOR, "--noise-floor", min=0, help="Differences under this % are within noise."
+    ),
 ) -> None:
     """Run one trace on several quota designs and show them side by side."""
     console = Console(highlight=False)
@@ -292,20 +305,22 @@ def plan_command(
         show = progress if progress is not None else sys.stderr.isatty()
         bar, update = _progress_bar(Console(stderr=True), show)
         options = driver.Options(seed=seed, progress=update, cycle_time=_cycle_time(cycle_time))
+        spread = _duration_option(jitter, "--jitter")
         if bar is not None:
             with bar:
-                outcomes = plan.run_all(designs, jobs, source, options)
+                outcomes = plan.run_all(designs, jobs, source, options, seeds, spread)
         else:
-            outcomes = plan.run_all(designs, jobs, source, options)
+            outcomes = plan.run_all(designs, jobs, source, options, seeds, spread)
         if out is not None:
             with _writing(out):
-                _write_plan(out, outcomes)
+                _write_plan(out, outcomes, noise_floor)
     except InputError as exc:
         _error("error", exc)
         raise typer.Exit(2) from exc
     except EngineError as exc:
         _error("engine error", exc)
         raise typer.Exit(1) from exc
-    console.print(plan.table(outcomes))
+    console.print(plan.table(outcomes, noise_floor))
+    console.print(plan.teams_table(outcomes, noise_floor))
     if out is not None:
         console.print(f"wrote {out / 'plan.html'}")

@@ -26,7 +26,7 @@ h1{font-size:22px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #cc
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right} th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left}
-.note{color:#555;font-size:13px} .wide{overflow-x:auto;max-width:100%} .worse{background:#fde2e1} .better{background:#dff3e4}
+.note{color:#555;font-size:13px} .wide{overflow-x:auto;max-width:100%} .worse{background:#fbe3c8} .better{background:#d4e8f7} .noise{color:#666}
 """
 
 
