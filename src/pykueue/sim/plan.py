@@ -423,7 +423,8 @@ def charts(outcomes: list[Outcome]) -> list[str]:
         )
         waits.append((outcome.name, values))
     sections.append(
-        "<h2>Wait distribution</h2>" + svg.cdf_chart("wait to first admission, all jobs", waits, "wait")
+        "<h2>Wait distribution</h2>"
+        + svg.cdf_chart("wait to first admission, all jobs", waits, "wait", log_x=True)
     )
     end = max(o.run.recorder.end for o in outcomes) or 1
     grid = [end * k // 239 for k in range(240)]
@@ -443,10 +444,11 @@ def charts(outcomes: list[Outcome]) -> list[str]:
         pending.append((outcome.name, [float(v) for v in total_pending]))
         usage.append((outcome.name, [v / 1000 for v in total_used]))
     sections.append(
-        "<h2>Pending workloads over time</h2>" + svg.line_chart("all queues", x, pending, "time", "pending")
+        "<h2>Pending workloads over time</h2>"
+        + svg.line_chart("all queues", x, pending, "time", "pending", time_axis=True)
     )
     sections.append(
         f"<h2>Usage over time ({escape(primary)} in use)</h2>"
-        + svg.line_chart(f"{primary} in use, all queues", x, usage, "time", primary)
+        + svg.line_chart(f"{primary} in use, all queues", x, usage, "time", primary, time_axis=True)
     )
     return sections

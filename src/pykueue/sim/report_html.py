@@ -21,7 +21,8 @@ MAX_BARS = 60
 MAX_MATRIX = 12  # teams per side of the victim x preemptor table; beyond, a list of pairs
 
 PAGE_STYLE = """
-body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}
+body{font-family:sans-serif;margin:24px auto;padding:0 12px;color:#222;max-width:1100px}
+@media (max-width:700px){body{margin:8px auto}}
 h1{font-size:22px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right} th{background:#f3f3f3}
@@ -93,6 +94,7 @@ def _fmt(value: Any) -> str:
 def page(title: str, sections: list[str]) -> str:
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>{escape(title)}</title><style>{PAGE_STYLE}{svg.STYLE}</style></head>"
         f"<body><h1>{escape(title)}</h1>{''.join(sections)}</body></html>\n"
     )
@@ -150,15 +152,25 @@ def sections(run: Run, summary: dict[str, Any]) -> list[str]:
         columns = [rec.on_grid(rec.queues[m], rec.queues[m].pending, grid) for m in members]
         pending.append((label, [float(sum(values)) for values in zip(*columns, strict=True)]))
         used = [rec.on_grid(rec.queues[m], rec.queues[m].used, grid) for m in members]
-        nominal = sum(rec.queues[m].nominal.get(primary, 0) for m in members)
-        usage.append(
-            (label, [100 * sum(values) / nominal if nominal else None for values in zip(*used, strict=True)])
-        )
+        usage.append((label, [sum(values) / 1000 for values in zip(*used, strict=True)]))
+    nominal = sum(series.nominal.get(primary, 0) for series in rec.queues.values()) / 1000
     out.append("<h2>Queue lengths over time</h2>")
-    out.append(svg.line_chart("pending workloads", x, pending, "time (s)", "pending"))
-    out.append(f"<h2>Usage over time ({escape(primary)}, % of nominal quota)</h2>")
+    out.append(svg.line_chart("pending workloads", x, pending, "time", "pending", time_axis=True))
+    out.append(f"<h2>Usage over time ({escape(primary)} in use per team)</h2>")
     out.append(
-        svg.line_chart(f"{primary} in use, % of nominal", x, usage, "time (s)", "% of nominal", y_max=100)
+        "<p class='note'>Absolute amounts stacked per ClusterQueue (a queue with no nominal quota "
+        "shows what it borrows); the dashed line is the total nominal quota.</p>"
+    )
+    out.append(
+        svg.stacked_chart(
+            f"{primary} in use, stacked per ClusterQueue",
+            x,
+            usage,
+            "time",
+            primary,
+            time_axis=True,
+            line=(f"total nominal {primary}: {nominal:g}", nominal),
+        )
     )
     out.append(_borrowing(rec, summary))
     out.append(_waits(rec, summary))
@@ -169,7 +181,11 @@ def sections(run: Run, summary: dict[str, Any]) -> list[str]:
         "<p class='note'>Jain's index of usage divided by entitlement (nominal quota x fair-sharing weight) "
         "over the ClusterQueues that have pending work: 1 is perfectly even, 1/n is one queue taking all.</p>"
     )
-    out.append(svg.line_chart("Jain's index", x, [("fairness", fairness)], "time (s)", "index", y_max=1.0))
+    out.append(
+        svg.line_chart(
+            "Jain's index", x, [("fairness", fairness)], "time", "index", y_max=1.0, time_axis=True
+        )
+    )
     out.append(_queue_table(summary, primary))
     return out
 
@@ -221,7 +237,7 @@ def _waits(rec: Recorder, summary: dict[str, Any]) -> str:
         if rec.first_admit[i] >= 0:
             by_class.setdefault(job.job_class, []).append((rec.first_admit[i] - job.submit) / SECOND)
     series = [(cls, sorted(values)) for cls, values in sorted(by_class.items())][:MAX_LINES]
-    cdf = svg.cdf_chart("wait from submission to first admission, per class", series, "wait (s)")
+    cdf = svg.cdf_chart("wait from submission to first admission, per class", series, "wait", log_x=True)
     queues = summary["clusterQueues"]
     names = sorted(queues, key=lambda n: (-(queues[n]["wait"].get("p90") or 0), n))[:MAX_BARS]
     bars = svg.bar_chart(
@@ -231,7 +247,8 @@ def _waits(rec: Recorder, summary: dict[str, Any]) -> str:
             ("p50", [queues[n]["wait"].get("p50", 0.0) for n in names]),
             ("p90", [queues[n]["wait"].get("p90", 0.0) for n in names]),
         ],
-        "seconds",
+        "wait",
+        duration_axis=True,
     )
     rows = [
         [
