@@ -59,7 +59,30 @@ def _inputs(
         raise InputError(
             "--queues is required with --trace (the trace names LocalQueues, the design defines them)"
         )
-    return [Design.load(path) for path in queues], trace.load(trace_path), str(trace_path), notes
+    designs = [Design.load(path) for path in queues]
+    problems: list[str] = []
+    jobs = trace.load(trace_path, problems)
+    _check_all(designs, jobs, problems)
+    return designs, jobs, str(trace_path), notes
+
+
+def _check_all(designs: list[Design], jobs: list[Job], problems: list[str]) -> None:
+    """The trace's problems and every design's with its good rows, in one TraceError."""
+    for design in designs:
+        try:
+            design.check(jobs)
+        except trace.TraceError as exc:
+            prefix = f"design {design.name}: " if len(designs) > 1 else ""
+            problems.extend(problem if not prefix else _prefixed(problem, prefix) for problem in exc.problems)
+    if problems:
+        raise trace.TraceError(problems)
+
+
+def _prefixed(problem: str, prefix: str) -> str:
+    """``file:line field: message`` with the design named in front of the message."""
+    head, _, rest = problem.partition(" ")
+    field, colon, message = rest.partition(": ")
+    return f"{head} {field}{colon}{prefix}{message}" if colon else f"{prefix}{problem}"
 
 
 def _unique_names(designs: list[Design]) -> None:
