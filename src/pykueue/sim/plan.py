@@ -340,9 +340,7 @@ def render_html(outcomes: list[Outcome], noise_floor: float = NOISE_FLOOR) -> st
             css += ["", cell.mark]
         body_rows.append(row)
         classes.append(css)
-    sections.append(
-        "<h2>Side by side</h2><div class='wide'>" + table_html(header, body_rows, classes) + "</div>"
-    )
+    sections.append("<h2>Side by side</h2>" + table_html(header, body_rows, classes))
     sections.append(_team_verdicts(outcomes, noise_floor))
     sections.append(_team_tables(outcomes))
     sections.extend(charts(outcomes))
@@ -396,7 +394,7 @@ def _team_verdicts(outcomes: list[Outcome], noise_floor: float) -> str:
         "other way round; mixed when both; same when nothing moves beyond noise. Received is the "
         f"{escape(unit)} its jobs held, in absolute units.</p>"
     )
-    return f"<h2>Per team</h2>{note}<div class='wide'>{table_html(header, body, classes)}</div>"
+    return f"<h2>Per team</h2>{note}{table_html(header, body, classes)}"
 
 
 def _team_tables(outcomes: list[Outcome]) -> str:
@@ -404,9 +402,7 @@ def _team_tables(outcomes: list[Outcome]) -> str:
     for outcome in outcomes:
         primary = outcome.summary["totals"]["primaryResource"]
         header, body = queue_rows(outcome.summary, primary)
-        parts.append(
-            f"<h3>{escape(outcome.name)}</h3><div class='wide'>{table_html(header, body[:500])}</div>"
-        )
+        parts.append(f"<h3>{escape(outcome.name)}</h3>{table_html(header, body[:500])}")
     return "".join(parts)
 
 

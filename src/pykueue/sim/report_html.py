@@ -76,7 +76,7 @@ def table_html(header: list[str], rows: list[list[Any]], classes: list[list[str]
             attr = f' class="{css}"' if css else ""
             cells.append(f"<td{attr}>{escape(_fmt(cell))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    return f"<div class='wide'><table><tr>{head}</tr>{''.join(body)}</table></div>"
 
 
 def _fmt(value: Any) -> str:
@@ -331,7 +331,7 @@ def preemption_matrix(summary: dict[str, Any], unit: str) -> str:
             for c in sorted(cells, key=lambda c: (-c["count"], c["victim"], c["preemptor"]))[:200]
         ]
         table = table_html(["victim", "preemptor", "preemptions", f"lost {unit}", "reasons"], rows)
-        return f"<h3>Who preempted whom</h3>{note}<div class='wide'>{table}</div>"
+        return f"<h3>Who preempted whom</h3>{note}{table}"
     by_pair = {(c["victim"], c["preemptor"]): c for c in cells}
     rows = []
     for victim in victims:
@@ -345,7 +345,7 @@ def preemption_matrix(summary: dict[str, Any], unit: str) -> str:
             )
         rows.append(row)
     table = table_html(["victim \\ preemptor", *preemptors], rows)
-    return f"<h3>Who preempted whom</h3>{note}<div class='wide'>{table}</div>"
+    return f"<h3>Who preempted whom</h3>{note}{table}"
 
 
 def _reasons(reasons: dict[str, int]) -> str:
@@ -358,8 +358,7 @@ def _queue_table(summary: dict[str, Any], primary: str) -> str:
         "<h2>ClusterQueues (teams)</h2><p class='note'>Received is the "
         f"{escape(primary)}-hours the queue's jobs held; entitled its nominal quota x the makespan; "
         "both in absolute units, so designs with different quotas compare. Preemptions suffered are its "
-        "jobs', caused are those its jobs made (in any queue).</p>"
-        f"<div class='wide'>{table_html(header, rows)}</div>"
+        "jobs', caused are those its jobs made (in any queue).</p>" + table_html(header, rows)
     )
 
 
