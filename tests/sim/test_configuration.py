@@ -139,3 +139,20 @@ def test_a_bad_configuration_names_the_file_and_key(tmp_path: Path, config: str,
 def test_two_configurations_in_one_design_are_refused(tmp_path: Path):
     with pytest.raises(InputError, match="one Configuration; found 2"):
         Design.load(write(tmp_path, "two", teams() + FAIR_ON + FAIR_ON))
+
+
+def test_the_worked_example_fair_sharing_on_and_off():
+    # docs/simulator.md, "A worked plan": the cohort's own 8 GPUs count in the capacity,
+    # the weight changes nothing until the Configuration turns fair sharing on.
+    examples = Path(__file__).resolve().parents[2] / "examples" / "sim"
+    jobs = trace.load(examples / "trace-shared.csv")
+    off = Design.load(examples / "shared.yaml")
+    on = Design.load(examples / "shared-fair.yaml")
+    assert any("fair sharing is off" in note for note in off.notes) and not on.notes
+    a = driver.simulate(off, off.check(jobs)).summary("t")
+    b = driver.simulate(on, on.check(jobs)).summary("t")
+    assert a["totals"]["nominalCapacity"] == {"nvidia.com/gpu": 16.0}
+    product_off, product_on = a["clusterQueues"]["product"], b["clusterQueues"]["product"]
+    assert product_on["completionDelay"]["p90"] < product_off["completionDelay"]["p90"]
+    assert b["clusterQueues"]["research"]["preemptions"] > a["clusterQueues"]["research"]["preemptions"]
+    assert {row["reasons"].get("InCohortFairSharing", 0) for row in b["preemptionsByPreemptor"]} != {0}

@@ -10,6 +10,7 @@ the page's viewport meta as a phone does: without it the page would be laid out
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,13 +67,13 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         [
             "plan",
             "--trace",
-            str(EXAMPLES / "trace.csv"),
+            str(EXAMPLES / "trace-shared.csv"),
             "--queues",
-            str(EXAMPLES / "queues.yaml"),
+            str(EXAMPLES / "shared.yaml"),
+            "--queues",
+            str(EXAMPLES / "shared-fair.yaml"),
             "--queues",
             str(EXAMPLES / "queues-capped.yaml"),
-            "--queues",
-            str(EXAMPLES / "queues-fair.yaml"),
             "--out",
             str(out / "plan"),
             "--no-progress",
@@ -84,12 +85,12 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {
         "report": out / "sim" / "report.html",
         "plan": out / "plan" / "plan.html",
-        "plan's design report": out / "plan" / "report-queues-fair.html",
+        "plan's design report": out / "plan" / "report-shared-fair.html",
     }
 
 
 @pytest.fixture(scope="module")
-def browser() -> Browser:
+def browser() -> Iterator[Browser]:
     with Browser() as running:
         yield running
 

@@ -115,6 +115,10 @@ class Recorder:
         self.end = 0
         self.nominal_fr: dict[str, dict[tuple[str, str], int]] = {}
         self.queues: dict[str, QueueSeries] = {}
+        self.cohort_nominal: dict[str, int] = {}  # quota Cohort objects hold themselves, per resource
+        for cohort in state.cohorts.values():
+            for (_, resource), quota in cohort.quotas.items():
+                self.cohort_nominal[resource] = self.cohort_nominal.get(resource, 0) + quota.nominal
         for name, cq in state.cluster_queues.items():
             nominal: dict[str, int] = {}
             for (_, resource), quota in cq.quotas.items():
@@ -341,7 +345,10 @@ def _summary(
     for job in jobs:
         for resource, value in job.total_requests().items():
             demand[resource] = demand.get(resource, 0) + value * job.runtime
-    capacity = {r: sum(s.nominal.get(r, 0) for s in rec.queues.values()) for r in demand}
+    capacity = {
+        r: sum(s.nominal.get(r, 0) for s in rec.queues.values()) + rec.cohort_nominal.get(r, 0)
+        for r in demand
+    }
     used = {r: sum(s.integral.get(r, 0) for s in rec.queues.values()) for r in demand}
     lost_total: dict[str, int] = {}
     for bucket in rec.lost.values():

@@ -153,7 +153,10 @@ def sections(run: Run, summary: dict[str, Any]) -> list[str]:
         pending.append((label, [float(sum(values)) for values in zip(*columns, strict=True)]))
         used = [rec.on_grid(rec.queues[m], rec.queues[m].used, grid) for m in members]
         usage.append((label, [sum(values) / 1000 for values in zip(*used, strict=True)]))
-    nominal = sum(series.nominal.get(primary, 0) for series in rec.queues.values()) / 1000
+    nominal = (
+        sum(series.nominal.get(primary, 0) for series in rec.queues.values())
+        + rec.cohort_nominal.get(primary, 0)
+    ) / 1000
     out.append("<h2>Queue lengths over time</h2>")
     out.append(svg.line_chart("pending workloads", x, pending, "time", "pending", time_axis=True))
     out.append(f"<h2>Usage over time ({escape(primary)} in use per team)</h2>")
