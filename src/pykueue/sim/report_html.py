@@ -130,6 +130,14 @@ def headline_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
 
 
+def human_rows(rows: list[tuple[str, Any]]) -> list[list[Any]]:
+    """Headline rows with their durations in human units (the label loses its "(s)")."""
+    return [
+        [figure.removesuffix(" (s)"), dur(value)] if figure.endswith(" (s)") else [figure, value]
+        for figure, value in rows
+    ]
+
+
 def sections(run: Run, summary: dict[str, Any]) -> list[str]:
     rec = run.recorder
     primary = rec.primary
@@ -139,9 +147,7 @@ def sections(run: Run, summary: dict[str, Any]) -> list[str]:
     ]
     for note in summary["notes"]:
         out.append(f"<p class='note'>note: {escape(note)}</p>")
-    out.append(
-        "<h2>Summary</h2>" + table_html(["figure", "value"], [list(row) for row in headline_rows(summary)])
-    )
+    out.append("<h2>Summary</h2>" + table_html(["figure", "value"], human_rows(headline_rows(summary))))
     out.append(_checker(summary))
     grid = rec.grid()
     x = [t / SECOND for t in grid]
