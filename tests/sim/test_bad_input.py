@@ -179,3 +179,38 @@ def test_cli_reports_an_unwritable_out_folder(tmp_path: Path):
     )
     assert result.exit_code == 2
     assert "taken: cannot write the results" in result.output
+
+
+def test_every_problem_of_a_trace_and_its_design_comes_in_one_run(tmp_path: Path):
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(FLAVOR + "---\n" + cluster_queue("team", "4"), encoding="utf-8")
+    rows = [
+        "name,submit,queue,runtime,requests,colour",  # an unknown column: reported, rows still read
+        "a,-1,team/main,soon,cpu=1,red",  # two bad fields in one row: both reported
+        "b,0,nowhere/main,5,cpu=1,red",  # a LocalQueue the design lacks: the design's check
+        "c,0,team/main,5,cpu=64,red",  # more than the queue could ever get
+    ] + [f"z{i},0,team/main,0,cpu=1,red" for i in range(40)]  # the same problem on 40 lines
+    path = tmp_path / "trace.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["simulate", "--queues", str(queues), "--trace", str(path)])
+    assert result.exit_code == 2
+    out = " ".join(result.output.split())  # the console wraps long lines
+    assert "trace.csv:1 header: unknown column(s) colour" in out
+    assert "trace.csv:2 submit: must not be negative" in out
+    assert "trace.csv:2 runtime: expected seconds or a duration" in out
+    assert "trace.csv:3 queue: LocalQueue nowhere/main is not in the design" in out
+    assert "trace.csv:4 requests: needs 64 cpu" in out
+    assert "trace.csv:5-44 runtime: must be positive" in out  # every line named, once
+    assert "more problem" not in out
+
+
+def test_grouped_problems_keep_every_line():
+    problems = [f"t.csv:{n} runtime: must be positive" for n in (3, 4, 5, 9)] + [
+        "t.csv:6 queue: required",
+        "t.csv: empty trace",
+    ]
+    assert trace.grouped(problems) == [
+        "t.csv:3-5,9 runtime: must be positive",
+        "t.csv:6 queue: required",
+        "t.csv: empty trace",
+    ]

@@ -141,3 +141,59 @@ def test_a_preemption_ping_pong_does_not_hold_the_clock(monkeypatch):
     assert result.summary("t")["notes"] == result.notes
     # The completions its admissions scheduled were voided by its preemptions: no further instant.
     assert result.instants == 1
+
+
+def test_time_to_last_admission_and_completion_delay_count_the_waits_after_preemptions():
+    # low: submitted 0, admitted 0 (wait 0), preempted at 30 and 75, last admitted at 80, done at 140.
+    trace = HEADER + (
+        "low,0,team/main,0,100,20,1,cpu=4\n"
+        "high1,30,team/main,10,10,,1,cpu=4\n"
+        "high2,75,team/main,10,5,,1,cpu=4\n"
+    )
+    summary = run(design(cluster_queue("team", "4")), trace).summary("trace.csv")
+    totals = summary["totals"]
+    assert totals["wait"]["max"] == 0  # every job started at once
+    assert totals["timeToLastAdmission"]["max"] == 80
+    # low finished at 140 but would have at 100 alone: 40 s late; the high ones were on time
+    assert totals["completionDelay"]["max"] == 40
+    assert totals["completionDelay"]["mean"] == round(40 / 3, 3)
+    assert summary["clusterQueues"]["team"]["timeToLastAdmission"]["p50"] == 0
+    assert summary["classes"]["default"]["completionDelay"]["count"] == 3
+
+
+def test_each_preemption_is_attributed_to_its_preemptor_and_reason():
+    # big (team a) borrows b's quota; mine (team b) reclaims it at 30 (big is done at 140);
+    # then wide in a (8 CPUs from 150) is preempted at 160 by a's own higher-priority job.
+    trace = HEADER + (
+        "big,0,a/main,0,100,,1,cpu=8\n"
+        "mine,30,b/main,0,10,,1,cpu=4\n"
+        "wide,150,a/main,0,100,,1,cpu=8\n"
+        "urgent,160,a/main,10,10,,1,cpu=4\n"
+    )
+    cqs = design(cluster_queue("a", "4", cohort="pool"), cluster_queue("b", "4", cohort="pool"))
+    result = run(cqs, trace)
+    rec = result.recorder
+    big = next(i for i, job in enumerate(rec.jobs) if job.name == "big")
+    (only,) = rec.preempted_by[big]
+    assert rec.jobs[only.by].name == "mine"
+    assert (only.time, only.reason, only.lost) == (30_000_000, "InCohortReclamation", 30_000_000)
+    summary = result.summary("trace.csv")
+    assert summary["preemptionsByPreemptor"] == [
+        {
+            "victim": "a",
+            "preemptor": "a",
+            "count": 1,
+            "reasons": {"InClusterQueue": 1},
+            "lostResourceHours": round(8 * 10 / 3600, 4),
+        },
+        {
+            "victim": "a",
+            "preemptor": "b",
+            "count": 1,
+            "reasons": {"InCohortReclamation": 1},
+            "lostResourceHours": round(8 * 30 / 3600, 4),
+        },
+    ]
+    assert summary["clusterQueues"]["b"]["preemptionsCaused"] == 1
+    assert summary["clusterQueues"]["a"]["preemptionsCaused"] == 1
+    assert summary["clusterQueues"]["b"]["lostResourceHoursCaused"] == round(8 * 30 / 3600, 4)

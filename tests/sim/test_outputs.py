@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -99,6 +100,21 @@ def test_out_folder_has_summary_report_and_jobs(tmp_path: Path):
     jobs = (tmp_path / "jobs.csv").read_text().splitlines()
     assert len(jobs) == 9
     assert jobs[0].startswith("job,class,clusterQueue")
+    rows = list(csv.DictReader(jobs))
+    victims = [row for row in rows if int(row["evictions"])]
+    assert sum(int(row["evictions"]) for row in victims) == summary["totals"]["preemptions"] == 4
+    by_name = {row["job"]: row for row in rows}
+    for row in victims:
+        preemptors = row["preempted_by"].split(";")
+        reasons = row["preemption_reasons"].split(";")
+        assert len(preemptors) == len(reasons) == int(row["evictions"])
+        for preemptor in preemptors:
+            job, _, queue = preemptor.partition("@")
+            assert by_name[job]["clusterQueue"] == queue  # a real job of the trace, in its queue
+        assert set(reasons) <= {"InClusterQueue", "InCohortReclamation", "InCohortReclaimWhileBorrowing"}
+        assert float(row["to_last_admission_s"]) > float(row["wait_s"])
+        assert float(row["completion_delay_s"]) > 0
+    assert "Who preempted whom" in html
 
 
 def test_generator_runs_without_queues(tmp_path: Path):

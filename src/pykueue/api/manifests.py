@@ -26,7 +26,7 @@ at all raises `pykueue.errors.ParseError`. Neither ever escapes as a bare traceb
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -350,12 +350,22 @@ def _list_items(doc: Any) -> list[tuple[str, Any]]:
     return [("", doc)]
 
 
-def load_text(text: str, source: str, options: LoadOptions = STRICT) -> list[KubeObject]:
+# A caller's hook for documents that are not API objects (a Kueue Configuration in a
+# simulator design): given the raw document and where it is (``file#n``), it returns
+# True when it took the document, which is then not parsed as an object.
+Take = Callable[[Any, str], bool]
+
+
+def load_text(
+    text: str, source: str, options: LoadOptions = STRICT, take: Take | None = None
+) -> list[KubeObject]:
     """Every object of a multi-document text; one ValidationError with all problems, or all objects."""
     objects: list[KubeObject] = []
     problems: list[FieldProblem] = []
     for n, doc in _decode_documents(text, source):
         for prefix, item in _list_items(doc):
+            if take is not None and take(item, f"{source}#{n}"):
+                continue
             try:
                 objects.append(parse_object(item, f"{source}#{n}", options))
             except ValidationError as err:
@@ -381,7 +391,9 @@ def manifest_files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def load_paths(paths: Iterable[str | Path], options: LoadOptions = STRICT) -> list[KubeObject]:
+def load_paths(
+    paths: Iterable[str | Path], options: LoadOptions = STRICT, take: Take | None = None
+) -> list[KubeObject]:
     """Every object in the files and directories; all problems of all files in one ValidationError.
 
     A file that cannot be read or is not YAML/JSON becomes a problem of its own (with an
@@ -391,7 +403,7 @@ def load_paths(paths: Iterable[str | Path], options: LoadOptions = STRICT) -> li
     problems: list[FieldProblem] = []
     for path in manifest_files(paths):
         try:
-            objects.extend(load_text(read_text(path), str(path), options))
+            objects.extend(load_text(read_text(path), str(path), options, take))
         except ValidationError as err:
             problems.extend(err.problems)
         except ParseError as err:

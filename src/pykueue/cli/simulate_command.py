@@ -59,7 +59,30 @@ def _inputs(
         raise InputError(
             "--queues is required with --trace (the trace names LocalQueues, the design defines them)"
         )
-    return [Design.load(path) for path in queues], trace.load(trace_path), str(trace_path), notes
+    designs = [Design.load(path) for path in queues]
+    problems: list[str] = []
+    jobs = trace.load(trace_path, problems)
+    _check_all(designs, jobs, problems)
+    return designs, jobs, str(trace_path), notes
+
+
+def _check_all(designs: list[Design], jobs: list[Job], problems: list[str]) -> None:
+    """The trace's problems and every design's with its good rows, in one TraceError."""
+    for design in designs:
+        try:
+            design.check(jobs)
+        except trace.TraceError as exc:
+            prefix = f"design {design.name}: " if len(designs) > 1 else ""
+            problems.extend(problem if not prefix else _prefixed(problem, prefix) for problem in exc.problems)
+    if problems:
+        raise trace.TraceError(problems)
+
+
+def _prefixed(problem: str, prefix: str) -> str:
+    """``file:line field: message`` with the design named in front of the message."""
+    head, _, rest = problem.partition(" ")
+    field, colon, message = rest.partition(": ")
+    return f"{head} {field}{colon}{prefix}{message}" if colon else f"{prefix}{problem}"
 
 
 def _unique_names(designs: list[Design]) -> None:
@@ -111,12 +134,18 @@ def _write_jobs_csv(path: Path, run: driver.Run) -> None:
                 "last_admission_s",
                 "finish_s",
                 "wait_s",
+                "to_last_admission_s",
+                "completion_delay_s",
                 "evictions",
                 "lost_s",
+                "preempted_by",
+                "preemption_reasons",
             ]
         )
         for i, job in enumerate(rec.jobs):
             wait = rec.first_admit[i] - job.submit if rec.first_admit[i] >= 0 else -1
+            to_last = rec.last_admit[i] - job.submit if rec.last_admit[i] >= 0 else -1
+            suffered = rec.preempted_by.get(i, [])
             writer.writerow(
                 [
                     job.key,
@@ -128,8 +157,14 @@ def _write_jobs_csv(path: Path, run: driver.Run) -> None:
                     seconds(rec.last_admit[i]),
                     seconds(rec.finish[i]),
                     seconds(wait),
+                    seconds(to_last),
+                    seconds(rec.completion_delay(i)),
                     rec.evictions[i],
                     seconds(rec.lost_time[i]),
+                    ";".join(
+                        f"{rec.jobs[p.by].key}@{rec.cq_of[p.by]}" if p.by >= 0 else "?" for p in suffered
+                    ),
+                    ";".join(p.reason or "?" for p in suffered),
                 ]
             )
 
@@ -144,13 +179,21 @@ def _writing(out: Path) -> Iterator[None]:
         raise InputError(f"{out}: cannot write the results: {exc.strerror or exc}") from exc
 
 
-def _write_plan(out: Path, outcomes: list[plan.Outcome]) -> None:
+def _write_plan(out: Path, outcomes: list[plan.Outcome], noise_floor: float = plan.NOISE_FLOOR) -> None:
     for outcome in outcomes:
         (out / f"summary-{outcome.name}.json").write_text(dumps(outcome.summary), encoding="utf-8")
         (out / f"report-{outcome.name}.html").write_text(
             report_html.render(outcome.run, outcome.summary), encoding="utf-8"
         )
-    (out / "plan.html").write_text(plan.render_html(outcomes), encoding="utf-8")
+    (out / "plan.html").write_text(plan.render_html(outcomes, noise_floor), encoding="utf-8")
+
+
+def _warn_notes(designs: list[Design]) -> None:
+    """What a design says that changes nothing (weights with fair sharing off, unsimulated sections)."""
+    console = Console(stderr=True, highlight=False)
+    for design in designs:
+        for note in design.notes:
+            console.print(f"[yellow]warning:[/yellow] {escape(note)}", soft_wrap=True)
 
 
 def _error(kind: str, exc: Exception) -> None:
@@ -158,10 +201,14 @@ def _error(kind: str, exc: Exception) -> None:
 
 
 def _cycle_time(text: str) -> int:
+    return _duration_option(text, "--cycle-time")
+
+
+def _duration_option(text: str, option: str) -> int:
     try:
-        return trace.duration(text, "--cycle-time")
+        return trace.duration(text, option)
     except trace.FieldProblem as problem:
-        raise InputError(f"--cycle-time: {problem}") from problem
+        raise InputError(f"{option}: {problem}") from problem
 
 
 def dumps(summary: dict[str, Any]) -> str:
@@ -201,6 +248,7 @@ def simulate(
         if len(designs) > 1:
             raise InputError("simulate takes one design; use `pykueue plan` to compare several")
         design = designs[0]
+        _warn_notes(designs)
         spec = checker.load(rangespec) if rangespec is not None else None
         checked = design.check(jobs)
         show = progress if progress is not None else sys.stderr.isatty()
@@ -259,6 +307,15 @@ def plan_command(
     cycle_time: str = typer.Option(
         "0", "--cycle-time", help="How long one scheduling cycle takes (e.g. 10ms); 0 settles at each event."
     ),
+    seeds: int = typer.Option(
+        3, "--seeds", min=1, help="Runs per design, seeds --seed, --seed+1, ...: figures are their means."
+    ),
+    jitter: str = typer.Option(
+        "0", "--jitter", help="Move each arrival later by up to this much (e.g. 30s), drawn per seed."
+    ),
+    noise_floor: float = typer.Option(
+        plan.NOISE_FLOOR, "--noise-floor", min=0, help="Differences under this % are within noise."
+    ),
 ) -> None:
     """Run one trace on several quota designs and show them side by side."""
     console = Console(highlight=False)
@@ -267,23 +324,26 @@ def plan_command(
         if len(designs) < 2:
             raise InputError("plan compares designs: give --queues at least twice")
         _unique_names(designs)
+        _warn_notes(designs)
         show = progress if progress is not None else sys.stderr.isatty()
         bar, update = _progress_bar(Console(stderr=True), show)
         options = driver.Options(seed=seed, progress=update, cycle_time=_cycle_time(cycle_time))
+        spread = _duration_option(jitter, "--jitter")
         if bar is not None:
             with bar:
-                outcomes = plan.run_all(designs, jobs, source, options)
+                outcomes = plan.run_all(designs, jobs, source, options, seeds, spread)
         else:
-            outcomes = plan.run_all(designs, jobs, source, options)
+            outcomes = plan.run_all(designs, jobs, source, options, seeds, spread)
         if out is not None:
             with _writing(out):
-                _write_plan(out, outcomes)
+                _write_plan(out, outcomes, noise_floor)
     except InputError as exc:
         _error("error", exc)
         raise typer.Exit(2) from exc
     except EngineError as exc:
         _error("engine error", exc)
         raise typer.Exit(1) from exc
-    console.print(plan.table(outcomes))
+    console.print(plan.table(outcomes, noise_floor))
+    console.print(plan.teams_table(outcomes, noise_floor))
     if out is not None:
         console.print(f"wrote {out / 'plan.html'}")

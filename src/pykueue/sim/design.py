@@ -5,6 +5,14 @@ LocalQueues, Namespaces, priority classes) read from YAML or made by the
 generator. `Design.state` builds a fresh engine state from them for each run,
 so two runs never share anything.
 
+A design file may also hold upstream Kueue's ``Configuration``
+(``config.kueue.x-k8s.io/v1beta1`` or ``v1beta2``), read by the same parser as
+the controller's ``--config`` (`pykueue.controllers.kueue_configuration`): its
+``fairSharing``, ``admissionFairSharing`` and ``featureGates`` change how the
+design schedules. What the simulator does not model (``waitForPodsReady``,
+upstream's non-engine sections) and fair-sharing weights that have no effect
+because fair sharing is off become `Design.notes`, shown with the results.
+
 `Design.check` refuses a trace that could never finish, before any time is
 simulated, naming the trace line: a job whose LocalQueue does not exist (or
 points at a missing ClusterQueue), whose priority class is unknown, that
@@ -19,9 +27,11 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pykueue.api import manifests, quantity
 from pykueue.api.manifests import KubeObject
+from pykueue.controllers import kueue_configuration
 from pykueue.engine import loading
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import EngineConfig
@@ -55,10 +65,25 @@ class Design:
     objects: list[KubeObject]
     cq_classes: dict[str, str] = field(default_factory=dict)
     config: EngineConfig = field(default_factory=EngineConfig)
+    notes: list[str] = field(default_factory=list)
+    config_source: str = ""  # where the Configuration came from; empty: the simulator's defaults
 
     @classmethod
     def load(cls, path: Path, name: str | None = None) -> Design:
-        objects = manifests.load_paths([path], manifests.RELAXED)
+        found: list[tuple[str, Any]] = []
+
+        def take(doc: Any, where: str) -> bool:
+            if isinstance(doc, dict) and doc.get("kind") == "Configuration":
+                found.append((where, doc))
+                return True
+            return False
+
+        objects = manifests.load_paths([path], manifests.RELAXED, take)
+        if len(found) > 1:
+            raise InputError(
+                f"{path}: a design holds one Configuration; found {len(found)} "
+                f"({', '.join(where for where, _ in found)})"
+            )
         others = sorted({obj.kind for obj in objects if obj.kind not in QUEUE_KINDS})
         if others:
             raise InputError(
@@ -72,7 +97,64 @@ class Design:
             if obj.kind == "ClusterQueue":
                 labels = obj.metadata.labels
                 classes[obj.metadata.name] = labels.get(CLASS_LABEL, obj.metadata.name)
-        return cls(name or path.stem, objects, classes)
+        design = cls(name or path.stem, objects, classes)
+        if found:
+            design.configure(*found[0])
+        design.notes.extend(design.weight_notes())
+        return design
+
+    def configure(self, where: str, doc: Any) -> None:
+        """Take upstream's Configuration ``doc``: the engine's sections, notes for the rest."""
+        loaded = kueue_configuration.parse(doc, where)
+        config = loaded.engine
+        own = doc.get("pykueue") if isinstance(doc.get("pykueue"), dict) else {}
+        if "nominalFirst" not in own:
+            # the simulator's default, as the controller's and standalone's: a Configuration
+            # describes upstream's settings, not pykueue's own engine options
+            config = dataclasses.replace(config, nominal_first=EngineConfig().nominal_first)
+        if config.wait_for_pods_ready is not None:
+            config = dataclasses.replace(config, wait_for_pods_ready=None)
+            self.notes.append(
+                f"{where}: waitForPodsReady is not simulated (pods are ready at admission); ignored"
+            )
+        if loaded.unused:
+            self.notes.append(f"{where}: not used by the simulator: {', '.join(loaded.unused)}")
+        self.config = config
+        self.config_source = where
+
+    def weight_notes(self) -> list[str]:
+        """Fair-sharing weights that change nothing because the feature that reads them is off."""
+        notes = []
+        weighted = []
+        for obj in self.objects:
+            if obj.kind in ("ClusterQueue", "Cohort"):
+                fair = getattr(obj.spec, "fair_sharing", None)
+                if fair is not None and fair.weight is not None:
+                    weighted.append(f"{obj.kind} {obj.metadata.name}")
+        if weighted and not self.config.fair_sharing.enable:
+            shown = ", ".join(weighted[:5]) + (f" and {len(weighted) - 5} more" if len(weighted) > 5 else "")
+            notes.append(
+                f"fairSharing weights are set ({shown}) but fair sharing is off in design {self.name}: "
+                "they change nothing (add a Configuration with fairSharing: {enable: true})"
+            )
+        lq_weighted = []
+        for obj in self.objects:
+            fair = getattr(obj.spec, "fair_sharing", None) if obj.kind == "LocalQueue" else None
+            if fair is not None and fair.weight is not None:
+                lq_weighted.append(f"{obj.metadata.namespace}/{obj.metadata.name}")
+        if lq_weighted and self.config.admission_fair_sharing is None:
+            shown = ", ".join(lq_weighted[:5]) + (
+                f" and {len(lq_weighted) - 5} more" if len(lq_weighted) > 5 else ""
+            )
+            notes.append(
+                f"LocalQueue fairSharing weights are set ({shown}) but admission fair sharing is off in "
+                f"design {self.name}: they change nothing (add a Configuration with admissionFairSharing)"
+            )
+        return notes
+
+    @property
+    def fair_sharing(self) -> bool:
+        return self.config.fair_sharing.enable
 
     def state(self) -> State:
         state = State(config=self.config)

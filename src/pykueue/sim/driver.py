@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pykueue.engine import scheduler
+from pykueue.engine.evictions import PREEMPTED
 from pykueue.engine.state import State
 from pykueue.errors import EngineError
 from pykueue.sim.design import Design
@@ -88,7 +89,18 @@ class Run:
                 "events at one instant are applied together (completions, then arrivals); "
                 "scheduling cycles then run at that instant until one changes nothing; cycles take no time"
             )
-        return {"clock": "virtual, microseconds", "cycles": cycles}
+        config = self.design.config
+        fair = config.fair_sharing
+        afs = config.admission_fair_sharing
+        return {
+            "clock": "virtual, microseconds",
+            "cycles": cycles,
+            "configuration": self.design.config_source or "none (the simulator's defaults)",
+            "fairSharing": f"on ({', '.join(fair.preemption_strategies)})" if fair.enable else "off",
+            "admissionFairSharing": (
+                f"on (usage half-life {afs.usage_half_life / SECOND:g}s)" if afs is not None else "off"
+            ),
+        }
 
 
 @dataclass(slots=True)
@@ -119,7 +131,7 @@ def simulate(design: Design, jobs: list[Job], options: Options | None = None) ->
         loop.cycles,
         loop.instants,
         options.cycle_time,
-        notes=list(loop.notes),
+        notes=[*design.notes, *loop.notes],
     )
 
 
@@ -240,7 +252,7 @@ class _Loop:
         self.last_preempted = [self.index_of[key] for key in result.preempted]
         self.recorder_preemptions += len(result.preempted)
         for i in self.last_preempted:
-            self.preempted(i, now, dirty)
+            self.preempted(i, now, dirty, *self.attribution(self.jobs[i].key))
         for key in result.admitted:
             self.admitted(self.index_of[key], now, dirty)
         return result.heads == 0 or (not result.changed and _parked(self.state) == parked)
@@ -255,14 +267,21 @@ class _Loop:
         heapq.heappush(self.completions, (end, self.sequence, i, run.epoch))
         dirty.add(self.cq_of[i])
 
-    def preempted(self, i: int, now: int, dirty: set[str]) -> None:
+    def attribution(self, key: str) -> tuple[int, str]:
+        """Who preempted the workload ``key`` (a job index, -1 if unknown) and upstream's reason."""
+        wl = self.state.workloads[key]
+        preemptor = self.index_of.get(wl.preempted_by or "", -1)
+        condition = wl.conditions.get(PREEMPTED)
+        return preemptor, condition.reason if condition is not None else ""
+
+    def preempted(self, i: int, now: int, dirty: set[str], by: int = -1, reason: str = "") -> None:
         run = self.live[i]
         ran = now - run.started
         kept = saved_progress(run.progress, ran, self.jobs[i].checkpoint)
         lost = run.progress + ran - kept
         run.progress = kept
         run.epoch += 1  # its scheduled completion is void
-        self.recorder.preempted(i, now, lost, run.holding)
+        self.recorder.preempted(i, now, lost, run.holding, by, reason)
         dirty.add(self.cq_of[i])
 
 

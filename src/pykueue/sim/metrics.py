@@ -53,6 +53,23 @@ def primary_resource(state: State) -> str:
     return resources[0] if resources else "cpu"
 
 
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """One preemption a job suffered: when, by which job (index, -1 unknown), upstream's reason."""
+
+    time: int
+    by: int
+    reason: str
+    lost: int  # running time thrown away, microseconds
+
+
+@dataclass(slots=True)
+class _Cell:
+    count: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    lost: int = 0  # primary resource milli-units x microseconds
+
+
 @dataclass(slots=True)
 class QueueSeries:
     """One ClusterQueue's change series and integrals."""
@@ -93,15 +110,23 @@ class Recorder:
         self.lost_time = [0] * n
         self.lost: dict[str, dict[str, int]] = {}  # cq -> resource -> milli x microseconds
         self.preemptions: dict[str, int] = {}
+        self.preempted_by: dict[int, list[Preemption]] = {}  # victim job -> each preemption it suffered
+        self.matrix: dict[tuple[str, str], _Cell] = {}  # (victim CQ, preemptor CQ) -> what it cost
         self.end = 0
         self.nominal_fr: dict[str, dict[tuple[str, str], int]] = {}
         self.queues: dict[str, QueueSeries] = {}
+        self.cohort_nominal: dict[str, int] = {}  # quota Cohort objects hold themselves, per resource
+        for cohort in state.cohorts.values():
+            for (_, resource), quota in cohort.quotas.items():
+                self.cohort_nominal[resource] = self.cohort_nominal.get(resource, 0) + quota.nominal
         for name, cq in state.cluster_queues.items():
             nominal: dict[str, int] = {}
             for (_, resource), quota in cq.quotas.items():
                 nominal[resource] = nominal.get(resource, 0) + quota.nominal
             self.nominal_fr[name] = {fr: q.nominal for fr, q in cq.quotas.items()}
-            series = QueueSeries(name, cq.cohort, classes.get(name, name), nominal, cq.fair_weight)
+            # a weight counts in the entitlement only where the engine reads it
+            weight = cq.fair_weight if state.config.fair_sharing.enable else 1.0
+            series = QueueSeries(name, cq.cohort, classes.get(name, name), nominal, weight)
             self.queues[name] = series
             self._append(series, 0)
 
@@ -123,7 +148,9 @@ class Recorder:
         series.n_pending -= 1
         series.n_running += 1
 
-    def preempted(self, index: int, now: int, lost: int, holding: dict[str, int]) -> None:
+    def preempted(
+        self, index: int, now: int, lost: int, holding: dict[str, int], by: int = -1, reason: str = ""
+    ) -> None:
         self.evictions[index] += 1
         self.pending_since[index] = now
         self.lost_time[index] += lost
@@ -132,6 +159,11 @@ class Recorder:
         bucket = self.lost.setdefault(cq, {})
         for resource, value in holding.items():
             bucket[resource] = bucket.get(resource, 0) + value * lost
+        self.preempted_by.setdefault(index, []).append(Preemption(now, by, reason, lost))
+        cell = self.matrix.setdefault((cq, self.cq_of[by] if by >= 0 else ""), _Cell())
+        cell.count += 1
+        cell.reasons[reason] = cell.reasons.get(reason, 0) + 1
+        cell.lost += holding.get(self.primary, 0) * lost
         series = self.queues[cq]
         series.n_running -= 1
         series.n_pending += 1
@@ -221,6 +253,35 @@ class Recorder:
         )
         return distribution(values)
 
+    def to_last_admission(self, indexes: list[int]) -> dict[str, Any]:
+        """Submission to the last admission: the wait plus every wait after a preemption."""
+        return distribution(
+            sorted(self.last_admit[i] - self.jobs[i].submit for i in indexes if self.last_admit[i] >= 0)
+        )
+
+    def completion_delay(self, index: int) -> int:
+        """How much later than ``submit + runtime`` the job finished (-1: it never did)."""
+        if self.finish[index] < 0:
+            return -1
+        job = self.jobs[index]
+        return self.finish[index] - job.submit - job.runtime
+
+    def completion_delays(self, indexes: list[int]) -> dict[str, Any]:
+        return distribution(sorted(self.completion_delay(i) for i in indexes if self.finish[i] >= 0))
+
+    def preemption_table(self) -> list[dict[str, Any]]:
+        """Victim ClusterQueue x preemptor ClusterQueue: count, upstream's reasons, lost hours."""
+        return [
+            {
+                "victim": victim,
+                "preemptor": preemptor,
+                "count": cell.count,
+                "reasons": dict(sorted(cell.reasons.items())),
+                "lostResourceHours": _hours(cell.lost),
+            }
+            for (victim, preemptor), cell in sorted(self.matrix.items())
+        ]
+
     def summary(
         self, design: str, source: str, seed: int, notes: list[str], model: dict[str, str]
     ) -> dict[str, Any]:
@@ -284,7 +345,10 @@ def _summary(
     for job in jobs:
         for resource, value in job.total_requests().items():
             demand[resource] = demand.get(resource, 0) + value * job.runtime
-    capacity = {r: sum(s.nominal.get(r, 0) for s in rec.queues.values()) for r in demand}
+    capacity = {
+        r: sum(s.nominal.get(r, 0) for s in rec.queues.values()) + rec.cohort_nominal.get(r, 0)
+        for r in demand
+    }
     used = {r: sum(s.integral.get(r, 0) for s in rec.queues.values()) for r in demand}
     lost_total: dict[str, int] = {}
     for bucket in rec.lost.values():
@@ -312,6 +376,8 @@ def _summary(
             for r in sorted(demand)
         },
         "wait": rec.waits(list(range(n))),
+        "timeToLastAdmission": rec.to_last_admission(list(range(n))),
+        "completionDelay": rec.completion_delays(list(range(n))),
     }
     ideal = {
         "makespanSeconds": _seconds(ideal_end),
@@ -325,6 +391,11 @@ def _summary(
             for r in sorted(demand)
         },
     }
+    caused: dict[str, int] = {}
+    caused_lost: dict[str, int] = {}
+    for (_, preemptor), cell in rec.matrix.items():
+        caused[preemptor] = caused.get(preemptor, 0) + cell.count
+        caused_lost[preemptor] = caused_lost.get(preemptor, 0) + cell.lost
     queues: dict[str, Any] = {}
     for name, series in rec.queues.items():
         indexes = by_cq[name]
@@ -347,14 +418,25 @@ def _summary(
             "averageBorrowed": _units(series.borrowed_integral / window) if window else 0.0,
             "maxPending": series.max_pending,
             "wait": rec.waits(indexes),
+            "timeToLastAdmission": rec.to_last_admission(indexes),
+            "completionDelay": rec.completion_delays(indexes),
             "preemptions": rec.preemptions.get(name, 0),
+            "preemptionsCaused": caused.get(name, 0),
             "lostResourceHours": {r: _hours(v) for r, v in sorted(rec.lost.get(name, {}).items())},
+            "lostResourceHoursCaused": _hours(caused_lost.get(name, 0)),
+            "usedPrimaryHours": _hours(series.integral.get(primary, 0)),
+            "entitledPrimaryHours": _hours(nominal * window),
+            "demandPrimaryHours": _hours(
+                sum(jobs[i].total_requests().get(primary, 0) * jobs[i].runtime for i in indexes)
+            ),
         }
     classes = {
         cls: {
             "jobs": len(indexes),
             "priorities": sorted({jobs[i].priority for i in indexes}),
             "wait": rec.waits(indexes),
+            "timeToLastAdmission": rec.to_last_admission(indexes),
+            "completionDelay": rec.completion_delays(indexes),
         }
         for cls, indexes in sorted(by_class.items())
     }
@@ -376,6 +458,7 @@ def _summary(
             "mean": round(sum(fairness) / len(fairness), 4) if fairness else None,
             "min": round(min(fairness), 4) if fairness else None,
         },
+        "preemptionsByPreemptor": rec.preemption_table(),
         "unfinishedJobs": [jobs[i].key for i in range(n) if rec.finish[i] < 0][:100],
     }
     return document

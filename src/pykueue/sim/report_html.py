@@ -18,15 +18,36 @@ from pykueue.sim.metrics import Recorder
 
 MAX_LINES = 12
 MAX_BARS = 60
+MAX_MATRIX = 12  # teams per side of the victim x preemptor table; beyond, a list of pairs
 
 PAGE_STYLE = """
-body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}
+body{font-family:sans-serif;margin:24px auto;padding:0 12px;color:#222;max-width:1100px}
+@media (max-width:700px){body{margin:8px auto}}
 h1{font-size:22px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;font-size:13px;margin:8px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right} th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left}
-.note{color:#555;font-size:13px} .worse{background:#fde2e1} .better{background:#dff3e4}
+.note{color:#555;font-size:13px} .wide{overflow-x:auto;max-width:100%} .worse{background:#fbe3c8} .better{background:#d4e8f7} .noise{color:#666}
 """
+
+
+def human_duration(seconds: float | None) -> str:
+    """Seconds in the unit a reader thinks in: 45 s, 12.5 min, 8.4 h, 3.2 d."""
+    if seconds is None:
+        return "-"
+    value = abs(seconds)
+    sign = "-" if seconds < 0 else ""
+    if value < 90:
+        return f"{sign}{value:.3g} s"
+    if value < 90 * 60:
+        return f"{sign}{value / 60:.3g} min"
+    if value < 48 * 3600:
+        return f"{sign}{value / 3600:.3g} h"
+    return f"{sign}{value / 86400:.3g} d"
+
+
+class Duration(float):
+    """A number of seconds that tables show in human units (the JSON keeps seconds)."""
 
 
 def groups(rec: Recorder) -> list[tuple[str, list[str]]]:
@@ -55,12 +76,14 @@ def table_html(header: list[str], rows: list[list[Any]], classes: list[list[str]
             attr = f' class="{css}"' if css else ""
             cells.append(f"<td{attr}>{escape(_fmt(cell))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    return f"<div class='wide'><table><tr>{head}</tr>{''.join(body)}</table></div>"
 
 
 def _fmt(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, Duration):
+        return human_duration(value)
     if isinstance(value, float):
         return f"{value:,.2f}" if abs(value) < 1e6 else f"{value:,.0f}"
     if isinstance(value, dict):
@@ -71,6 +94,7 @@ def _fmt(value: Any) -> str:
 def page(title: str, sections: list[str]) -> str:
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>{escape(title)}</title><style>{PAGE_STYLE}{svg.STYLE}</style></head>"
         f"<body><h1>{escape(title)}</h1>{''.join(sections)}</body></html>\n"
     )
@@ -95,10 +119,22 @@ def headline_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
         ("p50 wait (s)", wait.get("p50")),
         ("p90 wait (s)", wait.get("p90")),
         ("max wait (s)", wait.get("max")),
+        ("mean time to last admission (s)", totals["timeToLastAdmission"].get("mean")),
+        ("p90 time to last admission (s)", totals["timeToLastAdmission"].get("p90")),
+        ("mean completion delay (s)", totals["completionDelay"].get("mean")),
+        ("p90 completion delay (s)", totals["completionDelay"].get("p90")),
         ("preemptions", totals["preemptions"]),
         (f"lost {primary}-hours", totals["lostResourceHours"].get(primary, 0.0)),
         ("fairness (mean Jain index)", summary["fairness"]["mean"]),
         ("fairness (min Jain index)", summary["fairness"]["min"]),
+    ]
+
+
+def human_rows(rows: list[tuple[str, Any]]) -> list[list[Any]]:
+    """Headline rows with their durations in human units (the label loses its "(s)")."""
+    return [
+        [figure.removesuffix(" (s)"), dur(value)] if figure.endswith(" (s)") else [figure, value]
+        for figure, value in rows
     ]
 
 
@@ -111,9 +147,7 @@ def sections(run: Run, summary: dict[str, Any]) -> list[str]:
     ]
     for note in summary["notes"]:
         out.append(f"<p class='note'>note: {escape(note)}</p>")
-    out.append(
-        "<h2>Summary</h2>" + table_html(["figure", "value"], [list(row) for row in headline_rows(summary)])
-    )
+    out.append("<h2>Summary</h2>" + table_html(["figure", "value"], human_rows(headline_rows(summary))))
     out.append(_checker(summary))
     grid = rec.grid()
     x = [t / SECOND for t in grid]
@@ -124,15 +158,28 @@ def sections(run: Run, summary: dict[str, Any]) -> list[str]:
         columns = [rec.on_grid(rec.queues[m], rec.queues[m].pending, grid) for m in members]
         pending.append((label, [float(sum(values)) for values in zip(*columns, strict=True)]))
         used = [rec.on_grid(rec.queues[m], rec.queues[m].used, grid) for m in members]
-        nominal = sum(rec.queues[m].nominal.get(primary, 0) for m in members)
-        usage.append(
-            (label, [100 * sum(values) / nominal if nominal else None for values in zip(*used, strict=True)])
-        )
+        usage.append((label, [sum(values) / 1000 for values in zip(*used, strict=True)]))
+    nominal = (
+        sum(series.nominal.get(primary, 0) for series in rec.queues.values())
+        + rec.cohort_nominal.get(primary, 0)
+    ) / 1000
     out.append("<h2>Queue lengths over time</h2>")
-    out.append(svg.line_chart("pending workloads", x, pending, "time (s)", "pending"))
-    out.append(f"<h2>Usage over time ({escape(primary)}, % of nominal quota)</h2>")
+    out.append(svg.line_chart("pending workloads", x, pending, "time", "pending", time_axis=True))
+    out.append(f"<h2>Usage over time ({escape(primary)} in use per team)</h2>")
     out.append(
-        svg.line_chart(f"{primary} in use, % of nominal", x, usage, "time (s)", "% of nominal", y_max=100)
+        "<p class='note'>Absolute amounts stacked per ClusterQueue (a queue with no nominal quota "
+        "shows what it borrows); the dashed line is the total nominal quota.</p>"
+    )
+    out.append(
+        svg.stacked_chart(
+            f"{primary} in use, stacked per ClusterQueue",
+            x,
+            usage,
+            "time",
+            primary,
+            time_axis=True,
+            line=(f"total nominal {primary}: {nominal:g}", nominal),
+        )
     )
     out.append(_borrowing(rec, summary))
     out.append(_waits(rec, summary))
@@ -143,7 +190,11 @@ def sections(run: Run, summary: dict[str, Any]) -> list[str]:
         "<p class='note'>Jain's index of usage divided by entitlement (nominal quota x fair-sharing weight) "
         "over the ClusterQueues that have pending work: 1 is perfectly even, 1/n is one queue taking all.</p>"
     )
-    out.append(svg.line_chart("Jain's index", x, [("fairness", fairness)], "time (s)", "index", y_max=1.0))
+    out.append(
+        svg.line_chart(
+            "Jain's index", x, [("fairness", fairness)], "time", "index", y_max=1.0, time_axis=True
+        )
+    )
     out.append(_queue_table(summary, primary))
     return out
 
@@ -195,7 +246,7 @@ def _waits(rec: Recorder, summary: dict[str, Any]) -> str:
         if rec.first_admit[i] >= 0:
             by_class.setdefault(job.job_class, []).append((rec.first_admit[i] - job.submit) / SECOND)
     series = [(cls, sorted(values)) for cls, values in sorted(by_class.items())][:MAX_LINES]
-    cdf = svg.cdf_chart("wait from submission to first admission, per class", series, "wait (s)")
+    cdf = svg.cdf_chart("wait from submission to first admission, per class", series, "wait", log_x=True)
     queues = summary["clusterQueues"]
     names = sorted(queues, key=lambda n: (-(queues[n]["wait"].get("p90") or 0), n))[:MAX_BARS]
     bars = svg.bar_chart(
@@ -205,24 +256,44 @@ def _waits(rec: Recorder, summary: dict[str, Any]) -> str:
             ("p50", [queues[n]["wait"].get("p50", 0.0) for n in names]),
             ("p90", [queues[n]["wait"].get("p90", 0.0) for n in names]),
         ],
-        "seconds",
+        "wait",
+        duration_axis=True,
     )
     rows = [
         [
             cls,
             v["jobs"],
-            v["wait"].get("mean"),
-            v["wait"].get("p50"),
-            v["wait"].get("p90"),
-            v["wait"].get("p99"),
-            v["wait"].get("max"),
+            dur(v["wait"].get("mean")),
+            dur(v["wait"].get("p50")),
+            dur(v["wait"].get("p90")),
+            dur(v["wait"].get("max")),
+            dur(v["timeToLastAdmission"].get("p90")),
+            dur(v["timeToLastAdmission"].get("max")),
+            dur(v["completionDelay"].get("p90")),
+            dur(v["completionDelay"].get("max")),
         ]
         for cls, v in summary["classes"].items()
     ]
-    table = table_html(["class", "jobs", "mean (s)", "p50", "p90", "p99", "max"], rows)
+    table = table_html(
+        [
+            "class",
+            "jobs",
+            "mean wait",
+            "p50 wait",
+            "p90 wait",
+            "max wait",
+            "p90 to last admission",
+            "max to last admission",
+            "p90 completion delay",
+            "max completion delay",
+        ],
+        rows,
+    )
     note = (
-        "<p class='note'>A wait is from submission to the first admission; upstream's time to "
-        "admission (above) runs to the last admission, so it also counts waits after preemptions.</p>"
+        "<p class='note'>A <b>wait</b> is from submission to the first admission. The <b>time to last "
+        "admission</b> runs to the last admission, so it also counts the waits after preemptions "
+        "(upstream's time to admission, above). The <b>completion delay</b> is how much later than "
+        "submission + runtime a job finished: waits, plus work redone after preemptions.</p>"
     )
     return f"<h2>Wait-time distributions</h2>{note}{cdf}{table}{bars}"
 
@@ -246,25 +317,85 @@ def _losses(summary: dict[str, Any], primary: str) -> str:
         [(f"lost {unit}", [queues[n]["lostResourceHours"].get(primary, 0.0) for n in names])],
         unit,
     )
-    return f"<h2>Preemptions and lost work</h2>{preemptions}{lost}"
+    return f"<h2>Preemptions and lost work</h2>{preemptions}{lost}{preemption_matrix(summary, unit)}"
+
+
+def preemption_matrix(summary: dict[str, Any], unit: str) -> str:
+    """Victim x preemptor per team (ClusterQueue): how often, why, and the work it cost."""
+    cells = summary["preemptionsByPreemptor"]
+    if not cells:
+        return ""
+    victims = sorted({c["victim"] for c in cells})
+    preemptors = sorted({c["preemptor"] for c in cells})
+    note = (
+        "<p class='note'>Rows are the teams (ClusterQueues) whose jobs were preempted, columns the teams "
+        f"whose jobs preempted them; each cell: preemptions, {escape(unit)} lost, upstream's reasons "
+        "(InClusterQueue: a higher priority job of the same queue; InCohortReclamation: the owner took "
+        "back quota lent out; InCohortReclaimWhileBorrowing: a borrower with higher priority; "
+        "InCohortFairSharing: fair sharing).</p>"
+    )
+    if len(victims) > MAX_MATRIX or len(preemptors) > MAX_MATRIX:
+        rows = [
+            [c["victim"], c["preemptor"], c["count"], c["lostResourceHours"], _reasons(c["reasons"])]
+            for c in sorted(cells, key=lambda c: (-c["count"], c["victim"], c["preemptor"]))[:200]
+        ]
+        table = table_html(["victim", "preemptor", "preemptions", f"lost {unit}", "reasons"], rows)
+        return f"<h3>Who preempted whom</h3>{note}{table}"
+    by_pair = {(c["victim"], c["preemptor"]): c for c in cells}
+    rows = []
+    for victim in victims:
+        row: list[Any] = [victim]
+        for preemptor in preemptors:
+            cell = by_pair.get((victim, preemptor))
+            row.append(
+                f"{cell['count']} ({cell['lostResourceHours']:g} {unit}; {_reasons(cell['reasons'])})"
+                if cell
+                else ""
+            )
+        rows.append(row)
+    table = table_html(["victim \\ preemptor", *preemptors], rows)
+    return f"<h3>Who preempted whom</h3>{note}{table}"
+
+
+def _reasons(reasons: dict[str, int]) -> str:
+    return ", ".join(f"{reason or '?'} {count}" for reason, count in reasons.items())
 
 
 def _queue_table(summary: dict[str, Any], primary: str) -> str:
+    header, rows = queue_rows(summary, primary)
+    return (
+        "<h2>ClusterQueues (teams)</h2><p class='note'>Received is the "
+        f"{escape(primary)}-hours the queue's jobs held; entitled its nominal quota x the makespan; "
+        "both in absolute units, so designs with different quotas compare. Preemptions suffered are its "
+        "jobs', caused are those its jobs made (in any queue).</p>" + table_html(header, rows)
+    )
+
+
+def queue_rows(summary: dict[str, Any], primary: str) -> tuple[list[str], list[list[Any]]]:
+    """The per-team table of the report (and of each design in a plan)."""
+    unit = unit_of(primary)
     rows = []
     for name, q in summary["clusterQueues"].items():
+        received = q["usedPrimaryHours"]
+        entitled = q["entitledPrimaryHours"]
         rows.append(
             [
                 name,
                 q["cohort"] or "-",
                 q["jobs"],
                 q["finished"],
-                q["nominal"].get(primary),
-                q["averageUsagePercentOfNominal"],
+                q["nominal"].get(primary, 0.0),
+                received,
+                entitled,
+                q["demandPrimaryHours"],
                 q["averageBorrowed"],
                 q["maxPending"],
-                q["wait"].get("mean"),
-                q["wait"].get("p90"),
+                dur(q["wait"].get("mean")),
+                dur(q["wait"].get("p90")),
+                dur(q["timeToLastAdmission"].get("p90")),
+                dur(q["completionDelay"].get("p90")),
                 q["preemptions"],
+                q["preemptionsCaused"],
                 q["lostResourceHours"].get(primary, 0.0),
             ]
         )
@@ -274,12 +405,25 @@ def _queue_table(summary: dict[str, Any], primary: str) -> str:
         "jobs",
         "finished",
         f"nominal {primary}",
-        "avg use % of nominal",
+        f"{unit} received",
+        f"{unit} entitled",
+        f"{unit} demanded",
         "avg borrowed",
         "max pending",
-        "mean wait (s)",
-        "p90 wait (s)",
-        "preemptions",
-        f"lost {primary}-h",
+        "mean wait",
+        "p90 wait",
+        "p90 to last admission",
+        "p90 completion delay",
+        "preemptions suffered",
+        "preemptions caused",
+        f"lost {unit}",
     ]
-    return "<h2>ClusterQueues</h2>" + table_html(header, rows)
+    return header, rows
+
+
+def unit_of(primary: str) -> str:
+    return "GPU-h" if "gpu" in primary.lower() else f"{primary}-h"
+
+
+def dur(seconds: float | None) -> Duration | None:
+    return None if seconds is None else Duration(seconds)

@@ -7,7 +7,7 @@ from typing import Any
 from rich.table import Table
 
 from pykueue.sim.checker import Verdict
-from pykueue.sim.report_html import headline_rows
+from pykueue.sim.report_html import Duration, headline_rows, human_duration, human_rows
 
 MAX_QUEUE_ROWS = 20
 
@@ -15,11 +15,17 @@ MAX_QUEUE_ROWS = 20
 def _fmt(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, Duration):
+        return human_duration(value)
     if isinstance(value, float):
         return f"{value:,.2f}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+def _human(seconds: float | None) -> str:
+    return human_duration(seconds)
 
 
 def _short(value: Any) -> str:
@@ -30,7 +36,7 @@ def summary_table(summary: dict[str, Any]) -> Table:
     table = Table(title=f"simulation of {summary['design']}", title_justify="left")
     table.add_column("figure")
     table.add_column("value", justify="right")
-    for name, value in headline_rows(summary):
+    for name, value in human_rows(headline_rows(summary)):
         table.add_row(name, _fmt(value))
     return table
 
@@ -62,10 +68,10 @@ def queues_table(summary: dict[str, Any]) -> Table:
     unit = "GPU-h" if "gpu" in primary.lower() else f"{primary}-h"
     for column in (
         "jobs",
-        "use\n%",
+        f"{unit}\nrecv",
         "bor-\nrowed",
-        "mean\nwait s",
-        "p90\nwait s",
+        "p90\nwait",
+        "p90\ndelay",
         "pre-\nempted",
         f"lost\n{unit}",
     ):
@@ -75,10 +81,10 @@ def queues_table(summary: dict[str, Any]) -> Table:
         table.add_row(
             name,
             _fmt(q["jobs"]),
-            _short(q["averageUsagePercentOfNominal"]),
+            _short(q["usedPrimaryHours"]),
             _fmt(q["averageBorrowed"]),
-            _short(q["wait"].get("mean")),
-            _short(q["wait"].get("p90")),
+            _human(q["wait"].get("p90")),
+            _human(q["completionDelay"].get("p90")),
             _fmt(q["preemptions"]),
             _fmt(q["lostResourceHours"].get(primary, 0.0)),
         )

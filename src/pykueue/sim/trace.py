@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -45,18 +45,66 @@ FIELDS = (
     "requests",
     "podSets",
 )
-MAX_REPORTED = 25
 
 
 class TraceError(InputError):
     """A trace (or generator file) is not valid; `problems` lists every ``where field: message``."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], jobs: list[Job] | None = None) -> None:
         self.problems = problems
-        shown = problems[:MAX_REPORTED]
-        more = len(problems) - len(shown)
-        text = "\n".join(shown) + (f"\n... and {more} more problem(s)" if more > 0 else "")
-        super().__init__(text)
+        self.jobs = jobs or []  # the rows that were good
+        super().__init__("\n".join(grouped(problems)))
+
+
+def grouped(problems: list[str]) -> list[str]:
+    """Every problem, once: the same message on many lines of a file becomes one entry naming them all.
+
+    ``t.csv:3 runtime: must be positive`` and ``t.csv:9 runtime: must be positive`` become
+    ``t.csv:3,9 runtime: must be positive``; nothing is left out.
+    """
+    order: list[tuple[str, str]] = []
+    lines: dict[tuple[str, str], list[str]] = {}
+    for problem in problems:
+        head, sep, message = problem.partition(" ")
+        source, colon, line = head.rpartition(":")
+        if not sep or not colon or not line.isdigit():
+            key = (problem, "")
+            line = ""
+        else:
+            key = (source, message)
+        if key not in lines:
+            order.append(key)
+            lines[key] = []
+        if line:
+            lines[key].append(line)
+    result = []
+    for key in order:
+        numbers = lines[key]
+        result.append(f"{key[0]}:{_ranges(numbers)} {key[1]}" if numbers else key[0])
+    return result
+
+
+def _ranges(numbers: list[str]) -> str:
+    """``3,4,5,9`` as ``3-5,9``."""
+    values = [int(n) for n in numbers]
+    parts = []
+    start = previous = values[0]
+    for value in values[1:]:
+        if value == previous + 1:
+            previous = value
+            continue
+        parts.append(f"{start}-{previous}" if previous > start else f"{start}")
+        start = previous = value
+    parts.append(f"{start}-{previous}" if previous > start else f"{start}")
+    return ",".join(parts)
+
+
+class RowProblems(Exception):
+    """Every bad field of one row."""
+
+    def __init__(self, problems: list[FieldProblem]) -> None:
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
 
 
 class FieldProblem(Exception):
@@ -68,8 +116,22 @@ class FieldProblem(Exception):
         self.message = message
 
 
-def load(path: Path) -> list[Job]:
-    """Read a ``.csv`` or ``.jsonl`` (``.json``/``.ndjson``) trace."""
+def load(path: Path, problems: list[str] | None = None) -> list[Job]:
+    """Read a ``.csv`` or ``.jsonl`` (``.json``/``.ndjson``) trace.
+
+    With a ``problems`` list, the problems of the rows go there and the good rows are
+    returned (so a caller can add the design's problems and report all at once).
+    """
+    try:
+        return _load(path)
+    except TraceError as exc:
+        if problems is None:
+            raise
+        problems.extend(exc.problems)
+        return exc.jobs
+
+
+def _load(path: Path) -> list[Job]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -99,7 +161,7 @@ def parse_csv(text: str, source: str = "trace.csv") -> list[Job]:
             if header is None:
                 header = cells
                 unknown = [c for c in header if c not in FIELDS]
-                if unknown:
+                if unknown:  # reported; the rows are still read, so their problems come too
                     problems.append(
                         f"{source}:{number} header: unknown column(s) {', '.join(unknown)}; "
                         f"known: {', '.join(FIELDS)}"
@@ -107,13 +169,14 @@ def parse_csv(text: str, source: str = "trace.csv") -> list[Job]:
                 missing = [c for c in ("submit", "queue", "runtime") if c not in header]
                 if missing:
                     problems.append(f"{source}:{number} header: missing column(s) {', '.join(missing)}")
-                if problems:
                     raise TraceError(problems)
                 continue
             if len(cells) != len(header):
                 problems.append(f"{source}:{number}: {len(cells)} cell(s) where the header has {len(header)}")
                 continue
-            rows.append((number, {k: v for k, v in zip(header, cells, strict=True) if v != ""}))
+            rows.append(
+                (number, {k: v for k, v in zip(header, cells, strict=True) if v != "" and k in FIELDS})
+            )
     except csv.Error as exc:
         problems.append(f"{source}:{reader.line_num}: malformed CSV ({exc})")
     if header is None and not problems:
@@ -137,10 +200,9 @@ def parse_jsonl(text: str, source: str = "trace.jsonl") -> list[Job]:
             problems.append(f"{source}:{number}: expected a JSON object, got {type(value).__name__}")
             continue
         unknown = [k for k in value if k not in FIELDS]
-        if unknown:
-            problems.append(f"{source}:{number} {unknown[0]}: unknown field; known: {', '.join(FIELDS)}")
-            continue
-        rows.append((number, value))
+        for key in unknown:
+            problems.append(f"{source}:{number} {key}: unknown field; known: {', '.join(FIELDS)}")
+        rows.append((number, {k: v for k, v in value.items() if k in FIELDS}))
     if not rows and not problems:
         problems.append(f"{source}: empty trace (expected one JSON object per line)")
     return _build(rows, source, problems, csv_cells=False)
@@ -155,8 +217,8 @@ def _build(
         where = f"{source}:{number}"
         try:
             job = _job(row, number, where, csv_cells)
-        except FieldProblem as problem:
-            problems.append(f"{where} {problem.field}: {problem.message}")
+        except RowProblems as bad:
+            problems.extend(f"{where} {problem.field}: {problem.message}" for problem in bad.problems)
             continue
         if job.key in seen:
             problems.append(f"{where} name: job {job.key} already defined on line {seen[job.key]}")
@@ -164,30 +226,33 @@ def _build(
         seen[job.key] = number
         jobs.append(job)
     if problems:
-        raise TraceError(problems)
+        raise TraceError(problems, jobs)
     return jobs
 
 
 def _job(row: Mapping[str, Any], number: int, where: str, csv_cells: bool) -> Job:
+    """The job of one row; `RowProblems` with every bad field of it."""
+    problems: list[FieldProblem] = []
+
+    def field(read: Callable[[], Any], default: Any) -> Any:
+        try:
+            return read()
+        except FieldProblem as problem:
+            problems.append(problem)
+            return default
+
     for required in ("submit", "queue", "runtime"):
         if row.get(required) in (None, ""):
-            raise FieldProblem(required, "required")
-    queue = row["queue"]
-    if not isinstance(queue, str) or queue.count("/") != 1 or not all(queue.split("/")):
-        raise FieldProblem("queue", f"expected namespace/localqueue, got {queue!r}")
-    namespace, local_queue = queue.split("/")
+            problems.append(FieldProblem(required, "required"))
+    namespace, local_queue = field(lambda: _queue(row.get("queue")), ("", ""))
     name = str(row.get("name") or f"job-{number}")
-    submit = duration(row["submit"], "submit")
-    runtime = duration(row["runtime"], "runtime")
-    if runtime == 0:
-        raise FieldProblem("runtime", "must be positive")
-    checkpoint = None
-    if row.get("checkpoint") not in (None, ""):
-        checkpoint = duration(row["checkpoint"], "checkpoint")
-        if checkpoint == 0:
-            raise FieldProblem("checkpoint", "must be positive (leave it out for no checkpoints)")
-    priority, priority_class = _priority(row.get("priority"))
-    pod_sets = _pod_sets(row, csv_cells)
+    submit = field(lambda: duration(row["submit"], "submit"), 0) if row.get("submit") not in (None, "") else 0
+    runtime = field(lambda: _runtime(row["runtime"]), 1) if row.get("runtime") not in (None, "") else 1
+    checkpoint = field(lambda: _checkpoint(row.get("checkpoint")), None)
+    priority, priority_class = field(lambda: _priority(row.get("priority")), (0, ""))
+    pod_sets = field(lambda: _pod_sets(row, csv_cells), ())
+    if problems:
+        raise RowProblems(problems)
     job_class = str(row.get("class") or priority_class or "default")
     return Job(
         name=name,
@@ -202,6 +267,31 @@ def _job(row: Mapping[str, Any], number: int, where: str, csv_cells: bool) -> Jo
         checkpoint=checkpoint,
         where=where,
     )
+
+
+def _queue(queue: Any) -> tuple[str, str]:
+    if queue in (None, ""):
+        return "", ""  # reported as required
+    if not isinstance(queue, str) or queue.count("/") != 1 or not all(queue.split("/")):
+        raise FieldProblem("queue", f"expected namespace/localqueue, got {queue!r}")
+    namespace, local_queue = queue.split("/")
+    return namespace, local_queue
+
+
+def _runtime(value: Any) -> int:
+    runtime = duration(value, "runtime")
+    if runtime == 0:
+        raise FieldProblem("runtime", "must be positive")
+    return runtime
+
+
+def _checkpoint(value: Any) -> int | None:
+    if value in (None, ""):
+        return None
+    checkpoint = duration(value, "checkpoint")
+    if checkpoint == 0:
+        raise FieldProblem("checkpoint", "must be positive (leave it out for no checkpoints)")
+    return checkpoint
 
 
 def duration(value: Any, field: str) -> int:

@@ -1,0 +1,124 @@
+"""The report and plan pages in real headless Chromium at desktop and phone widths.
+
+Each page is measured after layout: the page must not scroll sideways, no chart
+(its svg and its legend) may reach past the viewport, every legend entry must be
+visible on screen, and on a phone the legend must sit below its plot (beside it
+on a desktop). The phone viewport is Chromium's mobile emulation, which honours
+the page's viewport meta as a phone does: without it the page would be laid out
+980 px wide and scroll.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pykueue.cli.main import app
+
+from .browser import Browser
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
+VIEWPORTS = {"desktop": (1280, 900, False), "phone": (375, 812, True)}
+
+MEASURE = """
+(() => {
+  const width = window.innerWidth;
+  const box = (el) => { const r = el.getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, height: r.height}; };
+  const charts = [...document.querySelectorAll('figure.chart')].map((fig) => ({
+    title: (fig.querySelector('svg .t') || {}).textContent,
+    figure: box(fig),
+    svg: box(fig.querySelector('svg')),
+    legend: box(fig.querySelector('.legend')),
+    items: [...fig.querySelectorAll('.legend li')].map((li) => {
+      const style = getComputedStyle(li);
+      return {box: box(li), text: li.textContent,
+              shown: style.visibility !== 'hidden' && style.display !== 'none'};
+    }),
+  }));
+  return {width, scrollWidth: document.documentElement.scrollWidth, charts};
+})()
+"""
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("pages")
+    runner = CliRunner()
+    result = runner.invoke(
+        app,
+        [
+            "simulate",
+            "--queues",
+            str(EXAMPLES / "queues.yaml"),
+            "--trace",
+            str(EXAMPLES / "trace.csv"),
+            "--out",
+            str(out / "sim"),
+            "--no-progress",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            "--trace",
+            str(EXAMPLES / "trace-shared.csv"),
+            "--queues",
+            str(EXAMPLES / "shared.yaml"),
+            "--queues",
+            str(EXAMPLES / "shared-fair.yaml"),
+            "--queues",
+            str(EXAMPLES / "queues-capped.yaml"),
+            "--out",
+            str(out / "plan"),
+            "--no-progress",
+            "--seeds",
+            "1",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return {
+        "report": out / "sim" / "report.html",
+        "plan": out / "plan" / "plan.html",
+        "plan's design report": out / "plan" / "report-shared-fair.html",
+    }
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with Browser() as running:
+        yield running
+
+
+@pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
+@pytest.mark.parametrize("page", ["report", "plan", "plan's design report"])
+def test_charts_fit_and_legends_are_visible(
+    browser: Browser, pages: dict[str, Path], page: str, viewport: str
+):
+    width, height, mobile = VIEWPORTS[viewport]
+    seen = browser.measure(pages[page].as_uri(), width, height, mobile, MEASURE)
+    assert seen["width"] == width
+    assert seen["scrollWidth"] <= width, f"{page} scrolls sideways at {viewport} width"
+    charts = seen["charts"]
+    assert len(charts) >= 3
+    for chart in charts:
+        name = f"{page} / {chart['title']} at {viewport}"
+        for part in ("figure", "svg", "legend"):
+            assert chart[part]["left"] >= -0.5 and chart[part]["right"] <= width + 0.5, (
+                f"{name}: {part} overflows"
+            )
+        assert chart["svg"]["width"] > 0.8 * min(width - 40, 640) or chart["svg"]["width"] >= 300, name
+        assert chart["items"], f"{name}: no legend"
+        for item in chart["items"]:
+            box = item["box"]
+            assert item["shown"] and box["width"] > 0 and box["height"] > 0, f"{name}: {item['text']} hidden"
+            assert box["left"] >= -0.5 and box["right"] <= width + 0.5, f"{name}: {item['text']} off screen"
+        if viewport == "phone":
+            assert chart["legend"]["top"] >= chart["svg"]["bottom"] - 0.5, f"{name}: legend not below"
+        else:
+            assert chart["legend"]["left"] >= chart["svg"]["right"] - 0.5, f"{name}: legend not beside"
