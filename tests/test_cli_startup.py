@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+import pykueue
+
 HEAVY = (
     "fastapi",
     "starlette",
@@ -56,3 +58,35 @@ def test_client_commands_do_not_load_the_server_stack(argv: tuple[str, ...]) -> 
 def test_help_lists_every_command_and_a_server_command_loads_what_it_needs() -> None:
     assert "pykueue.server.deploy" in _loaded_for("manifests")
     assert _loaded_for("--help"), "help imports every command module to list them"
+
+
+def _loaded_by_main(*argv: str) -> tuple[str, set[str]]:
+    """The top-level packages loaded by running ``pykueue ARGV`` through ``main()`` in a fresh interpreter."""
+    code = (
+        "import json, sys\n"
+        f"sys.argv = ['pykueue', *{list(argv)!r}]\n"
+        "from pykueue.cli.main import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded: set[str] = set(json.loads(result.stderr.strip().splitlines()[-1]))
+    return result.stdout, loaded
+
+
+@pytest.mark.parametrize("argv", [("version",), ("--version",)])
+def test_the_version_is_printed_without_loading_typer(argv: tuple[str, ...]) -> None:
+    out, loaded = _loaded_by_main(*argv)
+    assert out == f"{pykueue.__version__}\n"
+    assert "typer" not in loaded
+    assert "pydantic" not in loaded
+
+
+def test_get_does_not_load_yaml() -> None:
+    # `get jobs` with no server still parses its arguments; what it imports is the point here.
+    _, loaded = _loaded_by_main("get", "jobs", "--server", "http://127.0.0.1:9", "--token", "x")
+    assert "typer" in loaded
+    assert "yaml" not in loaded
