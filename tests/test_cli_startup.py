@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -90,3 +91,31 @@ def test_get_does_not_load_yaml() -> None:
     _, loaded = _loaded_by_main("get", "jobs", "--server", "http://127.0.0.1:9", "--token", "x")
     assert "typer" in loaded
     assert "yaml" not in loaded
+
+
+def _complete(shell: str, words: str, cword: int) -> str:
+    """What the shell's completion function would get back from ``pykueue`` for ``words``."""
+    env = {
+        **os.environ,
+        "_PYKUEUE_COMPLETE": f"complete_{shell}",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(cword),
+        "_TYPER_COMPLETE_ARGS": words,
+    }
+    code = "import sys\nsys.argv = ['pykueue']\nfrom pykueue.cli.main import main\nmain()\n"
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_completion_sees_every_command_although_a_run_loads_only_one() -> None:
+    assert _complete("bash", "pykueue ge", 1).split() == ["get"]
+    assert "controller" in _complete("bash", "pykueue co", 1).split()
+    assert '"manifests"' in _complete("zsh", "pykueue man", 1)
+    assert "--namespace" in _complete("bash", "pykueue get jobs --na", 3).split()
+
+
+def test_show_completion_prints_a_bash_script_for_pykueue() -> None:
+    code = "import sys\nsys.argv = ['pykueue', '--show-completion', 'bash']\nfrom pykueue.cli.main import main\nmain()\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert "complete -o default -F _pykueue_completion pykueue" in out
