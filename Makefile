@@ -4,7 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layers unit bench bench-cluster bench-upstream kueue-perf-binaries setup clean
+.PHONY: run test lint typecheck layers unit bench bench-cluster bench-upstream kueue-perf-binaries setup clean \
+	constraints dist test-dist test-pythons image test-image
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -54,5 +55,33 @@ kueue-perf-binaries:
 bench-upstream: $(STAMP) kube-binaries kueue-perf-binaries
 	$(BIN)/python -m benchmarks.upstream_bench $(BENCH_UPSTREAM_ARGS)
 
+## constraints: pin the tested set (every dependency, dev included) for Python 3.11-3.13 in constraints.txt
+constraints: $(STAMP)
+	$(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
+		--custom-compile-command "make constraints" --no-annotate -o constraints.txt
+
+## dist: the wheel and the sdist in dist/
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist . >dist.log 2>&1 || { tail -n 30 dist.log; exit 1; }
+	rm -f dist.log
+	@ls dist
+
+## test-dist: the wheel and sdist hold what pykueue reads; pip and pipx installs from a clean clone work
+test-dist: dist
+	bash hack/test-dist
+
+## test-pythons: the unit tests (not the kube tests) on Python 3.12 and 3.13, each in a fresh venv from the wheel
+test-pythons: dist
+	bash hack/test-pythons $(PYTHONS_TO_TEST)
+
+## image: the controller image, with buildah from Debian packages (hack/build-image; cached after the first build)
+image:
+	bash hack/build-image
+
+## test-image: build the image, then run its controller against the test control plane (tests/kube/controller/test_image.py)
+test-image: $(STAMP) kube-binaries image
+	$(BIN)/pytest -m image tests/kube/controller/test_image.py
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pythons .mypy_cache .pytest_cache .ruff_cache build dist

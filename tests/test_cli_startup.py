@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
+
+import pykueue
 
 HEAVY = (
     "fastapi",
@@ -56,3 +59,63 @@ def test_client_commands_do_not_load_the_server_stack(argv: tuple[str, ...]) -> 
 def test_help_lists_every_command_and_a_server_command_loads_what_it_needs() -> None:
     assert "pykueue.server.deploy" in _loaded_for("manifests")
     assert _loaded_for("--help"), "help imports every command module to list them"
+
+
+def _loaded_by_main(*argv: str) -> tuple[str, set[str]]:
+    """The top-level packages loaded by running ``pykueue ARGV`` through ``main()`` in a fresh interpreter."""
+    code = (
+        "import json, sys\n"
+        f"sys.argv = ['pykueue', *{list(argv)!r}]\n"
+        "from pykueue.cli.main import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded: set[str] = set(json.loads(result.stderr.strip().splitlines()[-1]))
+    return result.stdout, loaded
+
+
+@pytest.mark.parametrize("argv", [("version",), ("--version",)])
+def test_the_version_is_printed_without_loading_typer(argv: tuple[str, ...]) -> None:
+    out, loaded = _loaded_by_main(*argv)
+    assert out == f"{pykueue.__version__}\n"
+    assert "typer" not in loaded
+    assert "pydantic" not in loaded
+
+
+def test_get_does_not_load_yaml() -> None:
+    # `get jobs` with no server still parses its arguments; what it imports is the point here.
+    _, loaded = _loaded_by_main("get", "jobs", "--server", "http://127.0.0.1:9", "--token", "x")
+    assert "typer" in loaded
+    assert "yaml" not in loaded
+
+
+def _complete(shell: str, words: str, cword: int) -> str:
+    """What the shell's completion function would get back from ``pykueue`` for ``words``."""
+    env = {
+        **os.environ,
+        "_PYKUEUE_COMPLETE": f"complete_{shell}",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(cword),
+        "_TYPER_COMPLETE_ARGS": words,
+    }
+    code = "import sys\nsys.argv = ['pykueue']\nfrom pykueue.cli.main import main\nmain()\n"
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_completion_sees_every_command_although_a_run_loads_only_one() -> None:
+    assert _complete("bash", "pykueue ge", 1).split() == ["get"]
+    assert "controller" in _complete("bash", "pykueue co", 1).split()
+    assert '"manifests"' in _complete("zsh", "pykueue man", 1)
+    assert "--namespace" in _complete("bash", "pykueue get jobs --na", 3).split()
+
+
+def test_show_completion_prints_a_bash_script_for_pykueue() -> None:
+    code = "import sys\nsys.argv = ['pykueue', '--show-completion', 'bash']\nfrom pykueue.cli.main import main\nmain()\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert "complete -o default -F _pykueue_completion pykueue" in out

@@ -20,7 +20,7 @@ from pykueue.engine.state import ADMITTED, FINISHED, PENDING, PREEMPTED, State
 from pykueue.errors import InputError
 from pykueue.scenario import runner
 
-EXAMPLES = Path("examples")
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"  # shipped in the wheel
 SECOND = 10**6  # the engine counts microseconds
 MINUTE = 60 * SECOND
 
@@ -31,7 +31,8 @@ def register(app: typer.Typer) -> None:
 
 def demo(
     phases: list[Path] = typer.Argument(
-        None, help="Manifest files applied one phase at a time (default: the files of examples/)."
+        None,
+        help="Manifest files applied one phase at a time (default: the example files shipped with pykueue).",
     ),
 ) -> None:
     """Run example queues and jobs through the engine and explain every decision."""

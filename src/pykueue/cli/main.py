@@ -5,6 +5,9 @@ being run is imported: the server, controller and simulator stacks take a
 second or more to import, and `pykueue get jobs` needs none of them. Help, an
 unknown command and shell completion import them all, so every command is
 listed. Adding a command means one line in `COMMANDS`.
+
+`pykueue version` and `pykueue --version` do not even import typer (which
+brings click and pydantic): they print the version and exit.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-
-import typer
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pykueue
+
+if TYPE_CHECKING:
+    import typer
 
 COMMANDS: dict[str, str] = {
     # command -> module of pykueue.cli that registers it
@@ -41,23 +47,33 @@ COMMANDS: dict[str, str] = {
 COMPLETION_VARIABLE = "_PYKUEUE_COMPLETE"
 
 
+VERSION_ARGV = (["version"], ["--version"])
+
+
 def version() -> None:
     """Print pykueue's version."""
-    typer.echo(pykueue.__version__)
+    print(pykueue.__version__)
 
 
 def _show_version(value: bool) -> None:
     if value:
+        import typer
+
         version()
         raise typer.Exit()
 
 
-def _options(
-    show_version: bool = typer.Option(
-        False, "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
-    ),
-) -> None:
-    """Kueue's job queueing in Python: quotas, cohorts, fair sharing and preemption."""
+def _options_callback() -> Callable[..., None]:
+    import typer
+
+    def _options(
+        show_version: bool = typer.Option(
+            False, "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ) -> None:
+        """Kueue's job queueing in Python: quotas, cohorts, fair sharing and preemption."""
+
+    return _options
 
 
 def _wanted(argv: list[str]) -> str | None:
@@ -67,13 +83,15 @@ def _wanted(argv: list[str]) -> str | None:
 
 def build_app(argv: list[str]) -> typer.Typer:
     """The app with the commands ``argv`` needs: the one it names, or all of them."""
+    import typer
+
     app = typer.Typer(
         name="pykueue",
         no_args_is_help=True,
         add_completion=True,
         pretty_exceptions_enable=False,
     )
-    app.callback()(_options)
+    app.callback()(_options_callback())
     app.command("version")(version)
     wanted = _wanted(argv)
     if COMPLETION_VARIABLE in os.environ:
@@ -91,7 +109,11 @@ def build_app(argv: list[str]) -> typer.Typer:
 
 def main() -> None:
     """Run the CLI; a bug shows a traceback, bad input never does (commands catch InputError)."""
-    sys.exit(build_app(sys.argv[1:])())
+    argv = sys.argv[1:]
+    if argv in VERSION_ARGV and COMPLETION_VARIABLE not in os.environ:
+        version()
+        sys.exit(0)
+    sys.exit(build_app(argv)())
 
 
 def __getattr__(name: str) -> typer.Typer:

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
-import yaml
 
 from pykueue.cli.client import Client, ClientError
 from pykueue.errors import ParseError
@@ -196,6 +195,8 @@ def submit(
         os.getcwd(),
         variables,
     )
+    import yaml  # only here and in delete -f: `get` and `describe` do not pay for it
+
     text = yaml.safe_dump(manifest, sort_keys=False)
     result = _run(lambda: api.post("/api/v1/apply", {"files": [{"name": "submit", "text": text}]}))
     _print_results(result["results"])
@@ -308,6 +309,8 @@ def delete(
     api = _client(server, token, socket)
     targets: list[tuple[str, str, str]] = []
     if files:
+        import yaml
+
         for item in _read_files(files):
             try:
                 docs = list(yaml.safe_load_all(item["text"]))

@@ -18,7 +18,9 @@ import typer
 
 from pykueue import paths
 
-DEMO_CONFIG = Path("examples/standalone/config.yaml")
+DEMO_CONFIG = (
+    Path(__file__).resolve().parent.parent / "examples" / "standalone" / "config.yaml"
+)  # in the wheel
 
 
 def register(app: typer.Typer) -> None:
