@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from pykueue.engine import admission_checks, cohort_tree, evictions, fair_sharing, specs
+from pykueue.engine import admission_checks, aging, cohort_tree, evictions, fair_sharing, specs
 from pykueue.engine.entries import (
     ASSUMED,
     FAILED_AFTER_NOMINATION,
@@ -81,6 +81,7 @@ class CycleResult:
 
 def run_cycle(state: State) -> CycleResult:
     """Run one scheduling cycle over ``state`` at ``state.now``."""
+    aging.refresh(state)
     state.explain_waiting()
     state.cycle += 1
     result = CycleResult()

@@ -120,6 +120,8 @@ class State:
     # Workloads holding a reservation whose pods are not ready (blockAdmission waits on them;
     # upstream's WorkloadsNotReady).
     pods_not_ready: set[str] = field(default_factory=set)
+    # ClusterQueues whose pending workloads may carry aged priority (`engine.aging`).
+    aged_queues: set[str] = field(default_factory=set)
     # Set when an object change may have changed why pending workloads wait.
     _waiting_dirty: bool = False
 
