@@ -9,8 +9,10 @@ sharing's ties — reads ``Workload.priority``, which is the manifest's priority
 
     pending   aged = min(cap, floor(wait * points / interval)), wait = now - queue time
               (creation, or the last eviction: a preempted workload starts again)
-    admitted  aged stays as it was at admission: a workload that waited long is not
-              preempted back by the ones it overtook, which waited less
+    admitted  the same, the wait counted from its creation: it keeps its seniority while it
+              runs, so a workload queued after it never overtakes it by aging (at equal
+              rates), and the one that preempted it, queued before its eviction, stays ahead
+              of it: aging alone never makes two workloads preempt each other in turn
     no policy aged = 0: upstream's behaviour exactly
 
 `refresh` runs at the start of every cycle and is deterministic: it reads ``state.now``
@@ -20,6 +22,7 @@ set (its chances changed, as for an updated workload upstream).
 
 from __future__ import annotations
 
+from pykueue.api.governance import Aging
 from pykueue.engine import intake
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
@@ -36,18 +39,25 @@ def refresh(state: State) -> None:
             state.aged_queues.discard(name)  # the policy went: this pass takes the aging back
         else:
             state.aged_queues.add(name)
-        waiting = [*queue.active(), *queue.inadmissible.values()]
-        for wl in waiting:
-            base = wl.priority - wl.aged
-            aged = 0
-            if policy is not None and policy.applies_to(base, wl.priority_class):
-                aged = policy.boost(state.now - wl.queue_order_time())
-            if aged == wl.aged:
-                continue
-            wl.aged = aged
-            wl.priority = base + aged
-            wl.shape = intake.shape_of(wl)
-            queue.reprioritize(wl, state.backing_off)
+        for wl in [*queue.active(), *queue.inadmissible.values()]:
+            if _age(wl, policy, state.now - wl.queue_order_time()):
+                queue.reprioritize(wl, state.backing_off)
+        for wl in state.admitted.get(name, {}).values():
+            _age(wl, policy, state.now - wl.created)
+
+
+def _age(wl: Workload, policy: Aging | None, waited: int) -> bool:
+    """Set the workload's aged priority; True when it changed."""
+    base = wl.priority - wl.aged
+    aged = 0
+    if policy is not None and policy.applies_to(base, wl.priority_class):
+        aged = policy.boost(waited)
+    if aged == wl.aged:
+        return False
+    wl.aged = aged
+    wl.priority = base + aged
+    wl.shape = intake.shape_of(wl)
+    return True
 
 
 def explain(state: State, wl: Workload) -> str:
@@ -61,8 +71,8 @@ def explain(state: State, wl: Workload) -> str:
     base = wl.priority - wl.aged
     if not policy.applies_to(base, wl.priority_class):
         return f"priority {base}; ClusterQueue {cq_name}'s aging policy does not apply to it"
-    state_word = "kept from admission" if wl.admission is not None else "aged"
+    since = "since its creation, admitted" if wl.admission is not None else "waiting"
     return (
-        f"priority {wl.priority} = {base} + {wl.aged} {state_word} "
+        f"priority {wl.priority} = {base} + {wl.aged} aged {since} "
         f"({policy.points} per {policy.per // 10**6}s of wait, at most {policy.cap})"
     )

@@ -162,8 +162,8 @@ def carry_status(old: EngineWorkload, new: EngineWorkload) -> None:
     new.requeue_count = old.requeue_count
     new.preemption_count = old.preemption_count
     new.preempted_at = old.preempted_at
-    if old.admission is not None and old.aged:
-        # The aging it was admitted with stays while it holds the reservation.
+    if old.aged:
+        # Aged priority until the next cycle recomputes it from the clock (engine/aging.py).
         new.aged = old.aged
         new.priority += old.aged
         new.shape = intake.shape_of(new)
