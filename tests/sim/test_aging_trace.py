@@ -11,6 +11,7 @@ from pathlib import Path
 from pykueue.api import manifests
 from pykueue.sim import driver, trace
 from pykueue.sim.design import Design
+
 from .helpers import times
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "sim" / "starvation"
