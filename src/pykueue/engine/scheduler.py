@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from pykueue.engine import admission_checks, aging, cohort_tree, evictions, fair_sharing, specs
+from pykueue.engine import admission_checks, aging, cohort_tree, contract, evictions, fair_sharing, specs
 from pykueue.engine.entries import (
     ASSUMED,
     FAILED_AFTER_NOMINATION,
@@ -521,6 +521,7 @@ def _evict_target(state: State, target: Target, entry: Entry) -> None:
     ran = state.now - ready.last_transition if ready is not None and ready.status == "True" else None
     state.evict(victim.key, "Preempted", message, preempted_reason=target.reason)
     victim.preempted_by = preemptor.key
+    contract.record_preemption(victim, state.now)
     state.events.append(
         Event(state.cycle, victim.key, PREEMPTED, message, target.reason, target.cluster_queue, waited=ran)
     )

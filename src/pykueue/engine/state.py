@@ -38,6 +38,7 @@ from pykueue.engine import (
     admission_checks,
     admission_fair_sharing,
     cohort_tree,
+    contract,
     evictions,
     pods_ready,
     specs,
@@ -529,6 +530,8 @@ class State:
                         bucket[res] = bucket.get(res, 0) + value
             for key in self.local_queues:
                 self.afs.decay(key, current.get(key, {}), now)
+        if now > self.now:
+            self._end_protections(now)
         self.now = max(self.now, now)
         for queue in self.queues.values():
             # A backoff holds a workload one by one (`ClusterQueueQueue.park`), so only the
@@ -544,6 +547,30 @@ class State:
                 self.touched.add(wl.key)
                 queue.remove(wl.key)
                 queue.push(wl)
+
+    def _end_protections(self, now: int) -> None:
+        """Preemption contracts that end by ``now`` make their workloads candidates again:
+        the parked workloads of the cohort tree get another look, as on a release."""
+        for name, cq in self.cluster_queues.items():
+            if cq.contract is None:
+                continue
+            for wl in self.admitted.get(name, {}).values():
+                until = contract.protected_until(cq, wl, self.now)
+                if until is not None and until <= now:
+                    self._requeue_tree(name)
+                    break
+
+    def protection_deadlines(self) -> list[int]:
+        """When the preemption contracts of admitted workloads end (for `lifecycle.next_deadline`)."""
+        times = []
+        for name, cq in self.cluster_queues.items():
+            if cq.contract is None:
+                continue
+            for wl in self.admitted.get(name, {}).values():
+                until = contract.protected_until(cq, wl, self.now)
+                if until is not None and until < contract.FOREVER:
+                    times.append(until)
+        return times
 
     # ------------------------------------------------------------------ quota
 
