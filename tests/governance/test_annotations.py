@@ -118,3 +118,23 @@ spec: {clusterQueue: cq, priority: 5}
     )
     assert "LocalQueue/default/lq spec.priority: unknown field:" in text
     assert "pykueue.io/default-priority-class" in text
+
+
+def test_the_worked_example_validates() -> None:
+    example = Path(__file__).parents[2] / "examples" / "governance" / "pools.yaml"
+    result = runner.invoke(app, ["validate", "-f", str(example)])
+    assert result.exit_code == 0, result.output
+
+
+def test_standalone_keeps_the_policies_and_strips_the_servers_keys() -> None:
+    from pykueue.server import owners
+
+    cq = {
+        "kind": "ClusterQueue",
+        "metadata": {"name": "a", "annotations": {governance.AGING: "{}", "pykueue.io/run-as-uid": "0"}},
+    }
+    job = {"kind": "Job", "metadata": {"name": "j", "annotations": {governance.AGING: "{}"}}}
+    owners.strip_server_annotations(cq)
+    owners.strip_server_annotations(job)
+    assert cq["metadata"]["annotations"] == {governance.AGING: "{}"}
+    assert "annotations" not in job["metadata"]
