@@ -30,11 +30,15 @@ from pykueue.engine.workloads import Workload
 
 def refresh(state: State) -> None:
     """Recompute the aged priority of every pending workload of an aging ClusterQueue."""
-    for name, cq in state.cluster_queues.items():
-        policy = cq.aging
+    if not state.aging_queues and not state.aged_queues:
+        return  # no policy anywhere: nothing to look at (upstream's cost)
+    for name in sorted(state.aging_queues | state.aged_queues):
+        cq = state.cluster_queues.get(name)
+        policy = cq.aging if cq is not None else None
         queue = state.queues.get(name)
-        if queue is None or (policy is None and name not in state.aged_queues):
-            continue  # never had a policy: nothing to look at (upstream's cost)
+        if queue is None:
+            state.aged_queues.discard(name)
+            continue
         if policy is None:
             state.aged_queues.discard(name)  # the policy went: this pass takes the aging back
         else:
