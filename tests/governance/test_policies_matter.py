@@ -15,6 +15,7 @@ from pykueue.scenario import loader, runner
 SCENARIOS = Path(__file__).parents[1] / "scenarios" / "governance"
 WITH_POLICY = [
     "901-default-priority-class-from-localqueue.yaml",
+    "903-default-priority-class-from-clusterqueue.yaml",
     "911-aging-lets-a-starved-workload-preempt.yaml",
     "913-aging-orders-the-queue.yaml",
     "916-aging-named-priority-class-ages.yaml",
