@@ -40,6 +40,11 @@ def test_reclaim_waits_for_the_borrowers_min_run_time(fair: bool) -> None:
     c.settle()
     assert c.admitted_names() == {"guest"} and c.preempted_names() == set()
     assert lifecycle.next_deadline(c.state) == T0 + 20 * MINUTE
+    _, _, message = c.condition("owner", "QuotaReserved")
+    assert message.endswith(
+        "1 admitted workload(s) of ClusterQueue borrower protected from preemption by its contract, "
+        "the first for another 900s"
+    ), message
     lifecycle.advance(c.state, T0 + 20 * MINUTE)
     c.settle()
     assert c.admitted_names() == {"owner"} and c.preempted_names() == {"guest"}
