@@ -365,6 +365,8 @@ def _find_candidates(
 
 def _protected(state: State, cq_name: str, wl: Workload) -> bool:
     """Kept out of the candidates by its ClusterQueue's preemption contract (engine/contract.py)."""
+    if cq_name not in state.contract_queues:
+        return False
     cq = state.cluster_queues.get(cq_name)
     if cq is None or cq.contract is None or is_evicting(wl):
         return False
