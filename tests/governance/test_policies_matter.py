@@ -21,6 +21,7 @@ WITH_POLICY = [
     "916-aging-named-priority-class-ages.yaml",
     "921-contract-min-run-time.yaml",
     "923-contract-max-preemptions.yaml",
+    "931-inference-training-research-pools.yaml",
 ]
 
 
