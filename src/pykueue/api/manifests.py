@@ -34,7 +34,7 @@ from typing import Any, Final
 import pydantic
 import yaml
 
-from pykueue.api import conversion, defaults, validation
+from pykueue.api import conversion, defaults, governance, validation
 from pykueue.api.admission_check import AdmissionCheck, ProvisioningRequestConfig
 from pykueue.api.batch import Job
 from pykueue.api.cluster_queue import ClusterQueue
@@ -164,7 +164,7 @@ def parse_object(doc: Mapping[str, Any], source: str = "", options: LoadOptions 
     try:
         obj = model.model_validate(cleaned, context={CHECK_NAMES: options.check_names})
     except pydantic.ValidationError as err:
-        problems.extend(_pydantic_problems(err))
+        problems.extend(_invented_hints(str(cleaned.get("kind")), _pydantic_problems(err)))
         raise ValidationError([FieldProblem(p.path, p.message, ref, source) for p in problems]) from None
     defaults.apply_defaults(obj, options.feature_gates)
     problems.extend(
@@ -190,7 +190,9 @@ def _dispatch(doc: dict[str, Any]) -> tuple[type[KubeModel] | None, dict[str, An
     if kind == "Queue":
         message = (
             "kind Queue is the first Kueue API's name for a namespaced queue and is not served any more; "
-            f"use kind: LocalQueue with apiVersion: {conversion.V1BETA2}"
+            f"use kind: LocalQueue with apiVersion: {conversion.V1BETA2} (spec.clusterQueue names its "
+            "ClusterQueue; the ordering, spec.queueingStrategy, is the ClusterQueue's; a queue's priority "
+            f"is the annotation {governance.DEFAULT_PRIORITY_CLASS}: docs/governance.md)"
         )
         return None, doc, [FieldProblem("kind", message)]
     group = api_version.rpartition("/")[0]
@@ -211,6 +213,28 @@ def _dispatch(doc: dict[str, Any]) -> tuple[type[KubeModel] | None, dict[str, An
     where = "in the Kueue API" if group == KUEUE_GROUP else f"for apiVersion {api_version}"
     message = f"unknown kind {kind!r} {where}; known kinds: {', '.join(KNOWN_KINDS)}"
     return None, doc, [FieldProblem("kind", message)]
+
+
+# Fields people write from other queueing systems' (or early drafts') shapes, with where the
+# real ones are. Only the message changes: the field is still refused.
+_INVENTED: Final = {
+    "spec.scheduling": "the queueing order is the ClusterQueue's spec.queueingStrategy "
+    "(StrictFIFO or BestEffortFIFO); there is no spec.scheduling",
+    "spec.priority": "a queue has no priority field; name a default WorkloadPriorityClass for its "
+    f"workloads with the annotation {governance.DEFAULT_PRIORITY_CLASS} (docs/governance.md)",
+    "spec.priorityClassName": "a queue has no priority field; name a default WorkloadPriorityClass for its "
+    f"workloads with the annotation {governance.DEFAULT_PRIORITY_CLASS} (docs/governance.md)",
+}
+
+
+def _invented_hints(kind: str, problems: list[FieldProblem]) -> list[FieldProblem]:
+    if kind not in ("ClusterQueue", "LocalQueue"):
+        return problems
+    result = []
+    for p in problems:
+        hint = _INVENTED.get(p.path) if p.message == "unknown field" else None
+        result.append(FieldProblem(p.path, f"unknown field: {hint}", p.obj, p.source) if hint else p)
+    return result
 
 
 class _TooBig(Exception):

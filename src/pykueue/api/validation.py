@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from pykueue.api import governance
 from pykueue.api import validation_workload as wl_rules
 from pykueue.api.admission_check import AdmissionCheck
 from pykueue.api.batch import Job
@@ -252,6 +253,8 @@ def validate(
     meta = getattr(obj, "metadata", None)
     if isinstance(meta, ObjectMeta):
         check_metadata(meta, kind, is_namespaced(kind), out, check_names)
+        if kind in governance.KEYS_BY_KIND:
+            out.items.extend(governance.problems(kind, meta.annotations))
     status = getattr(obj, "status", None)
     if isinstance(status, BaseModel) and isinstance(getattr(status, "conditions", None), list):
         conditions = status.conditions  # type: ignore[attr-defined]

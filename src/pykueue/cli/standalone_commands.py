@@ -481,6 +481,8 @@ def describe(
     typer.echo(f"Workload:  {wl['namespace']}/{wl['name']}" + (f"  (job {wl['job']})" if wl["job"] else ""))
     typer.echo(f"Queue:     {wl['queue']}")
     typer.echo(f"State:     {explanation['state']}")
+    if explanation.get("priority"):
+        typer.echo(f"Priority:  {explanation['priority']}")
     if explanation["state"] == "Pending":
         typer.echo(f"Position:  {_position_text(explanation)}")
         typer.echo("Waiting because:")

@@ -18,6 +18,7 @@ from typing import Any
 
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.workload_status import is_finished
+from pykueue.engine import aging
 from pykueue.engine import status as engine_status
 from pykueue.engine.state import Event
 from pykueue.engine.workloads import Workload
@@ -43,6 +44,7 @@ class Explanation:
     pending_in_queue: int = 0
     reasons: list[tuple[str, str]] = field(default_factory=list)  # (category, message)
     engine_message: str = ""
+    priority: str = ""  # its aging, in words, when its ClusterQueue has a policy (docs/governance.md)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +54,7 @@ class Explanation:
             "pendingInQueue": self.pending_in_queue,
             "reasons": [{"category": c, "message": m} for c, m in self.reasons],
             "engineMessage": self.engine_message,
+            "priority": self.priority,
         }
 
 
@@ -105,12 +108,14 @@ class StandaloneAdmission(AdmissionController):
         if wl is None:
             return Explanation("Unknown", reasons=[(INVALID, "the engine has not read this workload yet")])
         if wl.admission is not None:
-            return Explanation("Admitted", cluster_queue=wl.admission.cluster_queue)
+            return Explanation(
+                "Admitted", cluster_queue=wl.admission.cluster_queue, priority=aging.explain(self.state, wl)
+            )
         if not wl.active:
             return Explanation(
                 "Inactive", reasons=[(INACTIVE, "spec.active is false: resume the workload to queue it")]
             )
-        result = Explanation("Pending")
+        result = Explanation("Pending", priority=aging.explain(self.state, wl))
         result.position, result.pending_in_queue, result.cluster_queue = self.position(wl)
         reserved = wl.conditions.get("QuotaReserved")
         message = reserved.message if reserved is not None else ""

@@ -26,7 +26,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from pykueue.engine import cohort_tree, specs
+from pykueue.engine import cohort_tree, contract, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
 from pykueue.engine.entries import Entry
@@ -39,6 +39,7 @@ from pykueue.engine.targets import (
     Target,
     Trial,
     candidate_order_key,
+    is_evicting,
     satisfies_policy,
     uses_resources,
 )
@@ -337,15 +338,21 @@ def _find_candidates(
     found: list[tuple[Workload, str]] = []
     if cq.preemption.within_cluster_queue != specs.NEVER:
         for other in state.admitted.get(cq_name, {}).values():
-            if satisfies_policy(wl, other, cq.preemption.within_cluster_queue) and uses_resources(other, frs):
+            if (
+                satisfies_policy(wl, other, cq.preemption.within_cluster_queue)
+                and uses_resources(other, frs)
+                and not _protected(state, cq_name, other)
+            ):
                 found.append((other, cq_name))
     if node.parent is not None and cq.preemption.reclaim_within_cohort != specs.NEVER:
         for other_node in node.root().cluster_queues():
             if other_node is node or not _borrowing_in(state, other_node, frs):
                 continue
             for other in state.admitted.get(other_node.name, {}).values():
-                if satisfies_policy(wl, other, cq.preemption.reclaim_within_cohort) and uses_resources(
-                    other, frs
+                if (
+                    satisfies_policy(wl, other, cq.preemption.reclaim_within_cohort)
+                    and uses_resources(other, frs)
+                    and not _protected(state, other_node.name, other)
                 ):
                     found.append((other, other_node.name))
     found.sort(
@@ -354,6 +361,16 @@ def _find_candidates(
         )
     )
     return found
+
+
+def _protected(state: State, cq_name: str, wl: Workload) -> bool:
+    """Kept out of the candidates by its ClusterQueue's preemption contract (engine/contract.py)."""
+    if cq_name not in state.contract_queues:
+        return False
+    cq = state.cluster_queues.get(cq_name)
+    if cq is None or cq.contract is None or is_evicting(wl):
+        return False
+    return contract.protected(cq, wl, state.now)
 
 
 def _borrowing_in(state: State, node: Node, frs: set[FlavorResource]) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
-from pykueue.api import quantity
+from pykueue.api import governance, quantity
 from pykueue.api.admission_check import AdmissionCheck as ApiAdmissionCheck
 from pykueue.api.cluster_queue import ClusterQueue as ApiClusterQueue
 from pykueue.api.cluster_queue import ResourceGroup as ApiResourceGroup
@@ -155,6 +155,9 @@ def cluster_queue(obj: ApiClusterQueue) -> specs.ClusterQueue:
         check_on_flavors=on_flavors,
         fair_weight=fair_weight(spec.fair_sharing),
         admission_fair_sharing=afs,
+        default_priority_class=governance.default_priority_class(obj.metadata.annotations),
+        aging=governance.aging(obj.metadata.annotations),
+        contract=governance.contract(obj.metadata.annotations),
     )
 
 
@@ -184,6 +187,7 @@ def local_queue(obj: ApiLocalQueue) -> specs.LocalQueue:
         fair_weight=fair_weight(obj.spec.fair_sharing),
         consumed=consumed,
         consumed_at=consumed_at,
+        default_priority_class=governance.default_priority_class(obj.metadata.annotations),
     )
 
 

@@ -171,7 +171,8 @@ def _time_out(state: State, key: str, cause: str) -> None:
 
 def next_deadline(state: State) -> int | None:
     """The earliest time `advance` would change something: a PodsReady timeout, the end
-    of a requeue backoff. None when nothing is waiting on the clock."""
+    of a requeue backoff, the end of a preemption contract's protection. None when
+    nothing is waiting on the clock."""
     times: list[int] = []
     config = state.config.wait_for_pods_ready
     if config is not None:
@@ -184,4 +185,5 @@ def next_deadline(state: State) -> int | None:
         for wl in queue.held():
             if wl.requeue_at is not None:
                 times.append(wl.requeue_at)
+    times.extend(state.protection_deadlines())
     return min(times) if times else None

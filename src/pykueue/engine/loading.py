@@ -72,6 +72,8 @@ def workload(state: State, obj: Workload) -> EngineWorkload:
     items = [item for items in state.limit_ranges.get(namespace, {}).values() for item in items]
     config = state.config
     wl = intake.workload(obj, state.priority_values, items, config.gate("PodLevelResources"))
+    if obj.spec.priority is None and obj.spec.priority_class_ref is None:
+        _default_priority(state, wl)
     if not config.gate("ReclaimablePods"):
         wl.reclaimable = {}
     if not config.gate("AdmissionGatedBy"):
@@ -111,6 +113,21 @@ def workload(state: State, obj: Workload) -> EngineWorkload:
     return wl
 
 
+def _default_priority(state: State, wl: EngineWorkload) -> None:
+    """A workload naming no priority takes its LocalQueue's default WorkloadPriorityClass,
+    else its ClusterQueue's (the `pykueue.io/default-priority-class` annotation), read when
+    the workload is; without either it keeps upstream's 0."""
+    lq = state.local_queues.get(wl.queue_key)
+    name = lq.default_priority_class if lq is not None else ""
+    if not name and lq is not None:
+        cq = state.cluster_queues.get(lq.cluster_queue)
+        name = cq.default_priority_class if cq is not None else ""
+    if name:
+        wl.priority_class = name
+        wl.priority = state.priority_values.get(("WorkloadPriorityClass", name), 0)
+        wl.shape = intake.shape_of(wl)
+
+
 def add_workload(state: State, obj: Workload) -> None:
     wl = workload(state, obj)
     state.add_workload(wl)
@@ -144,6 +161,12 @@ def carry_status(old: EngineWorkload, new: EngineWorkload) -> None:
     new.requeue_at = old.requeue_at
     new.requeue_count = old.requeue_count
     new.preemption_count = old.preemption_count
+    new.preempted_at = old.preempted_at
+    if old.aged:
+        # Aged priority until the next cycle recomputes it from the clock (engine/aging.py).
+        new.aged = old.aged
+        new.priority += old.aged
+        new.shape = intake.shape_of(new)
     new.preempted_by = old.preempted_by
     new.checks = old.checks
     new.eviction = old.eviction

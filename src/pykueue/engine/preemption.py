@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
-from pykueue.engine import cohort_tree, fair_sharing, specs
+from pykueue.engine import cohort_tree, contract, fair_sharing, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.flavor_assigner import Assignment, Mode, Possibility
 from pykueue.engine.resources import FlavorResource, Quantities
@@ -235,9 +235,14 @@ class Preemptor(Trial):
         threshold = cq.preemption.max_priority_threshold
         mine = preemptor.priority
         result = []
+        source_cq = self.state.cluster_queues.get(source)
+        guarded = source_cq is not None and source_cq.contract is not None
+        now = self.state.now
         for wl in self.state.admitted.get(source, {}).values():
             admission = wl.admission
             if admission is None or frs.isdisjoint(admission.flavor_resources()):
+                continue
+            if guarded and not is_evicting(wl) and contract.protected(source_cq, wl, now):
                 continue
             if policy != specs.ANY and not satisfies_policy(preemptor, wl, policy):
                 continue

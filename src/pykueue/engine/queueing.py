@@ -271,6 +271,19 @@ class ClusterQueueQueue:
             self._join(wl)
         return moved or bool(moving)
 
+    def reprioritize(self, wl: Workload, still_waiting: Callable[[Workload], bool]) -> None:
+        """Its priority (and so its shape) changed: a new place, active unless its new shape
+        is parked or it is ``still_waiting`` (a backoff), as upstream requeues an updated workload."""
+        key = wl.key
+        self._base.pop(key, None)
+        if key in self._held:
+            if still_waiting(wl):
+                return
+            del self._held[key]
+        else:
+            self._leave(key)
+        self._join(wl)
+
     def park(self, wl: Workload) -> None:
         """Hold a workload out of the heap (a requeue backoff that has not expired)."""
         self._leave(wl.key)

@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from pykueue.engine import admission_checks, cohort_tree, evictions, fair_sharing, specs
+from pykueue.engine import admission_checks, aging, cohort_tree, contract, evictions, fair_sharing, specs
 from pykueue.engine.entries import (
     ASSUMED,
     FAILED_AFTER_NOMINATION,
@@ -81,6 +81,7 @@ class CycleResult:
 
 def run_cycle(state: State) -> CycleResult:
     """Run one scheduling cycle over ``state`` at ``state.now``."""
+    aging.refresh(state)
     state.explain_waiting()
     state.cycle += 1
     result = CycleResult()
@@ -146,11 +147,42 @@ def _nominate(
         )
         entry.assignment, entry.targets = _assign(state, wl, cq, preemptor)
         entry.message = entry.assignment.message()
+        if state.contract_queues and not entry.targets and entry.assignment.mode() == Mode.PREEMPT:
+            note = _protection_note(state, cq)
+            if note:
+                entry.message = f"{entry.message}; {note}" if entry.message else note
         wl.last_tried_flavor = dict(entry.assignment.last_tried)
         wl.last_generation = state.generation.get(cq_name, 0)
         wl.last_cycle = state.cycle
         entries.append(entry)
     return entries, inadmissible
+
+
+def _protection_note(state: State, cq: specs.ClusterQueue) -> str:
+    """Why preemption found too few targets, when preemption contracts are the reason
+    (engine/contract.py): the protected workloads of the cohort tree, and the first end."""
+    root = state.nodes[cq.name].root()
+    reachable = {node.name for node in root.cluster_queues()} if cq.cohort else {cq.name}
+    count, first, queues = 0, None, set()
+    for name in sorted(state.contract_queues & reachable):
+        spec = state.cluster_queues[name]
+        for wl in state.admitted.get(name, {}).values():
+            until = contract.protected_until(spec, wl, state.now)
+            if until is None:
+                continue
+            count += 1
+            queues.add(name)
+            if until < contract.FOREVER and (first is None or until < first):
+                first = until
+    if not count:
+        return ""
+    when = (
+        f", the first for another {(first - state.now + 999_999) // 1_000_000}s" if first is not None else ""
+    )
+    return (
+        f"{count} admitted workload(s) of ClusterQueue {', '.join(sorted(queues))} "
+        f"protected from preemption by its contract{when}"
+    )
 
 
 def _admissibility_problem(state: State, wl: Workload, cq: specs.ClusterQueue) -> tuple[str, str] | None:
@@ -520,6 +552,7 @@ def _evict_target(state: State, target: Target, entry: Entry) -> None:
     ran = state.now - ready.last_transition if ready is not None and ready.status == "True" else None
     state.evict(victim.key, "Preempted", message, preempted_reason=target.reason)
     victim.preempted_by = preemptor.key
+    contract.record_preemption(victim, state.now)
     state.events.append(
         Event(state.cycle, victim.key, PREEMPTED, message, target.reason, target.cluster_queue, waited=ran)
     )

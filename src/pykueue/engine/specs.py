@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pykueue.api.governance import Aging, PreemptionContract
 from pykueue.engine.cohort_tree import Quota
 from pykueue.engine.resources import FlavorResource
 from pykueue.engine.selectors import LabelSelector, Taint, Toleration
@@ -76,6 +77,10 @@ class ClusterQueue:
     check_on_flavors: dict[str, tuple[str, ...]] = field(default_factory=dict)
     fair_weight: float = 1.0
     admission_fair_sharing: bool = False
+    # pykueue's governance policies (annotations, docs/governance.md); None/"" is upstream's behaviour.
+    default_priority_class: str = ""
+    aging: Aging | None = None
+    contract: PreemptionContract | None = None
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.resource_groups:
@@ -109,6 +114,8 @@ class LocalQueue:
     # Admission fair sharing: consumed resources so far (milli-units) and when they were sampled.
     consumed: dict[str, int] = field(default_factory=dict)
     consumed_at: int | None = None
+    # The `pykueue.io/default-priority-class` annotation (docs/governance.md); "" when absent.
+    default_priority_class: str = ""
 
     @property
     def key(self) -> str:

@@ -38,6 +38,7 @@ from pykueue.engine import (
     admission_checks,
     admission_fair_sharing,
     cohort_tree,
+    contract,
     evictions,
     pods_ready,
     specs,
@@ -120,6 +121,12 @@ class State:
     # Workloads holding a reservation whose pods are not ready (blockAdmission waits on them;
     # upstream's WorkloadsNotReady).
     pods_not_ready: set[str] = field(default_factory=set)
+    # ClusterQueues with an aging policy, and those whose workloads may still carry aged
+    # priority (`engine.aging`); ClusterQueues with a preemption contract (`engine.contract`).
+    # Only these are looked at, so a state without policies pays nothing for them.
+    aging_queues: set[str] = field(default_factory=set)
+    aged_queues: set[str] = field(default_factory=set)
+    contract_queues: set[str] = field(default_factory=set)
     # Set when an object change may have changed why pending workloads wait.
     _waiting_dirty: bool = False
 
@@ -160,6 +167,11 @@ class State:
         old = self.cluster_queues.get(cq.name)
         self.cluster_queues[cq.name] = cq
         self._waiting_dirty = True
+        for policy, names in ((cq.aging, self.aging_queues), (cq.contract, self.contract_queues)):
+            if policy is None:
+                names.discard(cq.name)
+            else:
+                names.add(cq.name)
         queue = self.queues.get(cq.name)
         if queue is None:
             self.queues[cq.name] = ClusterQueueQueue(cq.name, cq.queueing_strategy)
@@ -190,6 +202,8 @@ class State:
         cq = self.cluster_queues.pop(name, None)
         if cq is None:
             return
+        self.aging_queues.discard(name)
+        self.contract_queues.discard(name)
         queue = self.queues.pop(name, None)
         if queue is not None:
             for wl in [*queue.active(), *queue.inadmissible.values()]:
@@ -527,6 +541,8 @@ class State:
                         bucket[res] = bucket.get(res, 0) + value
             for key in self.local_queues:
                 self.afs.decay(key, current.get(key, {}), now)
+        if now > self.now:
+            self._end_protections(now)
         self.now = max(self.now, now)
         for queue in self.queues.values():
             # A backoff holds a workload one by one (`ClusterQueueQueue.park`), so only the
@@ -542,6 +558,28 @@ class State:
                 self.touched.add(wl.key)
                 queue.remove(wl.key)
                 queue.push(wl)
+
+    def _end_protections(self, now: int) -> None:
+        """Preemption contracts that end by ``now`` make their workloads candidates again:
+        the parked workloads of the cohort tree get another look, as on a release."""
+        for name in sorted(self.contract_queues):
+            cq = self.cluster_queues[name]
+            for wl in self.admitted.get(name, {}).values():
+                until = contract.protected_until(cq, wl, self.now)
+                if until is not None and until <= now:
+                    self._requeue_tree(name)
+                    break
+
+    def protection_deadlines(self) -> list[int]:
+        """When the preemption contracts of admitted workloads end (for `lifecycle.next_deadline`)."""
+        times = []
+        for name in self.contract_queues:
+            cq = self.cluster_queues[name]
+            for wl in self.admitted.get(name, {}).values():
+                until = contract.protected_until(cq, wl, self.now)
+                if until is not None and until < contract.FOREVER:
+                    times.append(until)
+        return times
 
     # ------------------------------------------------------------------ quota
 

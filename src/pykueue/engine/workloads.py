@@ -156,8 +156,11 @@ class Workload:
     name: str
     queue_name: str
     pod_sets: list[PodSet]
-    priority: int = 0
+    priority: int = 0  # effective: the manifest's priority plus `aged`
     priority_class: str = ""
+    # Priority added by its ClusterQueue's aging policy (docs/governance.md): recomputed from
+    # the wait while pending, kept as it was while admitted. 0 without a policy.
+    aged: int = 0
     created: int = 0  # microseconds since the epoch
     uid: str = ""
     seq: int = 0  # order of arrival, the last tie-breaker
@@ -178,6 +181,8 @@ class Workload:
     last_generation: int = -1
     last_cycle: int = -10
     preemption_count: int = 0
+    # When it was preempted (microseconds, oldest first): the preemption contract's window.
+    preempted_at: tuple[int, ...] = ()
     preempted_by: str | None = None  # the preemptor it must not overtake while both wait
     # Upstream's scheduling-equivalence hash: priority and pod sets. Twins share it.
     shape: object = None

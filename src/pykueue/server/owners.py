@@ -20,6 +20,7 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pykueue.api import governance
 from pykueue.controllers import accounts
 from pykueue.controllers.isolation import (
     RUN_AS_UID_ANNOTATION,
@@ -82,7 +83,11 @@ def strip_server_annotations(manifest: Manifest) -> None:
     meta = manifest.get("metadata") or {}
     annotations = meta.get("annotations")
     if isinstance(annotations, dict):
-        for key in [k for k in annotations if str(k).startswith(SERVER_ANNOTATION_PREFIX)]:
+        # The governance policies (docs/governance.md) are the user's to write; the rest is the server's.
+        policies = governance.KEYS_BY_KIND.get(str(manifest.get("kind")), frozenset())
+        for key in [
+            k for k in annotations if str(k).startswith(SERVER_ANNOTATION_PREFIX) and k not in policies
+        ]:
             del annotations[key]
         if not annotations:
             del meta["annotations"]

@@ -169,6 +169,8 @@ class _Loop:
             times.append(self.completions[0][0])
         if self.next_cycle is not None:
             times.append(self.next_cycle)
+        # A preemption contract's protection that ends may let a parked preemptor in.
+        times.extend(t for t in self.state.protection_deadlines() if t > self.state.now)
         return min(times) if times else None
 
     def run(self) -> None:

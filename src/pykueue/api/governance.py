@@ -1,0 +1,245 @@
+"""pykueue's governance policies, written as annotations on upstream's objects.
+
+Upstream's CRD schemas stay exactly as they are (a cluster with upstream Kueue's CRDs
+accepts these manifests), so every pykueue policy is an annotation under
+``pykueue.io/``; a ClusterQueue or LocalQueue without one behaves exactly as upstream's.
+
+    pykueue.io/default-priority-class   LocalQueue, ClusterQueue: the WorkloadPriorityClass
+                                        of their workloads that name none (docs/governance.md)
+    pykueue.io/aging                    ClusterQueue: a pending workload's effective priority
+                                        rises with its wait, e.g.
+                                        '{"rate": "1/10m", "cap": 100, "priorityClasses": ["research"]}'
+    pykueue.io/preemption-contract      ClusterQueue: what its admitted workloads are promised, e.g.
+                                        '{"minRunTime": "30m", "maxPreemptions": 2, "window": "24h"}'
+
+A policy value is JSON (YAML flow style is JSON's superset only in part, so JSON it is).
+`problems` checks an object's annotations the way a webhook would (every problem, with
+the field path ``metadata.annotations[pykueue.io/aging].rate``); `aging` and `contract`
+read a valid value into a small immutable policy. Durations are microseconds, as every
+time in the engine. Any other ``pykueue.io/`` key on these kinds is refused: a misspelt
+policy would otherwise do nothing, silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from pykueue.api.meta import dns_subdomain_errors
+from pykueue.errors import FieldProblem
+
+PREFIX = "pykueue.io/"
+DEFAULT_PRIORITY_CLASS = "pykueue.io/default-priority-class"
+AGING = "pykueue.io/aging"
+PREEMPTION_CONTRACT = "pykueue.io/preemption-contract"
+
+KEYS_BY_KIND: dict[str, frozenset[str]] = {
+    "ClusterQueue": frozenset({DEFAULT_PRIORITY_CLASS, AGING, PREEMPTION_CONTRACT}),
+    "LocalQueue": frozenset({DEFAULT_PRIORITY_CLASS}),
+}
+AGING_FIELDS = ("rate", "cap", "priorityClasses", "maxPriority")
+CONTRACT_FIELDS = ("minRunTime", "maxPreemptions", "window")
+MAX_INT32 = 2**31 - 1
+
+_UNITS = {"h": 3600 * 10**6, "m": 60 * 10**6, "s": 10**6, "ms": 1000}
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|ms|m|s))+$")
+_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
+
+
+@dataclass(frozen=True, slots=True)
+class Aging:
+    """``points`` of priority per ``per`` microseconds of wait, at most ``cap`` in all.
+
+    Only workloads whose priority class is in ``priority_classes`` (when given) and whose
+    own priority is at most ``max_priority`` (when given) age.
+    """
+
+    points: int
+    per: int
+    cap: int
+    priority_classes: tuple[str, ...] | None = None
+    max_priority: int | None = None
+
+    def applies_to(self, priority: int, priority_class: str) -> bool:
+        if self.priority_classes is not None and priority_class not in self.priority_classes:
+            return False
+        return self.max_priority is None or priority <= self.max_priority
+
+    def boost(self, waited: int) -> int:
+        """The priority added after ``waited`` microseconds in the queue."""
+        if waited <= 0:
+            return 0
+        return min(self.cap, waited * self.points // self.per)
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionContract:
+    """A workload of the queue is not preempted before it ran ``min_run_time``, nor more
+    than ``max_preemptions`` times within ``window`` (both optional, None: no promise)."""
+
+    min_run_time: int | None = None
+    max_preemptions: int | None = None
+    window: int | None = None
+
+
+def parse_duration(text: str) -> int:
+    """A positive Go-style duration of h, m, s and ms ("10m", "1h30m") in microseconds."""
+    if not isinstance(text, str) or not _DURATION.match(text.strip()):
+        raise ValueError(f"{text!r} is not a duration (expected e.g. 90s, 10m, 1h30m)")
+    total = sum((Fraction(n) * _UNITS[u] for n, u in _PART.findall(text.strip())), Fraction(0))
+    return int(total)
+
+
+def problems(kind: str, annotations: Mapping[str, str]) -> list[FieldProblem]:
+    """Every problem with the pykueue annotations of one object of ``kind``."""
+    allowed = KEYS_BY_KIND.get(kind, frozenset())
+    out: list[FieldProblem] = []
+    for key in sorted(annotations):
+        if not key.startswith(PREFIX):
+            continue
+        path = f"metadata.annotations[{key}]"
+        if key not in allowed:
+            known = ", ".join(sorted(allowed)) or "none"
+            out.append(FieldProblem(path, f"unknown pykueue annotation on a {kind} (known here: {known})"))
+            continue
+        value = annotations[key]
+        if key == DEFAULT_PRIORITY_CLASS:
+            out.extend(
+                FieldProblem(path, f"must name a WorkloadPriorityClass: {m}")
+                for m in dns_subdomain_errors(value)
+            )
+        elif key == AGING:
+            _aging(value, path, out)
+        elif key == PREEMPTION_CONTRACT:
+            _contract(value, path, out)
+    return out
+
+
+def aging(annotations: Mapping[str, str]) -> Aging | None:
+    """The aging policy of a (valid) ClusterQueue, None when it has none."""
+    raw = annotations.get(AGING)
+    if raw is None:
+        return None
+    return _aging(raw, f"metadata.annotations[{AGING}]", None)
+
+
+def contract(annotations: Mapping[str, str]) -> PreemptionContract | None:
+    """The preemption contract of a (valid) ClusterQueue, None when it has none."""
+    raw = annotations.get(PREEMPTION_CONTRACT)
+    if raw is None:
+        return None
+    return _contract(raw, f"metadata.annotations[{PREEMPTION_CONTRACT}]", None)
+
+
+def default_priority_class(annotations: Mapping[str, str]) -> str:
+    return annotations.get(DEFAULT_PRIORITY_CLASS, "")
+
+
+class _Invalid(ValueError):
+    pass
+
+
+def _report(out: list[FieldProblem] | None, path: str, message: str) -> None:
+    if out is None:
+        raise _Invalid(f"{path}: {message}")
+    out.append(FieldProblem(path, message))
+
+
+def _object(
+    raw: str, path: str, fields: tuple[str, ...], out: list[FieldProblem] | None
+) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        _report(out, path, f"must be a JSON object with the fields {', '.join(fields)} (got {raw!r})")
+        return None
+    if not isinstance(value, dict):
+        _report(out, path, f"must be a JSON object with the fields {', '.join(fields)}")
+        return None
+    for name in sorted(set(value) - set(fields)):
+        _report(out, f"{path}.{name}", f"unknown field (known: {', '.join(fields)})")
+    return value
+
+
+def _integer(value: Any, path: str, out: list[FieldProblem] | None, minimum: int) -> int | None:
+    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= MAX_INT32:
+        _report(out, path, f"must be an integer from {minimum} to {MAX_INT32} (got {value!r})")
+        return None
+    return value
+
+
+def _duration(value: Any, path: str, out: list[FieldProblem] | None) -> int | None:
+    try:
+        result = parse_duration(value)
+    except ValueError as exc:
+        _report(out, path, str(exc))
+        return None
+    if result <= 0:
+        _report(out, path, "must be longer than 0")
+        return None
+    return result
+
+
+def _aging(raw: str, path: str, out: list[FieldProblem] | None) -> Aging | None:
+    value = _object(raw, path, AGING_FIELDS, out)
+    if value is None:
+        return None
+    points = per = cap = None
+    rate = value.get("rate")
+    if rate is None:
+        _report(out, f"{path}.rate", 'required field is missing (priority points per wait, e.g. "1/10m")')
+    else:
+        text = rate if isinstance(rate, str) else ""
+        head, slash, tail = text.partition("/")
+        if not slash or not head.strip().isdigit():
+            _report(out, f"{path}.rate", f'must be POINTS/DURATION, e.g. "1/10m" (got {rate!r})')
+        else:
+            points = _integer(int(head), f"{path}.rate", out, 1)
+            per = _duration(tail.strip(), f"{path}.rate", out)
+    if "cap" not in value:
+        _report(out, f"{path}.cap", "required field is missing (the most priority aging may add)")
+    else:
+        cap = _integer(value["cap"], f"{path}.cap", out, 1)
+    classes: tuple[str, ...] | None = None
+    if "priorityClasses" in value:
+        names = value["priorityClasses"]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            _report(out, f"{path}.priorityClasses", "must be a list of priority class names")
+        else:
+            for i, name in enumerate(names):
+                if name:  # "" stands for workloads without a priority class
+                    for m in dns_subdomain_errors(name):
+                        _report(out, f"{path}.priorityClasses[{i}]", m)
+            classes = tuple(names)
+    maximum = None
+    if "maxPriority" in value:
+        raw_max = value["maxPriority"]
+        if not isinstance(raw_max, int) or isinstance(raw_max, bool) or abs(raw_max) > MAX_INT32:
+            _report(out, f"{path}.maxPriority", f"must be a 32-bit integer (got {raw_max!r})")
+        else:
+            maximum = raw_max
+    if points is None or per is None or cap is None:
+        return None
+    return Aging(points=points, per=per, cap=cap, priority_classes=classes, max_priority=maximum)
+
+
+def _contract(raw: str, path: str, out: list[FieldProblem] | None) -> PreemptionContract | None:
+    value = _object(raw, path, CONTRACT_FIELDS, out)
+    if value is None:
+        return None
+    if not value:
+        _report(out, path, f"must set at least one of {', '.join(CONTRACT_FIELDS)}")
+        return None
+    min_run = _duration(value["minRunTime"], f"{path}.minRunTime", out) if "minRunTime" in value else None
+    count = window = None
+    if "maxPreemptions" in value:
+        count = _integer(value["maxPreemptions"], f"{path}.maxPreemptions", out, 0)
+    if "window" in value:
+        window = _duration(value["window"], f"{path}.window", out)
+    if ("maxPreemptions" in value) != ("window" in value):
+        _report(out, path, "maxPreemptions and window go together (at most maxPreemptions within window)")
+    return PreemptionContract(min_run_time=min_run, max_preemptions=count, window=window)
