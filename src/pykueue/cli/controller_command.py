@@ -27,8 +27,8 @@ from typing import Any
 import typer
 import yaml
 
-from pykueue.api import crd
-from pykueue.controllers import leader, metrics
+from pykueue.api import configuration, crd
+from pykueue.controllers import integrations, jobframework, leader, metrics
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import PykueueError
@@ -44,6 +44,36 @@ def _connect(
 ) -> kubernetes.KubernetesStore:
     config = kubernetes.load_kubeconfig(kubeconfig, context) if kubeconfig else kubernetes.in_cluster_config()
     return kubernetes.KubernetesStore(config, qps=qps, burst=burst)
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """Which job kinds are managed and which jobs of them, from the Configuration."""
+
+    registry: jobframework.Registry
+    settings: jobframework.Settings
+    frameworks: tuple[str, ...]
+
+
+def jobs_of(cfg: configuration.Configuration) -> Jobs:
+    """The job side of a Configuration; `jobframework.UnknownFramework` for a kind not integrated."""
+    frameworks = tuple(cfg.integrations.frameworks) or integrations.DEFAULT_FRAMEWORKS
+    settings = jobframework.Settings(
+        manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
+        namespace_selector=cfg.namespace_selector(),
+        label_keys_to_copy=tuple(cfg.integrations.label_keys_to_copy),
+    )
+    return Jobs(integrations.registry(frameworks), settings, frameworks)
+
+
+def engine_config_of(cfg: configuration.Configuration, fair_sharing: bool = False) -> EngineConfig:
+    """The engine's part of a Configuration; ``--fair-sharing`` turns fair sharing on as well."""
+    section = cfg.fair_sharing
+    strategies = tuple(section.preemption_strategies) if section and section.preemption_strategies else None
+    fair = FairSharing(enable=fair_sharing or bool(section and section.enable))
+    if strategies:
+        fair = FairSharing(enable=fair.enable, preemption_strategies=strategies)
+    return EngineConfig(fair_sharing=fair, feature_gates=dict(cfg.feature_gates))
 
 
 @dataclass(frozen=True)
@@ -77,9 +107,11 @@ async def _run_controller(
     webhook_config: webhooks.WebhookConfig | None,
     config: EngineConfig,
     ops: Operations | None = None,
+    jobs: Jobs | None = None,
 ) -> bool:
     """Run until SIGTERM/SIGINT (True) or until the lease is lost (False)."""
     ops = ops or Operations()
+    jobs = jobs or jobs_of(configuration.default())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -97,6 +129,8 @@ async def _run_controller(
     manager = KubeManager(
         writer,
         config=config,
+        registry=jobs.registry,
+        settings=jobs.settings,
         resync_seconds=resync,
         min_pass_seconds=ops.min_pass_seconds,
         on_pass=registry.observe_pass,
@@ -174,15 +208,37 @@ def controller(
     metrics_host: str = typer.Option("0.0.0.0", "--metrics-host", help="Address of that port."),
     qps: float = typer.Option(50.0, "--qps", help="API requests per second, sustained (0: unlimited)."),
     burst: int = typer.Option(100, "--burst", help="API requests allowed in a burst above --qps."),
+    config_file: Path | None = typer.Option(
+        None,
+        "--config",
+        help="Kueue Configuration file (config.kueue.x-k8s.io): integrations, managed jobs, fair sharing.",
+    ),
 ) -> None:
-    """Run pykueue as a Kubernetes controller: admit queued Jobs and Workloads, write queue status."""
+    """Run pykueue as a Kubernetes controller: admit queued jobs and Workloads, write queue status."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = configuration.load(config_file) if config_file else configuration.default()
+        jobs = jobs_of(cfg)
+    except (PykueueError, jobframework.UnknownFramework) as exc:
+        typer.echo(
+            f"error: {config_file}: {exc}" if isinstance(exc, ValueError) else f"error: {exc}", err=True
+        )
+        raise typer.Exit(2) from None
+    if cfg.ignored_sections():
+        log.info("configuration sections not used by pykueue: %s", ", ".join(cfg.ignored_sections()))
     webhook_config = (
-        webhooks.WebhookConfig.from_env(os.environ, port=webhook_port) if serve_webhooks else None
+        webhooks.WebhookConfig.from_env(
+            os.environ,
+            port=webhook_port,
+            frameworks=jobs.frameworks,
+            manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
+        )
+        if serve_webhooks
+        else None
     )
     try:
         store = _connect(kubeconfig, context, qps, burst)
-        config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing))
+        config = engine_config_of(cfg, fair_sharing)
         ops = Operations(
             leader_elect=leader_elect,
             lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "kueue-system",
@@ -190,7 +246,7 @@ def controller(
             metrics_host=metrics_host,
             min_pass_seconds=min_pass,
         )
-        stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops))
+        stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops, jobs))
     except PykueueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

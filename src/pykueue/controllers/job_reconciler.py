@@ -75,9 +75,14 @@ class JobReconciler:
     priority_of: Callable[[str, str], int | None] | None = None
     # False once the API server refused a write of jobs/status (RBAC without it).
     may_write_job_status: bool = True
+    # Which jobs are managed at all (the configuration's manageJobsWithoutQueueName and
+    # managedJobsNamespaceSelector), and the labels of a namespace (None when unknown).
+    settings: jobframework.Settings = field(default_factory=jobframework.Settings)
+    namespace_labels: Callable[[str], Mapping[str, str] | None] = lambda _: None
     jobs: dict[Key, Manifest] = field(default_factory=dict)
     workloads: dict[Key, Manifest] = field(default_factory=dict)
     dirty: set[Key] = field(default_factory=set)
+    unserved: set[str] = field(default_factory=set)
     suspect_orphans: set[Key] = field(default_factory=set)
     _job_by_uid: dict[str, Key] = field(default_factory=dict)
     _workloads_by_owner: dict[str, set[Key]] = field(default_factory=dict)
@@ -91,14 +96,21 @@ class JobReconciler:
         for obj in items:
             self._put_workload(obj)
         for kind in self.registry.kinds():
-            jobs, versions[kind] = await self.store.list(kind)
+            try:
+                jobs, versions[kind] = await self.store.list(kind)
+            except NotFound:
+                # As upstream: an enabled integration whose API the cluster does not serve
+                # (its CRD is not installed) is left out until the controller restarts.
+                log.warning("not managing %s: the API server does not serve it", kind)
+                self.unserved.add(kind)
+                continue
             for job in jobs:
                 self._put_job(job)
         self.suspect_orphans.update(self.workloads)
         return versions
 
     def kinds(self) -> list[str]:
-        return ["Workload", *self.registry.kinds()]
+        return ["Workload", *(k for k in self.registry.kinds() if k not in self.unserved)]
 
     def handle(self, event: WatchEvent) -> None:
         obj = event.object
@@ -176,11 +188,20 @@ class JobReconciler:
                 log.warning("%s: %s", key, exc)
         return writes
 
+    def _managed(self, job: Manifest) -> bool:
+        namespace = str((job.get("metadata") or {}).get("namespace") or "")
+        if not self.settings.namespace_managed(self.namespace_labels(namespace)):
+            return False
+        return self.settings.manages(job)
+
     async def reconcile_job(self, adapter: JobAdapter, job: Manifest) -> int:
-        if not adapter.queue_name(job):
-            return 0  # not queued through Kueue: left alone
         if (job.get("metadata") or {}).get("deletionTimestamp"):
             return 0
+        parent = self.registry.managed_owner(job)
+        if parent is not None:
+            return await self._reconcile_child(adapter, job, parent[1])
+        if not self._managed(job):
+            return 0  # not queued through Kueue: left alone
         workload = self.workload_of(job)
         finished = adapter.finished(job)
         if finished is not None:
@@ -199,8 +220,26 @@ class JobReconciler:
             return await self._sync_reclaimable(adapter, job, workload)
         return await self._stop_or_check(adapter, job, workload)
 
+    async def _reconcile_child(self, adapter: JobAdapter, job: Manifest, parent: Manifest) -> int:
+        """A job whose owner is a managed kind (a JobSet's Job) is queued through that owner.
+
+        It never gets a Workload of its own. As upstream, it is held back while its
+        parent's Workload exists and is not admitted; the parent's controller usually
+        creates it suspended anyway, so this is a safety net.
+        """
+        if adapter.is_suspended(job) or adapter.finished(job) is not None:
+            return 0
+        keys = self._workloads_by_owner.get(str(parent.get("uid") or ""), set())
+        workloads = [self.workloads[k] for k in sorted(keys, key=str) if k in self.workloads]
+        if not workloads or any(is_admitted(w) or _true(w, "Finished") for w in workloads):
+            return 0
+        log.info(
+            "suspending %s: its %s %s is not admitted", Key.of(job), parent.get("kind"), parent.get("name")
+        )
+        return await self._write_job(job, adapter.suspend)
+
     async def _create_workload(self, adapter: JobAdapter, job: Manifest) -> int:
-        wanted = jobframework.workload_for(adapter, job, self.priority_of)
+        wanted = jobframework.workload_for(adapter, job, self.priority_of, self.settings.label_keys_to_copy)
         ref = wanted["spec"].get("priorityClassRef")
         if ref is not None and self.priority_of is not None and "priority" not in wanted["spec"]:
             # As upstream: no Workload until its priority class exists (it may just not have
@@ -259,8 +298,8 @@ class JobReconciler:
         restored = copy.deepcopy(job)
         if adapter.restore_pod_sets(restored, infos):
             return await self._write_job(job, lambda j: adapter.restore_pod_sets(j, infos))
-        if not jobframework.equivalent_pod_sets(workload, adapter.pod_sets(job)):
-            # The suspended job was changed (e.g. its parallelism): queue it again as it is now.
+        if not jobframework.equivalent_to_job(workload, adapter, job):
+            # The suspended job was changed (its parallelism, its queue): queue it again as it is now.
             key = Key.of(workload)
             await self.store.delete("Workload", key.namespace, key.name)
             log.info("deleted %s: %s changed while it waited", key, Key.of(job))

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pykueue.api import manifests
-from pykueue.controllers import admission, jobframework, workload_status
+from pykueue.controllers import admission, integrations, jobframework, workload_status
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.job_reconciler import JobReconciler
 from pykueue.controllers.queue_status import QueueStatusWriter
@@ -65,7 +65,8 @@ class KubeManager:
 
     store: Store
     config: EngineConfig = field(default_factory=EngineConfig)
-    registry: jobframework.Registry = field(default_factory=jobframework.default_registry)
+    registry: jobframework.Registry = field(default_factory=integrations.registry)
+    settings: jobframework.Settings = field(default_factory=jobframework.Settings)
     clock: Callable[[], datetime] = _utc_now
     resync_seconds: float = 1.0
     # At most one pass per this many seconds: events that arrive meanwhile are batched into
@@ -87,11 +88,23 @@ class KubeManager:
 
     def __post_init__(self) -> None:
         self.admission = AdmissionController(self.store, self.config, self.clock)
-        self.jobs = JobReconciler(self.store, self.registry, self.flavors, self.clock, self.priority_of)
+        self.jobs = JobReconciler(
+            self.store,
+            self.registry,
+            self.flavors,
+            self.clock,
+            self.priority_of,
+            settings=self.settings,
+            namespace_labels=self.namespace_labels,
+        )
         self.statuses = QueueStatusWriter(self.store, self.clock)
 
     def priority_of(self, kind: str, name: str) -> int | None:
         return self.admission.state.priority_values.get((kind, name))
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        namespace = self.admission.cache.get(Key("Namespace", "", name))
+        return None if namespace is None else ((namespace.get("metadata") or {}).get("labels") or {})
 
     def flavors(self) -> Mapping[str, Manifest]:
         return {key.name: obj for key, obj in self.admission.cache.items() if key.kind == "ResourceFlavor"}

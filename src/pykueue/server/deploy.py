@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pykueue.api import crd
+from pykueue.controllers import integrations, jobframework
 from pykueue.server import certs, webhooks
 
 Doc = dict[str, Any]
@@ -71,6 +72,9 @@ class DeployConfig:
     metrics_port: int = 0
     leader_elect: bool = False
     service_monitor: bool = False
+    # The job kinds managed (the configuration's integrations.frameworks): their RBAC and
+    # their rules in the job webhook.
+    frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS
 
     def replica_count(self) -> int:
         if self.replicas:
@@ -108,7 +112,25 @@ def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list
 _READ: Final = ["get", "list", "watch"]
 
 
-def cluster_role() -> Doc:
+def enabled(frameworks: tuple[str, ...]) -> list[jobframework.Integration]:
+    known = integrations.by_name()
+    return [known[name] for name in frameworks if name in known]
+
+
+def _job_kind_rules(frameworks: tuple[str, ...]) -> list[Doc]:
+    """Per managed kind: read and hold it, its status (startTime, gates), its finalizers."""
+    rules: list[Doc] = []
+    for integration in enabled(frameworks):
+        if integration.name == integrations.BATCH_JOB:
+            continue  # written out below with the reason for each grant
+        group = [integration.group]
+        rules.append(_rule(group, [integration.plural], [*_READ, "update", "patch"]))
+        rules.append(_rule(group, [f"{integration.plural}/status"], ["get", "update", "patch"]))
+        rules.append(_rule(group, [f"{integration.plural}/finalizers"], ["update"]))
+    return rules
+
+
+def cluster_role(frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS) -> Doc:
     others = [p for p in KUEUE_PLURALS if p != "workloads"]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -123,6 +145,7 @@ def cluster_role() -> Doc:
             _rule(["batch"], ["jobs/finalizers"], ["update"]),
             # A stopped Job's startTime must be cleared before its template can be restored.
             _rule(["batch"], ["jobs/status"], ["get", "update", "patch"]),
+            *_job_kind_rules(frameworks),
             _rule([""], ["pods"], _READ),
             _rule([""], ["namespaces", "limitranges"], _READ),
             _rule(["scheduling.k8s.io"], ["priorityclasses"], _READ),
@@ -170,7 +193,7 @@ def rbac(config: DeployConfig) -> list[Doc]:
     role = namespace_role(config)
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE_ACCOUNT, config.namespace)},
-        cluster_role(),
+        cluster_role(config.frameworks),
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
@@ -231,15 +254,20 @@ def _kueue_rules(operations: list[str], extra: tuple[str, ...] = ()) -> list[Doc
     ]
 
 
-def mutating_webhook_configuration(client: crd.WebhookClientConfig, namespace: str = "kueue-system") -> Doc:
+def mutating_webhook_configuration(
+    client: crd.WebhookClientConfig,
+    namespace: str = "kueue-system",
+    frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
+) -> Doc:
     job_rules = [
         {
-            "apiGroups": ["batch"],
-            "apiVersions": ["v1"],
+            "apiGroups": [integration.group],
+            "apiVersions": [integration.version],
             "operations": ["CREATE"],
-            "resources": ["jobs"],
+            "resources": [integration.plural],
             "scope": "Namespaced",
         }
+        for integration in enabled(frameworks)
     ]
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -247,7 +275,7 @@ def mutating_webhook_configuration(client: crd.WebhookClientConfig, namespace: s
         "metadata": _meta(MUTATING_WEBHOOK),
         "webhooks": [
             {
-                **_webhook("mjob.pykueue.io", client, webhooks.JOB_PATH, job_rules, namespace),
+                **_webhook("mjob.pykueue.io", client, webhooks.JOBS_PATH, job_rules, namespace),
                 "reinvocationPolicy": "Never",
             },
             _webhook(
@@ -402,7 +430,7 @@ def render(config: DeployConfig | None = None) -> list[Doc]:
         *crd.crds(client),
         *rbac(config),
         secret(config),
-        mutating_webhook_configuration(client, config.namespace),
+        mutating_webhook_configuration(client, config.namespace, config.frameworks),
         validating_webhook_configuration(client, config.namespace),
         service(config),
         deployment(config),

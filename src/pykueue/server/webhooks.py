@@ -1,7 +1,9 @@
 """pykueue's admission and conversion webhooks: one HTTPS server the API server calls.
 
-    POST /mutate-batch-v1-job     suspend queue-named Jobs at creation; give Jobs without a
-                                  queue the namespace's LocalQueue ``default`` (when it exists)
+    POST /mutate-jobs             hold queue-named jobs of every enabled kind at creation
+                                  (suspend a Job or JobSet, gate a Pod); give jobs without a
+                                  queue the namespace's LocalQueue ``default`` (when it exists).
+                                  /mutate-batch-v1-job is the same handler (older manifests).
     POST /mutate-kueue            fill in defaults our models have (for objects written in
                                   v1beta1, whose schema cannot default them)
     POST /validate-kueue          upstream's webhook rules (`pykueue.api.validation`): what
@@ -28,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import copy
 import json
 import logging
 import socket
@@ -42,6 +45,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from pykueue.api import manifests, validation
 from pykueue.api.batch import QUEUE_NAME_LABEL
+from pykueue.controllers import integrations, jobframework
 from pykueue.errors import FieldProblem, NotFound, ValidationError
 from pykueue.server import certs, conversion_webhook
 
@@ -53,6 +57,7 @@ LocalQueueLookup = Callable[[str, str], Awaitable[bool]]
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 JOB_PATH: Final = "/mutate-batch-v1-job"
+JOBS_PATH: Final = "/mutate-jobs"
 MUTATE_KUEUE_PATH: Final = "/mutate-kueue"
 VALIDATE_KUEUE_PATH: Final = "/validate-kueue"
 CONVERT_PATH: Final = "/convert"
@@ -82,6 +87,8 @@ class WebhookConfig:
     local_queue_defaulting: bool = True
     default_queue_name: str = "default"
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # The configuration's integrations.frameworks: the job kinds the job webhook holds.
+    frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> WebhookConfig:
@@ -145,7 +152,9 @@ def _escape(key: str) -> str:
 # --- Jobs -------------------------------------------------------------------------------------
 
 
-def _managed_by_owner(job: Doc) -> bool:
+def _managed_by_owner(job: Doc, enabled: jobframework.Registry) -> bool:
+    if enabled.managed_owner(job) is not None:
+        return True
     for ref in (job.get("metadata") or {}).get("ownerReferences") or []:
         group = str(ref.get("apiVersion", "")).partition("/")[0]
         if ref.get("controller") and group in MANAGED_OWNER_GROUPS:
@@ -153,28 +162,56 @@ def _managed_by_owner(job: Doc) -> bool:
     return False
 
 
+def json_patch(old: Any, new: Any, path: str = "") -> list[Doc]:
+    """RFC 6902 operations that turn ``old`` into ``new`` (maps key by key, lists whole)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        ops: list[Doc] = []
+        for key, value in new.items():
+            pointer = f"{path}/{_escape(str(key))}"
+            if key not in old:
+                ops.append({"op": "add", "path": pointer, "value": value})
+            elif old[key] != value:
+                ops.extend(json_patch(old[key], value, pointer))
+        ops.extend({"op": "remove", "path": f"{path}/{_escape(str(k))}"} for k in old if k not in new)
+        return ops
+    return [] if old == new else [{"op": "replace", "path": path, "value": new}]
+
+
+def _integration_of(request: Doc, job: Doc) -> jobframework.Integration | None:
+    kind = request.get("kind") or {}
+    if kind.get("kind"):
+        group, version = str(kind.get("group") or ""), str(kind.get("version") or "")
+        return integrations.by_kind(f"{group}/{version}" if group else version, str(kind["kind"]))
+    return integrations.by_kind(str(job.get("apiVersion") or ""), str(job.get("kind") or ""))
+
+
 async def mutate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLookup | None) -> Doc:
-    """Upstream's Job defaulting: default LocalQueue, then suspend what Kueue will manage."""
+    """Upstream's job defaulting for every enabled kind: default LocalQueue, then hold what Kueue manages.
+
+    Holding is the kind's own `JobAdapter.suspend` (``spec.suspend`` for a Job or JobSet,
+    the ``kueue.x-k8s.io/admission`` scheduling gate for a Pod), sent as a JSON patch.
+    """
     job = request.get("object") or {}
-    if request.get("operation") != "CREATE" or _managed_by_owner(job):
+    integration = _integration_of(request, job)
+    if request.get("operation") != "CREATE" or integration is None:
+        return _allowed(request)
+    if integration.name not in config.frameworks:
+        return _allowed(request)
+    enabled = integrations.registry(config.frameworks)
+    if _managed_by_owner(job, enabled):
         return _allowed(request)
     metadata = job.get("metadata") or {}
-    labels = metadata.get("labels") or {}
     namespace = metadata.get("namespace") or request.get("namespace") or ""
-    patch: list[Doc] = []
-    queue = labels.get(QUEUE_NAME_LABEL, "")
+    held = copy.deepcopy(job)
+    queue = jobframework.queue_name_of(job)
     defaulting = not queue and config.local_queue_defaulting and queues is not None
     if defaulting and queues is not None and await queues(namespace, config.default_queue_name):
         queue = config.default_queue_name
-        if metadata.get("labels") is not None:
-            patch.append(
-                {"op": "add", "path": f"/metadata/labels/{_escape(QUEUE_NAME_LABEL)}", "value": queue}
-            )
-        else:
-            patch.append({"op": "add", "path": "/metadata/labels", "value": {QUEUE_NAME_LABEL: queue}})
-    if (queue or config.manage_jobs_without_queue_name) and not (job.get("spec") or {}).get("suspend"):
-        patch.append({"op": "add", "path": "/spec/suspend", "value": True})
-    return _allowed(request, patch)
+        held.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
+    adapter = integration.adapter()
+    if (queue or config.manage_jobs_without_queue_name) and not adapter.is_suspended(held):
+        adapter.suspend(held)
+    return _allowed(request, json_patch(job, held))
 
 
 # --- Kueue objects ----------------------------------------------------------------------------
@@ -264,6 +301,7 @@ def create_app(config: WebhookConfig, queues: LocalQueueLookup | None, ready: Ca
     def bad_request(exc: Exception) -> JSONResponse:
         return JSONResponse({"error": f"bad review: {exc}"}, status_code=400)
 
+    @app.post(JOBS_PATH)
     @app.post(JOB_PATH)
     async def job_webhook(request: Request) -> Any:
         try:

@@ -134,6 +134,15 @@ RESOURCES: dict[str, Resource] = {
     ),
 }
 
+# The job kinds of pykueue's integrations (controllers/integrations/) beyond batch/v1 Job.
+RESOURCES.update(
+    {
+        "JobSet": Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", True),
+        "StatefulSet": Resource("apps", "v1", "statefulsets", True),
+        "ReplicaSet": Resource("apps", "v1", "replicasets", True),
+    }
+)
+
 
 def resource_of(kind: str) -> Resource:
     try:

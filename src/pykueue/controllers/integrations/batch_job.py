@@ -19,10 +19,11 @@ import copy
 from typing import Any
 
 from pykueue.controllers.jobframework import (
-    QUEUE_NAME_LABEL,
     Finished,
+    Integration,
     PodSetInfo,
     merge_into_template,
+    queue_name_of,
     restore_template,
 )
 from pykueue.store.base import Manifest
@@ -63,7 +64,7 @@ class BatchJobAdapter:
     api_version = "batch/v1"
 
     def queue_name(self, job: Manifest) -> str:
-        return str(((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL) or "")
+        return queue_name_of(job)
 
     def _count(self, job: Manifest) -> int:
         spec = _spec(job)
@@ -149,3 +150,8 @@ class BatchJobAdapter:
         status = job.get("status") or {}
         ready = int(status.get("ready") or 0) + int(status.get("succeeded") or 0)
         return ready >= int(_spec(job).get("parallelism") or 1)
+
+
+INTEGRATION = Integration(
+    name="batch/job", kind="Job", group="batch", version="v1", plural="jobs", adapter=BatchJobAdapter
+)
