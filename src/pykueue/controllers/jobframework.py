@@ -230,6 +230,11 @@ class Integration:
     ``name`` is what ``integrations.frameworks`` lists (``batch/job``,
     ``jobset.x-k8s.io/jobset``, ``pod``...); ``group``/``version``/``plural`` say where
     the API serves the kind; ``adapter`` makes its `JobAdapter`.
+
+    Two variations: a kind queued through the pods it creates (Deployment, StatefulSet)
+    has no adapter, only ``mutate``, which its webhook applies on create and update to
+    hand the queue down to the pod template; and a ``composable`` kind (Pod) is run by
+    groups of objects rather than one object each (`pykueue.controllers.pod_groups`).
     """
 
     name: str
@@ -237,7 +242,9 @@ class Integration:
     group: str
     version: str
     plural: str
-    adapter: Callable[[], JobAdapter]
+    adapter: Callable[[], JobAdapter] | None = None
+    mutate: Callable[[Manifest], None] | None = None
+    composable: bool = False
 
     @property
     def api_version(self) -> str:
@@ -253,6 +260,8 @@ class Registry:
 
     def __init__(self, adapters: Iterable[JobAdapter] = ()) -> None:
         self._adapters: dict[str, JobAdapter] = {}
+        self.composable: set[str] = set()
+        self.integrations: list[Integration] = []
         for adapter in adapters:
             self.register(adapter)
 
@@ -266,23 +275,32 @@ class Registry:
             if integration is None:
                 known = ", ".join(sorted(by_name))
                 raise UnknownFramework(f"integrations.frameworks: unknown framework {name!r}; known: {known}")
-            registry.register(integration.adapter())
+            registry.integrations.append(integration)
+            if integration.adapter is not None:
+                registry.register(integration.adapter(), composable=integration.composable)
         return registry
 
-    def register(self, adapter: JobAdapter) -> None:
+    def register(self, adapter: JobAdapter, composable: bool = False) -> None:
         if adapter.kind in self._adapters:
             raise ValueError(f"a job adapter for {adapter.kind} is registered already")
         self._adapters[adapter.kind] = adapter
+        if composable:
+            self.composable.add(adapter.kind)
 
     def get(self, kind: str) -> JobAdapter | None:
         return self._adapters.get(kind)
 
     def kinds(self) -> list[str]:
-        return list(self._adapters)
+        """The kinds run one object per job (every registered kind but the composable ones)."""
+        return [kind for kind in self._adapters if kind not in self.composable]
+
+    def enabled(self, name: str) -> bool:
+        return any(integration.name == name for integration in self.integrations)
 
     def owner_of(self, workload: Manifest) -> tuple[JobAdapter, Manifest] | None:
-        """The adapter and ownerReference of a Workload made for a job of a registered kind."""
-        return self.managed_owner(workload)
+        """The adapter and ownerReference of a Workload made for a job run one object per job."""
+        owner = self.managed_owner(workload)
+        return None if owner is None or owner[0].kind in self.composable else owner
 
     def managed_owner(self, obj: Manifest) -> tuple[JobAdapter, Manifest] | None:
         """The adapter and controller ownerReference of an object whose controller is a registered kind.

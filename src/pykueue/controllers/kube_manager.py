@@ -37,6 +37,7 @@ from pykueue.api import manifests
 from pykueue.controllers import admission, integrations, jobframework, workload_status
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.job_reconciler import JobReconciler
+from pykueue.controllers.pod_groups import PodGroupReconciler
 from pykueue.controllers.queue_status import QueueStatusWriter
 from pykueue.engine import loading
 from pykueue.engine.config import EngineConfig
@@ -80,6 +81,8 @@ class KubeManager:
     full_resync_seconds: float = 30.0
     admission: AdmissionController = field(init=False)
     jobs: JobReconciler = field(init=False)
+    # Pods queued alone or in groups (the "pod" framework); None when it is not enabled.
+    pods: PodGroupReconciler | None = field(init=False, default=None)
     statuses: QueueStatusWriter = field(init=False)
     passes: int = 0
     # Called after each admission step with the engine state (metrics count its events);
@@ -97,6 +100,10 @@ class KubeManager:
             settings=self.settings,
             namespace_labels=self.namespace_labels,
         )
+        if self.registry.enabled("pod"):
+            self.pods = PodGroupReconciler(
+                self.store, self.flavors, self.clock, self.priority_of, settings=self.settings
+            )
         self.statuses = QueueStatusWriter(self.store, self.clock)
 
     def priority_of(self, kind: str, name: str) -> int | None:
@@ -129,6 +136,8 @@ class KubeManager:
                     self._reapply_reclaimable(previous, event.object)
         if kind in self.jobs.kinds():
             self.jobs.handle(event)
+        if self.pods is not None and kind in self.pods.kinds():
+            self.pods.handle(event)
 
     # --------------------------------------------------------------------- pass
 
@@ -144,6 +153,8 @@ class KubeManager:
             self._forget_gone()
         writes += await self.statuses.write(self.admission.state, self.admission.cache)
         writes += await self.jobs.reconcile()
+        if self.pods is not None:
+            writes += await self.pods.reconcile()
         return writes
 
     def _reapply_reclaimable(self, previous: Manifest, current: Manifest) -> None:
@@ -175,6 +186,8 @@ class KubeManager:
         await self.admission.sync()
         versions = dict(self.admission.versions)
         job_versions = await self.jobs.sync()
+        if self.pods is not None:
+            job_versions.update(await self.pods.sync())
         versions.update({k: v for k, v in job_versions.items() if k not in versions})
         return versions
 
@@ -187,7 +200,8 @@ class KubeManager:
         if self.pipeline_writes:
             self.admission.outbox = events
             self.statuses.background = True
-        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds()]))
+        pod_kinds = self.pods.kinds() if self.pods is not None else []
+        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds(), *pod_kinds]))
         followers = [
             asyncio.create_task(self._follow(kind, versions.get(kind, ""), events)) for kind in kinds
         ]
@@ -208,6 +222,8 @@ class KubeManager:
                 if loop.time() >= next_full:
                     # A level-triggered safety net: look at every job again now and then.
                     self.jobs.dirty.update(self.jobs.jobs)
+                    if self.pods is not None:
+                        self.pods.dirty.update(self.pods.members)
                     self.admission.rescan = True
                     next_full = loop.time() + self.full_resync_seconds
                 await self._pass()

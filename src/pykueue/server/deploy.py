@@ -124,7 +124,9 @@ def _job_kind_rules(frameworks: tuple[str, ...]) -> list[Doc]:
         if integration.name == integrations.BATCH_JOB:
             continue  # written out below with the reason for each grant
         group = [integration.group]
-        rules.append(_rule(group, [integration.plural], [*_READ, "update", "patch"]))
+        # Pods are stopped by deleting them (their owner, if any, makes new ones).
+        extra = ["delete"] if integration.composable else []
+        rules.append(_rule(group, [integration.plural], [*_READ, "update", "patch", *extra]))
         rules.append(_rule(group, [f"{integration.plural}/status"], ["get", "update", "patch"]))
         rules.append(_rule(group, [f"{integration.plural}/finalizers"], ["update"]))
     return rules
@@ -263,7 +265,8 @@ def mutating_webhook_configuration(
         {
             "apiGroups": [integration.group],
             "apiVersions": [integration.version],
-            "operations": ["CREATE"],
+            # A kind that hands its queue to its pod template is defaulted on updates too.
+            "operations": ["CREATE", "UPDATE"] if integration.mutate is not None else ["CREATE"],
             "resources": [integration.plural],
             "scope": "Namespaced",
         }

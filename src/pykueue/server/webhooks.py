@@ -58,6 +58,8 @@ LocalQueueLookup = Callable[[str, str], Awaitable[bool]]
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 JOB_PATH: Final = "/mutate-batch-v1-job"
 JOBS_PATH: Final = "/mutate-jobs"
+# Set on the pod template by a parent queued through its pods (Deployment, StatefulSet).
+SUSPENDED_BY_PARENT: Final = "kueue.x-k8s.io/pod-suspending-parent"
 MUTATE_KUEUE_PATH: Final = "/mutate-kueue"
 VALIDATE_KUEUE_PATH: Final = "/validate-kueue"
 CONVERT_PATH: Final = "/convert"
@@ -193,9 +195,15 @@ async def mutate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLook
     """
     job = request.get("object") or {}
     integration = _integration_of(request, job)
-    if request.get("operation") != "CREATE" or integration is None:
+    operation = request.get("operation")
+    if integration is None or integration.name not in config.frameworks:
         return _allowed(request)
-    if integration.name not in config.frameworks:
+    if integration.mutate is not None and operation in ("CREATE", "UPDATE"):
+        # A kind queued through its pods: hand the queue down to its pod template.
+        handed = copy.deepcopy(job)
+        integration.mutate(handed)
+        return _allowed(request, json_patch(job, handed))
+    if operation != "CREATE" or integration.adapter is None:
         return _allowed(request)
     enabled = integrations.registry(config.frameworks)
     if _managed_by_owner(job, enabled):
@@ -209,7 +217,8 @@ async def mutate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLook
         queue = config.default_queue_name
         held.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
     adapter = integration.adapter()
-    if (queue or config.manage_jobs_without_queue_name) and not adapter.is_suspended(held):
+    by_parent = bool(jobframework.annotations_of(job).get(SUSPENDED_BY_PARENT))
+    if (queue or by_parent or config.manage_jobs_without_queue_name) and not adapter.is_suspended(held):
         adapter.suspend(held)
     return _allowed(request, json_patch(job, held))
 

@@ -21,6 +21,7 @@ import yaml
 
 from pykueue.api import crd
 from pykueue.cli import controller_command
+from pykueue.controllers import integrations
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig
 from pykueue.errors import NotFound
@@ -85,7 +86,9 @@ class ControllerThread:
         kubeconfig: str | kubernetes.KubeConfig,
         webhook_namespace: str = "",
         config: EngineConfig | None = None,
+        frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
     ) -> None:
+        self.frameworks = frameworks
         # A kubeconfig file, or credentials made by the test (e.g. a service account's token).
         self.kube_config = (
             kubeconfig
@@ -122,7 +125,9 @@ class ControllerThread:
     async def _main(self) -> None:
         self._stop = asyncio.Event()
         store = kubernetes.KubernetesStore(self.kube_config)
-        self.manager = KubeManager(store, config=self.config, resync_seconds=0.3)
+        self.manager = KubeManager(
+            store, config=self.config, resync_seconds=0.3, registry=integrations.registry(self.frameworks)
+        )
         server = await self._start_webhooks(store, self.manager) if self.webhook_namespace else None
         ready = asyncio.Event()
         waiter = asyncio.ensure_future(ready.wait())
@@ -145,6 +150,7 @@ class ControllerThread:
             host="127.0.0.1",
             port=0,
             certs=certs.CertConfig(namespace=self.webhook_namespace, hosts=("127.0.0.1", "localhost")),
+            frameworks=self.frameworks,
         )
         queues = controller_command.cached_queues(manager, store)
         server = webhooks.WebhookServer(config, store, queues, rotate=False)
@@ -153,7 +159,9 @@ class ControllerThread:
         client = crd.WebhookClientConfig(
             url=f"https://127.0.0.1:{server.port}", ca_bundle=server.certificates.ca_bundle
         )
-        await store.apply(deploy.mutating_webhook_configuration(client, self.webhook_namespace))
+        await store.apply(
+            deploy.mutating_webhook_configuration(client, self.webhook_namespace, self.frameworks)
+        )
         await store.apply(deploy.validating_webhook_configuration(client, self.webhook_namespace))
         return server
 

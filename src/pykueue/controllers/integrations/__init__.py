@@ -14,12 +14,18 @@ from collections.abc import Iterable
 
 from pykueue.api import manifests
 from pykueue.controllers import jobframework
-from pykueue.controllers.integrations import batch_job
+from pykueue.controllers.integrations import batch_job, jobset, pod
 from pykueue.errors import FieldProblem, ValidationError
 from pykueue.store.base import Manifest
 
 BATCH_JOB = batch_job.INTEGRATION.name
-AVAILABLE: tuple[jobframework.Integration, ...] = (batch_job.INTEGRATION,)
+AVAILABLE: tuple[jobframework.Integration, ...] = (
+    batch_job.INTEGRATION,
+    jobset.INTEGRATION,
+    pod.INTEGRATION,
+    pod.DEPLOYMENT,
+    pod.STATEFULSET,
+)
 # Upstream's default when the configuration lists no framework.
 DEFAULT_FRAMEWORKS: tuple[str, ...] = (batch_job.INTEGRATION.name,)
 
@@ -55,6 +61,8 @@ def check_job(doc: Manifest, integration: jobframework.Integration) -> list[Fiel
     problems: list[FieldProblem] = []
     if not meta.get("name") and not meta.get("generateName"):
         problems.append(FieldProblem("metadata.name", "name or generateName is required"))
+    if integration.adapter is None:
+        return problems  # queued through its pods: what matters is on them
     adapter = integration.adapter()
     named = copy.deepcopy(doc)
     named["metadata"]["name"] = meta.get("name") or f"{str(meta.get('generateName', '')).rstrip('-.')}-x"
