@@ -13,6 +13,7 @@ import typer
 from pykueue.cli import (
     controller_command,
     demo_command,
+    devcluster_command,
     manifests_command,
     scenario_command,
     simulate_command,
@@ -38,6 +39,7 @@ COMMANDS = (
     standalone_commands,
     controller_command,
     manifests_command,
+    devcluster_command,
 )
 for module in COMMANDS:
     module.register(app)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pykueue.controllers import jobframework
+from pykueue.controllers.integrations import leaderworkerset as lws
 from pykueue.controllers.integrations import pod as pods
 from pykueue.controllers.jobframework import PodSetInfo
 from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, StoreError
@@ -53,11 +54,16 @@ def _admitted(workload: Manifest) -> bool:
     return bool((workload.get("status") or {}).get("admission")) and _true(workload, "Admitted")
 
 
+def group_of(pod: Manifest) -> str:
+    """The pod's group: its pod-group-name, or its LeaderWorkerSet replica; "" when alone."""
+    return lws.group_name(pod) if lws.belongs(pod) else pods.group_name(pod)
+
+
 def workload_key(pod: Manifest) -> Key:
     """The Workload that queues a pod: its group's, or its own."""
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
-    group = pods.group_name(pod)
+    group = group_of(pod)
     if group:
         return Key("Workload", namespace, group)
     return Key(
@@ -181,8 +187,21 @@ class PodGroupReconciler:
 
     # -- pieces
 
-    def _pod_sets(self, live: list[Manifest]) -> list[Manifest] | None:
+    async def _parent(self, pod: Manifest) -> Manifest | None:
+        """The LeaderWorkerSet a pod's group is a replica of (None when it is gone)."""
+        meta = pod.get("metadata") or {}
+        try:
+            return await self.store.get(
+                "LeaderWorkerSet", str(meta.get("namespace")), meta["labels"][lws.NAME_LABEL]
+            )
+        except NotFound:
+            return None
+
+    async def _pod_sets(self, live: list[Manifest]) -> list[Manifest] | None:
         first = live[0]
+        if lws.belongs(first):
+            parent = await self._parent(first)
+            return None if parent is None else lws.pod_sets(parent)
         if not pods.group_name(first):
             return self.adapter.pod_sets(first)
         total = pods.total_count(first)
@@ -207,7 +226,7 @@ class PodGroupReconciler:
         return list(roles.values())
 
     async def _create(self, key: Key, live: list[Manifest]) -> int:
-        pod_sets = self._pod_sets(live)
+        pod_sets = await self._pod_sets(live)
         if pod_sets is None:
             return 0
         first = live[0]
@@ -216,9 +235,9 @@ class PodGroupReconciler:
         )
         wanted["metadata"]["name"] = key.name
         wanted["spec"]["podSets"] = pod_sets
-        if pods.group_name(first):
+        if group_of(first):
             wanted["metadata"]["annotations"] = {GROUP_WORKLOAD_ANNOTATION: "true"}
-            wanted["metadata"]["ownerReferences"] = self._group_owners(live)
+            wanted["metadata"]["ownerReferences"] = await self._group_owners(live)
             wanted["metadata"]["labels"].pop(jobframework.JOB_UID_LABEL, None)
         try:
             created = await self.store.create(wanted)
@@ -228,9 +247,21 @@ class PodGroupReconciler:
         log.info("created %s for %d pod(s)", key, len(live))
         return 1
 
-    def _group_owners(self, live: list[Manifest]) -> list[Manifest]:
-        # A group made by one controller (a StatefulSet) lives as long as that controller; its
-        # pods come and go. A group of plain pods is owned by every pod in it.
+    async def _group_owners(self, live: list[Manifest]) -> list[Manifest]:
+        # A group made by one controller (a StatefulSet, a LeaderWorkerSet) lives as long as
+        # that controller; its pods come and go. A group of plain pods is owned by every pod in it.
+        if lws.belongs(live[0]):
+            parent = await self._parent(live[0])
+            if parent is not None:
+                meta = parent["metadata"]
+                return [
+                    {
+                        "apiVersion": lws.INTEGRATION.api_version,
+                        "kind": "LeaderWorkerSet",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                    }
+                ]
         for ref in (live[0].get("metadata") or {}).get("ownerReferences") or []:
             if ref.get("controller") and ref.get("kind") == "StatefulSet":
                 return [{k: ref[k] for k in ("apiVersion", "kind", "name", "uid")}]
@@ -241,7 +272,7 @@ class PodGroupReconciler:
 
     def _finished(self, live: list[Manifest]) -> jobframework.Finished | None:
         first = live[0]
-        if not pods.group_name(first):
+        if not group_of(first):
             return pods.finished(first)
         if pods.is_serving(first):
             return None
@@ -284,7 +315,12 @@ class PodGroupReconciler:
         for pod in live:
             if not pods.is_gated(pod):
                 continue
-            info = infos.get(pods.POD_SET) if pods.POD_SET in infos else infos.get(pods.role_hash(pod))
+            if lws.belongs(pod):
+                info = infos.get(lws.pod_set_of(pod))
+            elif pods.POD_SET in infos:
+                info = infos.get(pods.POD_SET)
+            else:
+                info = infos.get(pods.role_hash(pod))
             if info is None and len(infos) == 1:
                 info = next(iter(infos.values()))
             updated = copy.deepcopy(pod)

@@ -175,3 +175,54 @@ def wait_finished(cluster: KubeCluster, namespace: str, uid: str, timeout: float
         timeout,
         "the Workload to be Finished",
     )
+
+
+def lifecycle(
+    cluster: KubeCluster,
+    kueue: Kueue,
+    setup: Setup,
+    *,
+    path: str,
+    uid: str,
+    selector: str,
+    pod_count: int,
+    suspended: Any,
+    preemptor_cpu: str,
+    templates: Any,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Admitted and resumed with the flavor on its pods; preempted, stopped and restored; resumed again.
+
+    ``suspended(obj)`` reads the kind's suspend field, ``templates(obj)`` its pod templates
+    (to see the flavor's node selector removed while it waits). Returns both rounds' pods.
+    """
+    wait(lambda: admitted(cluster, setup.namespace, uid), 60, "the Workload admitted")
+    wait(lambda: suspended(cluster.get(path)) is False, 30, "resumed")
+    first = wait(
+        lambda: placed_in_pool(pods(cluster, setup.namespace, selector), setup.pool, pod_count), 90, "pods"
+    )
+    preemptor = preempt_with_high_priority_job(kueue, setup, cpu=preemptor_cpu)
+    wait(lambda: is_true(workload_of(cluster, setup.namespace, uid), "Evicted"), 60, "the Workload evicted")
+    wait(lambda: suspended(cluster.get(path)) is True, 30, "suspended")
+
+    def restored() -> bool:
+        return all(
+            POOL_LABEL not in ((t.get("spec") or {}).get("nodeSelector") or {})
+            for t in templates(cluster.get(path))
+        )
+
+    wait(restored, 30, "the pod templates restored")
+    wait(lambda: not pods(cluster, setup.namespace, selector), 60, "the pods gone")
+    wait(
+        lambda: is_true(kueue.job(setup.namespace, preemptor["metadata"]["name"]), "Complete"),
+        60,
+        "preemptor",
+    )
+    wait(lambda: admitted(cluster, setup.namespace, uid), 60, "admitted again")
+    wait(lambda: suspended(cluster.get(path)) is False, 30, "resumed again")
+    second = wait(
+        lambda: placed_in_pool(pods(cluster, setup.namespace, selector), setup.pool, pod_count),
+        90,
+        "pods again",
+    )
+    assert {p["metadata"]["uid"] for p in second}.isdisjoint(p["metadata"]["uid"] for p in first)
+    return first, second

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from .. import kind_controllers
+from pykueue.devcluster import kinds as kind_controllers
+
 from ..controlplane import KubeCluster
 from ..upstream_examples import example
 from .conftest import Kueue, is_true, wait
@@ -38,7 +39,7 @@ def jobset_controller(kwok_cluster: KubeCluster) -> Iterator[KubeCluster]:
     try:
         yield kwok_cluster
     finally:
-        kwok_cluster.stop_components("jobset")
+        kind_controllers.stop(kwok_cluster, kind_controllers.JOBSET)
 
 
 def test_upstream_sample_jobset_is_queued_preempted_and_resumed(

@@ -14,7 +14,15 @@ from collections.abc import Iterable
 
 from pykueue.api import manifests
 from pykueue.controllers import jobframework
-from pykueue.controllers.integrations import batch_job, jobset, pod
+from pykueue.controllers.integrations import (
+    appwrapper,
+    batch_job,
+    jobset,
+    kubeflow,
+    leaderworkerset,
+    pod,
+    ray,
+)
 from pykueue.errors import FieldProblem, ValidationError
 from pykueue.store.base import Manifest
 
@@ -25,6 +33,16 @@ AVAILABLE: tuple[jobframework.Integration, ...] = (
     pod.INTEGRATION,
     pod.DEPLOYMENT,
     pod.STATEFULSET,
+    leaderworkerset.INTEGRATION,
+    kubeflow.PYTORCHJOB,
+    kubeflow.TFJOB,
+    kubeflow.PADDLEJOB,
+    kubeflow.XGBOOSTJOB,
+    kubeflow.JAXJOB,
+    kubeflow.MPIJOB,
+    ray.RAYJOB,
+    ray.RAYCLUSTER,
+    appwrapper.INTEGRATION,
 )
 # Upstream's default when the configuration lists no framework.
 DEFAULT_FRAMEWORKS: tuple[str, ...] = (batch_job.INTEGRATION.name,)
