@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layers unit bench bench-cluster setup clean
+.PHONY: run test lint typecheck layers unit bench bench-cluster setup clean kind-controllers
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,11 @@ layers: $(STAMP)
 kube-binaries:
 	bash hack/kube-binaries
 
-unit: $(STAMP) kube-binaries
+## kind-controllers: build the job kinds' controllers (JobSet, LWS, KubeRay, ...) for the kube tests (cached)
+kind-controllers:
+	bash hack/kind-controllers
+
+unit: $(STAMP) kube-binaries kind-controllers
 	$(BIN)/pytest
 
 bench: $(STAMP)

@@ -51,6 +51,9 @@ SERVICE: Final = _CERTS.service_name
 LABELS: Final = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "controller"}
 KUEUE_PLURALS: Final = tuple(kind.plural for kind in crd.KINDS)
 STATUS_WRITTEN: Final = ("clusterqueues", "localqueues", "cohorts", "workloads")
+CONFIG_MAP: Final = "pykueue-manager-config"
+CONFIG_KEY: Final = "controller_manager_config.yaml"
+CONFIG_MOUNT: Final = "/etc/pykueue"
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,9 @@ class DeployConfig:
     # The job kinds managed (the configuration's integrations.frameworks): their RBAC and
     # their rules in the job webhook.
     frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS
+    # The controller's Configuration file (upstream's kind, as a YAML text), mounted from a
+    # ConfigMap and passed as --config; empty: none (the controller's defaults).
+    configuration: str = ""
 
     def replica_count(self) -> int:
         if self.replicas:
@@ -83,6 +89,8 @@ class DeployConfig:
 
     def controller_args(self) -> list[str]:
         args = list(self.args)
+        if self.configuration:
+            args.append(f"--config={CONFIG_MOUNT}/{CONFIG_KEY}")
         if self.metrics_port:
             args.append(f"--metrics-port={self.metrics_port}")
         if self.leader_elect:
@@ -331,7 +339,7 @@ def deployment(config: DeployConfig) -> Doc:
     ports = [{"name": "webhook", "containerPort": config.webhook_port, "protocol": "TCP"}]
     if config.metrics_port:
         ports.append({"name": "metrics", "containerPort": config.metrics_port, "protocol": "TCP"})
-    container = {
+    container: Doc = {
         "name": "manager",
         "image": config.image,
         "imagePullPolicy": "IfNotPresent",
@@ -362,6 +370,10 @@ def deployment(config: DeployConfig) -> Doc:
         },
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
+    volumes: list[Doc] = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    if config.configuration:
+        container["volumeMounts"].append({"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True})
+        volumes.append({"name": "config", "configMap": {"name": CONFIG_MAP}})
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -381,7 +393,7 @@ def deployment(config: DeployConfig) -> Doc:
                     },
                     "terminationGracePeriodSeconds": 10,
                     "containers": [container],
-                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
+                    "volumes": volumes,
                 },
             },
         },
@@ -420,6 +432,16 @@ def service_monitor(config: DeployConfig) -> Doc:
     }
 
 
+def config_map(config: DeployConfig) -> Doc:
+    """The controller's Configuration file."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(CONFIG_MAP, config.namespace),
+        "data": {CONFIG_KEY: config.configuration},
+    }
+
+
 def namespace(config: DeployConfig) -> Doc:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(config.namespace)}
 
@@ -433,6 +455,7 @@ def render(config: DeployConfig | None = None) -> list[Doc]:
         *crd.crds(client),
         *rbac(config),
         secret(config),
+        *([config_map(config)] if config.configuration else []),
         mutating_webhook_configuration(client, config.namespace, config.frameworks),
         validating_webhook_configuration(client, config.namespace),
         service(config),
