@@ -62,6 +62,11 @@ def jobs_of(cfg: configuration.Configuration) -> Jobs:
         manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
         namespace_selector=cfg.namespace_selector(),
         label_keys_to_copy=tuple(cfg.integrations.label_keys_to_copy),
+        device_classes={
+            device_class: mapping.name
+            for mapping in cfg.resources.device_class_mappings
+            for device_class in mapping.device_class_names
+        },
     )
     return Jobs(integrations.registry(frameworks), settings, frameworks)
 

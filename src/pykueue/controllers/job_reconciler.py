@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from pykueue.controllers import jobframework
+from pykueue.controllers import dra, jobframework
 from pykueue.controllers.jobframework import JobAdapter, PodSetInfo, Registry
 from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, StoreError
 from pykueue.store.base import Key, Manifest, Store, WatchEvent
@@ -238,8 +238,29 @@ class JobReconciler:
         )
         return await self._write_job(job, adapter.suspend)
 
+    async def _claim_template(self, namespace: str, name: str) -> Manifest | None:
+        try:
+            return await self.store.get("ResourceClaimTemplate", namespace, name)
+        except NotFound:
+            return None
+
     async def _create_workload(self, adapter: JobAdapter, job: Manifest) -> int:
         wanted = jobframework.workload_for(adapter, job, self.priority_of, self.settings.label_keys_to_copy)
+        try:
+            wanted["spec"]["podSets"] = await dra.charge(
+                wanted["spec"]["podSets"],
+                wanted["metadata"]["namespace"],
+                self.settings.device_classes,
+                self._claim_template,
+                str(Key.of(job)),
+            )
+        except dra.MissingTemplate as exc:
+            # The template's arrival is not watched: the periodic resync looks again.
+            log.info("%s; waiting for it", exc)
+            return 0
+        except dra.DeviceRequestError as exc:
+            log.warning("not queueing %s", exc)
+            return 0
         ref = wanted["spec"].get("priorityClassRef")
         if ref is not None and self.priority_of is not None and "priority" not in wanted["spec"]:
             # As upstream: no Workload until its priority class exists (it may just not have

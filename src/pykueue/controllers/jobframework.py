@@ -325,11 +325,14 @@ class Settings:
     ``namespace_selector`` [managedJobsNamespaceSelector]:
     only jobs in matching namespaces are managed; None manages every namespace.
     ``label_keys_to_copy`` [integrations.labelKeysToCopy]: job labels copied onto its Workload.
+    ``device_classes`` [resources.deviceClassMappings]: see `pykueue.controllers.dra`.
     """
 
     manage_jobs_without_queue_name: bool = False
     namespace_selector: LabelSelector | None = None
     label_keys_to_copy: tuple[str, ...] = ()
+    # [resources.deviceClassMappings] DRA: DeviceClass name -> the quota resource its devices use.
+    device_classes: Mapping[str, str] = field(default_factory=dict)
 
     def manages(self, obj: Manifest) -> bool:
         """Whether a top-level job is held by Kueue: it names a queue, or every job is."""

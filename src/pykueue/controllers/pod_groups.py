@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from pykueue.controllers import jobframework
+from pykueue.controllers import dra, jobframework
 from pykueue.controllers.integrations import leaderworkerset as lws
 from pykueue.controllers.integrations import pod as pods
 from pykueue.controllers.jobframework import PodSetInfo
@@ -234,6 +234,20 @@ class PodGroupReconciler:
             self.adapter, first, self.priority_of, self.settings.label_keys_to_copy
         )
         wanted["metadata"]["name"] = key.name
+
+        async def claim_template(namespace: str, name: str) -> Manifest | None:
+            try:
+                return await self.store.get("ResourceClaimTemplate", namespace, name)
+            except NotFound:
+                return None
+
+        try:
+            pod_sets = await dra.charge(
+                pod_sets, key.namespace, self.settings.device_classes, claim_template, str(key)
+            )
+        except (dra.MissingTemplate, dra.DeviceRequestError) as exc:
+            log.warning("not queueing %s", exc)
+            return 0
         wanted["spec"]["podSets"] = pod_sets
         if group_of(first):
             wanted["metadata"]["annotations"] = {GROUP_WORKLOAD_ANNOTATION: "true"}

@@ -159,6 +159,8 @@ def cluster_role(frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS) 
             _rule([""], ["pods"], _READ),
             _rule([""], ["namespaces", "limitranges"], _READ),
             _rule(["scheduling.k8s.io"], ["priorityclasses"], _READ),
+            # DRA: the devices a pod's ResourceClaimTemplates ask for are charged as quota.
+            _rule(["resource.k8s.io"], ["resourceclaimtemplates"], ["get"]),
             _rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
             # The visibility API asks the API server who a caller is and what they may read.
             _rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),

@@ -148,6 +148,7 @@ RESOURCES.update(
         "RayJob": Resource("ray.io", "v1", "rayjobs", True),
         "RayCluster": Resource("ray.io", "v1", "rayclusters", True),
         "AppWrapper": Resource("workload.codeflare.dev", "v1beta2", "appwrappers", True),
+        "ResourceClaimTemplate": Resource("resource.k8s.io", "v1", "resourceclaimtemplates", True),
         "StatefulSet": Resource("apps", "v1", "statefulsets", True),
         "ReplicaSet": Resource("apps", "v1", "replicasets", True),
     }

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from pykueue.cli import controller_command
-from pykueue.controllers import integrations
+from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.devcluster import running
 from pykueue.engine.config import EngineConfig
@@ -85,8 +85,10 @@ class ControllerThread:
         webhook_namespace: str = "",
         config: EngineConfig | None = None,
         frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
+        settings: jobframework.Settings | None = None,
     ) -> None:
         self.frameworks = frameworks
+        self.settings = settings or jobframework.Settings()
         # A kubeconfig file, or credentials made by the test (e.g. a service account's token).
         self.kube_config = (
             kubeconfig
@@ -127,6 +129,7 @@ class ControllerThread:
             webhook_namespace=self.webhook_namespace,
             config=self.config,
             frameworks=self.frameworks,
+            settings=self.settings,
         )
         ready = asyncio.Event()
         waiter = asyncio.ensure_future(ready.wait())
