@@ -126,8 +126,7 @@ class PodSetInfo:
 
 def merge_into_template(template: Manifest, info: PodSetInfo) -> None:
     """Add an admission's scheduling directives to a pod template (in place)."""
-    meta = template.setdefault("metadata", {}) or {}
-    template["metadata"] = meta
+    meta = template.get("metadata") or {}
     spec = template.setdefault("spec", {})
     selector = dict(spec.get("nodeSelector") or {})
     for key, value in info.node_selector.items():
@@ -144,6 +143,8 @@ def merge_into_template(template: Manifest, info: PodSetInfo) -> None:
         meta["labels"] = {**(meta.get("labels") or {}), **info.labels}
     if info.annotations:
         meta["annotations"] = {**(meta.get("annotations") or {}), **info.annotations}
+    if meta:
+        template["metadata"] = meta
 
 
 def _directives(template: Manifest) -> tuple[Any, ...]:
@@ -176,9 +177,10 @@ def restore_template(template: Manifest, info: PodSetInfo) -> bool:
     ):
         if value:
             container[name] = value
-        else:
-            container.pop(name, None)
-    template["metadata"] = meta
+        elif container.get(name):
+            del container[name]  # (an empty map the user wrote stays as written)
+    if meta or "metadata" in template:
+        template["metadata"] = meta
     return True
 
 
