@@ -133,3 +133,19 @@ def test_statefulset_and_lws_templates_carry_the_queue_to_their_pods() -> None:
         ("leader", 1),
         ("worker", 2),
     ]
+
+
+def test_appwrapper_without_pod_sets_is_read_as_its_webhook_would() -> None:
+    [aw] = example("appwrapper/pytorch-sample.yaml")
+    integration = integrations.by_kind(aw["apiVersion"], aw["kind"])
+    assert integration is not None and integration.adapter is not None
+    adapter = integration.adapter()
+    pod_sets = adapter.pod_sets(aw)
+    assert [(ps["name"], ps["count"]) for ps in pod_sets] == [
+        ("sample-appwrapper-pytorch-job-0", 1),
+        ("sample-appwrapper-pytorch-job-1", 1),
+    ]
+    assert [ps["template"]["spec"]["containers"][0]["name"] for ps in pod_sets] == ["pytorch", "pytorch"]
+    infos = [PodSetInfo(ps["name"], 1, {"pool": "a"}) for ps in pod_sets]
+    adapter.run_with_pod_sets(aw, infos)
+    assert aw["spec"]["components"][0]["podSetInfos"] == [{"nodeSelector": {"pool": "a"}}] * 2

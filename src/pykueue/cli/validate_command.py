@@ -78,6 +78,10 @@ def validate(
             typer.echo(str(err))
             raise typer.Exit(1) from None
         for where, prefix, doc in docs:
+            if isinstance(doc, dict) and "apiVersion" not in doc and "kind" not in doc:
+                skipped += 1  # a file beside the manifests (a dashboard, a kind config): not one
+                typer.echo(f"{where}: passed over: not a Kubernetes manifest (no apiVersion, no kind)")
+                continue
             kind, found = _check(doc, where, prefix)
             if kind is None:
                 skipped += 1

@@ -4,8 +4,11 @@
                   pod sets across components), template = the component's resource at ``path``
        └ spec.suspend ──▶ the AppWrapper controller creates or deletes the wrapped resources
 
-A component's pod sets are written by the AppWrapper controller's defaulting webhook
-for the kinds it knows (Deployment, Job, PyTorchJob ...), or by the user. Admission
+A component's pod sets are written by the user or by the AppWrapper controller's
+defaulting webhook for the kinds it knows. A component without them is read the way
+that webhook would read it, in the same order: a Pod, a Deployment/StatefulSet/ReplicaSet
+(``replicas`` of its template), and the job kinds pykueue integrates itself (Job, JobSet,
+the Kubeflow jobs, RayCluster, RayJob), through their own adapters. Admission
 does not edit the wrapped templates: it writes each pod set's node selector,
 tolerations, labels and annotations into the component's ``podSetInfos``, which the
 AppWrapper controller applies to the resources it creates; stopping removes them.
@@ -17,8 +20,35 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pykueue.controllers.jobframework import Finished, Integration, PodSetInfo, queue_name_of
+from pykueue.controllers.integrations import batch_job, jobset, kubeflow, ray
+from pykueue.controllers.jobframework import Finished, Integration, JobAdapter, PodSetInfo, queue_name_of
 from pykueue.store.base import Manifest
+
+_WORKLOAD_KINDS = {("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "ReplicaSet")}
+
+
+def _wrapped_adapters() -> list[JobAdapter]:
+    kinds = (kubeflow.PYTORCHJOB, kubeflow.TFJOB, kubeflow.PADDLEJOB, kubeflow.XGBOOSTJOB, kubeflow.JAXJOB)
+    adapters: list[JobAdapter] = [batch_job.BatchJobAdapter(), jobset.JobSetAdapter()]
+    adapters += [ray.RayClusterAdapter(), ray.RayJobAdapter(), kubeflow.MPIJOB.adapter()]  # type: ignore[misc]
+    adapters += [k.adapter() for k in kinds]  # type: ignore[misc]
+    return adapters
+
+
+def inferred_pod_sets(component: Manifest) -> list[tuple[int, Manifest]]:
+    """(count, template) of each pod set of a component that lists none, as AppWrapper would infer them."""
+    wrapped = component.get("template") or {}
+    key = (str(wrapped.get("apiVersion")), str(wrapped.get("kind")))
+    if key == ("v1", "Pod"):
+        return [(1, {k: copy.deepcopy(wrapped[k]) for k in ("metadata", "spec") if k in wrapped})]
+    if key in _WORKLOAD_KINDS:
+        spec = wrapped.get("spec") or {}
+        replicas = spec.get("replicas")
+        return [(1 if replicas is None else int(replicas), copy.deepcopy(spec.get("template") or {}))]
+    for adapter in _wrapped_adapters():
+        if (adapter.api_version, adapter.kind) == key:
+            return [(int(ps["count"]), ps["template"]) for ps in adapter.pod_sets(wrapped)]
+    return []
 
 
 def _components(job: Manifest) -> list[dict[str, Any]]:
@@ -36,13 +66,13 @@ def _at(obj: Any, path: str) -> Any:
     return obj
 
 
-def _flat(job: Manifest) -> list[tuple[dict[str, Any], int, Manifest]]:
-    """(component, index of the pod set in it, pod set) for every pod set, in order."""
-    return [
-        (component, j, pod_set)
-        for component in _components(job)
-        for j, pod_set in enumerate(component.get("podSets") or [])
-    ]
+def _flat(job: Manifest) -> list[tuple[dict[str, Any], int]]:
+    """(component, index of the pod set in it) for every pod set, declared or inferred, in order."""
+    out: list[tuple[dict[str, Any], int]] = []
+    for component in _components(job):
+        count = len(component.get("podSets") or []) or len(inferred_pod_sets(component))
+        out.extend((component, j) for j in range(count))
+    return out
 
 
 def _pod_set_name(job: Manifest, index: int) -> str:
@@ -59,17 +89,20 @@ class AppWrapperAdapter:
         return queue_name_of(job)
 
     def pod_sets(self, job: Manifest) -> list[Manifest]:
-        out = []
-        for k, (component, _, pod_set) in enumerate(_flat(job)):
-            replicas = pod_set.get("replicas")
-            out.append(
-                {
-                    "name": _pod_set_name(job, k),
-                    "count": 1 if replicas is None else int(replicas),
-                    "template": copy.deepcopy(_at(component, str(pod_set.get("path", "")))),
-                }
-            )
-        return out
+        found: list[tuple[int, Manifest]] = []
+        for component in _components(job):
+            declared = component.get("podSets")
+            if not declared:
+                found.extend(inferred_pod_sets(component))
+                continue
+            for pod_set in declared:
+                replicas = pod_set.get("replicas")
+                template = copy.deepcopy(_at(component, str(pod_set.get("path", ""))))
+                found.append((1 if replicas is None else int(replicas), template))
+        return [
+            {"name": _pod_set_name(job, k), "count": count, "template": template}
+            for k, (count, template) in enumerate(found)
+        ]
 
     def is_suspended(self, job: Manifest) -> bool:
         return bool((job.get("spec") or {}).get("suspend"))
@@ -81,7 +114,7 @@ class AppWrapperAdapter:
         by_name = {info.name: info for info in infos}
         for component in _components(job):
             component.pop("podSetInfos", None)
-        for k, (component, j, _) in enumerate(_flat(job)):
+        for k, (component, j) in enumerate(_flat(job)):
             info = by_name.get(_pod_set_name(job, k))
             entries = component.setdefault("podSetInfos", [])
             while len(entries) <= j:
