@@ -132,6 +132,10 @@ def _job_kind_rules(frameworks: tuple[str, ...]) -> list[Doc]:
         if integration.name == integrations.BATCH_JOB:
             continue  # written out below with the reason for each grant
         group = [integration.group]
+        if integration.adapter is None:
+            # Queued through its pods: read only (a LeaderWorkerSet's spec names its groups' pod sets).
+            rules.append(_rule(group, [integration.plural], ["get"]))
+            continue
         # Pods are stopped by deleting them (their owner, if any, makes new ones).
         extra = ["delete"] if integration.composable else []
         rules.append(_rule(group, [integration.plural], [*_READ, "update", "patch", *extra]))
