@@ -92,5 +92,7 @@ class LocalPykueue:
         await store.apply(
             deploy.mutating_webhook_configuration(client, self.webhook_namespace, self.frameworks)
         )
-        await store.apply(deploy.validating_webhook_configuration(client, self.webhook_namespace))
+        await store.apply(
+            deploy.validating_webhook_configuration(client, self.webhook_namespace, self.frameworks)
+        )
         return server

@@ -306,13 +306,32 @@ def mutating_webhook_configuration(
     }
 
 
-def validating_webhook_configuration(client: crd.WebhookClientConfig, namespace: str = "kueue-system") -> Doc:
+def validating_webhook_configuration(
+    client: crd.WebhookClientConfig,
+    namespace: str = "kueue-system",
+    frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
+) -> Doc:
     rules = _kueue_rules(["CREATE", "UPDATE"], extra=("workloads/status",))
+    # Every enabled kind with a Workload of its own (not the kinds queued through their pods).
+    job_rules = [
+        {
+            "apiGroups": [integration.group],
+            "apiVersions": [integration.version],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": [integration.plural],
+            "scope": "Namespaced",
+        }
+        for integration in enabled(frameworks)
+        if integration.adapter is not None
+    ]
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": _meta(VALIDATING_WEBHOOK),
-        "webhooks": [_webhook("vkueue.pykueue.io", client, webhooks.VALIDATE_KUEUE_PATH, rules, namespace)],
+        "webhooks": [
+            _webhook("vjob.pykueue.io", client, webhooks.VALIDATE_JOBS_PATH, job_rules, namespace),
+            _webhook("vkueue.pykueue.io", client, webhooks.VALIDATE_KUEUE_PATH, rules, namespace),
+        ],
     }
 
 
@@ -463,7 +482,7 @@ def render(config: DeployConfig | None = None) -> list[Doc]:
         secret(config),
         *([config_map(config)] if config.configuration else []),
         mutating_webhook_configuration(client, config.namespace, config.frameworks),
-        validating_webhook_configuration(client, config.namespace),
+        validating_webhook_configuration(client, config.namespace, config.frameworks),
         service(config),
         deployment(config),
         *([metrics_service(config)] if config.metrics_port else []),

@@ -4,6 +4,9 @@
                                   (suspend a Job or JobSet, gate a Pod); give jobs without a
                                   queue the namespace's LocalQueue ``default`` (when it exists).
                                   /mutate-batch-v1-job is the same handler (older manifests).
+    POST /validate-jobs           upstream's job rules for every enabled kind: a valid queue
+                                  name, a positive max-exec-time; a running job's queue, time
+                                  limit and priority class stay (`jobframework.validate_on_*`)
     POST /mutate-kueue            fill in defaults our models have (for objects written in
                                   v1beta1, whose schema cannot default them)
     POST /validate-kueue          upstream's webhook rules (`pykueue.api.validation`): what
@@ -58,6 +61,7 @@ LocalQueueLookup = Callable[[str, str], Awaitable[bool]]
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 JOB_PATH: Final = "/mutate-batch-v1-job"
 JOBS_PATH: Final = "/mutate-jobs"
+VALIDATE_JOBS_PATH: Final = "/validate-jobs"
 # Set on the pod template by a parent queued through its pods (Deployment, StatefulSet).
 SUSPENDED_BY_PARENT: Final = "kueue.x-k8s.io/pod-suspending-parent"
 MUTATE_KUEUE_PATH: Final = "/mutate-kueue"
@@ -119,7 +123,8 @@ def _allowed(request: Doc, patch: list[Doc] | None = None) -> Doc:
 def _denied(request: Doc, problems: list[FieldProblem]) -> Doc:
     obj = request.get("object") or {}
     kind = (request.get("kind") or {}).get("kind") or obj.get("kind", "?")
-    group = (request.get("kind") or {}).get("group", KUEUE_GROUP)
+    api_version = str(obj.get("apiVersion") or f"{KUEUE_GROUP}/")
+    group = (request.get("kind") or {}).get("group", api_version.rpartition("/")[0])
     name = (obj.get("metadata") or {}).get("name") or request.get("name", "")
     details = "; ".join(f"{p.path}: {p.message}" if p.path else p.message for p in problems)
     return {
@@ -129,7 +134,9 @@ def _denied(request: Doc, problems: list[FieldProblem]) -> Doc:
             "status": "Failure",
             "code": 422,
             "reason": "Invalid",
-            "message": f'{kind}.{group} "{name}" is invalid: {details}',
+            "message": f'{kind}.{group} "{name}" is invalid: {details}'
+            if group
+            else f'{kind} "{name}" is invalid: {details}',
             "details": {
                 "name": name,
                 "group": group,
@@ -221,6 +228,33 @@ async def mutate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLook
     if (queue or by_parent or config.manage_jobs_without_queue_name) and not adapter.is_suspended(held):
         adapter.suspend(held)
     return _allowed(request, json_patch(job, held))
+
+
+async def validate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLookup | None) -> Doc:
+    """Upstream's job validation for every enabled kind, on create and update (with field paths)."""
+    job = request.get("object") or {}
+    integration = _integration_of(request, job)
+    operation = request.get("operation")
+    if integration is None or integration.name not in config.frameworks or integration.adapter is None:
+        return _allowed(request)
+    if operation not in ("CREATE", "UPDATE") or (job.get("metadata") or {}).get("deletionTimestamp"):
+        return _allowed(request)
+    old = request.get("oldObject") if operation == "UPDATE" else None
+    if old:
+        namespace = (job.get("metadata") or {}).get("namespace") or request.get("namespace") or ""
+        default_exists = (
+            config.local_queue_defaulting
+            and queues is not None
+            and bool(jobframework.queue_name_of(old))
+            and not jobframework.queue_name_of(job)
+            and await queues(namespace, config.default_queue_name)
+        )
+        problems = jobframework.validate_on_update(integration.adapter(), old, job, bool(default_exists))
+    else:
+        problems = jobframework.validate_on_create(job)
+    if integration.validate is not None:
+        problems.extend(integration.validate(job, old or None))
+    return _denied(request, problems) if problems else _allowed(request)
 
 
 # --- Kueue objects ----------------------------------------------------------------------------
@@ -318,6 +352,14 @@ def create_app(config: WebhookConfig, queues: LocalQueueLookup | None, ready: Ca
         except ValueError as exc:
             return bad_request(exc)
         return admission_review(await mutate_job(review, config, queues))
+
+    @app.post(VALIDATE_JOBS_PATH)
+    async def validate_jobs(request: Request) -> Any:
+        try:
+            review = await review_of(request)
+        except ValueError as exc:
+            return bad_request(exc)
+        return admission_review(await validate_job(review, config, queues))
 
     @app.post(MUTATE_KUEUE_PATH)
     async def mutate_kueue(request: Request) -> Any:
