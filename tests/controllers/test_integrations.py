@@ -149,3 +149,99 @@ def test_appwrapper_without_pod_sets_is_read_as_its_webhook_would() -> None:
     infos = [PodSetInfo(ps["name"], 1, {"pool": "a"}) for ps in pod_sets]
     adapter.run_with_pod_sets(aw, infos)
     assert aw["spec"]["components"][0]["podSetInfos"] == [{"nodeSelector": {"pool": "a"}}] * 2
+
+
+# What Kubeflow's SDK submits for upstream's site/static/examples/python/sample-trainjob.py
+# (2 nodes, 1 CPU and 2Gi each), and a runtime shaped like the trainer's torch-distributed one.
+TRAINJOB = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "metadata": {
+        "name": "mnist",
+        "namespace": "team-a",
+        "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+    },
+    "spec": {
+        "runtimeRef": {"name": "torch-distributed"},
+        "trainer": {"numNodes": 2, "resourcesPerNode": {"requests": {"cpu": "1", "memory": "2Gi"}}},
+    },
+}
+RUNTIME = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "ClusterTrainingRuntime",
+    "metadata": {"name": "torch-distributed"},
+    "spec": {
+        "mlPolicy": {"numNodes": 1, "torch": {}},
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "metadata": {
+                                "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+                            },
+                            "spec": {
+                                "template": {"spec": {"containers": [{"name": "node", "image": "pytorch"}]}}
+                            },
+                        },
+                    }
+                ]
+            }
+        },
+    },
+}
+
+
+def test_trainjob_pod_sets_come_from_its_runtime_and_admission_goes_into_a_runtime_patch() -> None:
+    import asyncio
+
+    from pykueue.controllers.integrations import trainjob
+
+    adapter = trainjob.TrainJobAdapter()
+    job = copy.deepcopy(TRAINJOB)
+    with pytest.raises(trainjob.MissingRuntime):
+        adapter.pod_sets(job)
+    integration = integrations.by_kind(job["apiVersion"], job["kind"])
+    assert integration is not None and integrations.check_job(job, integration) == []  # validate passes it
+
+    asked = []
+
+    async def get(kind: str, namespace: str, name: str) -> dict[str, Any]:
+        asked.append((kind, namespace, name))
+        return RUNTIME
+
+    asyncio.run(adapter.resolve(job, get))
+    assert asked == [("ClusterTrainingRuntime", "", "torch-distributed")]
+    [pod_set] = adapter.pod_sets(job)
+    assert (pod_set["name"], pod_set["count"]) == ("node", 2)
+    assert pod_set["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1", "memory": "2Gi"}
+    }
+    # Without numNodes on the TrainJob, the runtime's mlPolicy decides.
+    bare = copy.deepcopy(job)
+    del bare["spec"]["trainer"]["numNodes"]
+    assert adapter.pod_sets(bare)[0]["count"] == 1
+
+    adapter.suspend(job)
+    assert adapter.is_suspended(job)
+    adapter.run_with_pod_sets(job, [PodSetInfo("node", 2, FLAVOR.node_selector, FLAVOR.tolerations)])
+    assert not adapter.is_suspended(job)
+    [patch] = job["spec"]["runtimePatches"]
+    assert patch["manager"] == "kueue.x-k8s.io/manager"
+    [replicated] = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert replicated["name"] == "node"
+    assert replicated["template"]["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "a100"}
+    assert adapter.pod_sets(job) == adapter.pod_sets(
+        TRAINJOB | {"spec": TRAINJOB["spec"]}
+    )  # runtime untouched
+    adapter.suspend(job)
+    assert adapter.restore_pod_sets(job, [])
+    assert job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"] == {}
+    assert not adapter.restore_pod_sets(job, [])
+
+    job["status"] = {"jobsStatus": [{"name": "node", "ready": 1, "active": 1}]}
+    assert adapter.is_active(job) and adapter.pods_ready(job)
+    job["status"]["conditions"] = [{"type": "Complete", "status": "True", "message": "done"}]
+    finished = adapter.finished(job)
+    assert finished is not None and finished.succeeded and finished.message == "done"

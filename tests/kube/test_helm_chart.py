@@ -21,7 +21,14 @@ from pykueue.server import deploy
 from .controlplane import KubeCluster
 
 CHART = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "pykueue"
-FRAMEWORKS = ["batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "kubeflow.org/pytorchjob"]
+FRAMEWORKS = [
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "pod",
+    "deployment",
+    "kubeflow.org/pytorchjob",
+    "trainer.kubeflow.org/trainjob",
+]
 DRY_RUN_KINDS = ("CustomResourceDefinition", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
 

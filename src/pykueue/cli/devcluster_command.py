@@ -51,6 +51,8 @@ def _kinds(value: str) -> list[str]:
         raise typer.BadParameter(
             f"unknown controller(s) {', '.join(unknown)}; known: {', '.join(kinds.BY_NAME)}"
         )
+    if "trainer" in names and "jobset" not in names:
+        names.insert(0, "jobset")  # a TrainJob runs as a JobSet
     return names
 
 

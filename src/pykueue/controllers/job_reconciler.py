@@ -180,6 +180,14 @@ class JobReconciler:
             adapter = self.registry.get(key.kind)
             if job is None or adapter is None:
                 continue
+            resolve = getattr(adapter, "resolve", None)
+            if resolve is not None:
+                # A kind whose pod sets live in another object (a TrainJob's runtime) reads it first.
+                try:
+                    await resolve(job, self.store.get)
+                except NotFound as exc:
+                    log.info("%s waits for %s", key, exc)
+                    continue
             try:
                 writes += await self.reconcile_job(adapter, job)
             except (Conflict, NotFound):

@@ -65,6 +65,9 @@ class Spec:
     config_map: tuple[str, str, str] | None = None
     ready: str = "readyz"
     pod_webhooks: dict[str, Any] | None = None
+    # Where under {cert_dir} the serving certificate goes (controller-runtime's default
+    # folder is <TMPDIR>/k8s-webhook-server/serving-certs for managers without a setting).
+    cert_subdir: str = ""
 
 
 _CONTROLLER_RUNTIME_CONFIG = """\
@@ -136,6 +139,26 @@ webhooksEnabled: false
 )
 
 
+# Kubeflow Trainer v2: its own certificate management off; its webhook server reads the test
+# certificate from controller-runtime's default folder under TMPDIR. It needs the JobSet
+# controller (a TrainJob runs as a JobSet).
+TRAINER = Spec(
+    name="trainer",
+    config="""\
+apiVersion: config.trainer.kubeflow.org/v1alpha1
+kind: Configuration
+certManagement: {{enable: false}}
+leaderElection: {{leaderElect: false}}
+webhook: {{host: 127.0.0.1, port: {webhook_port}}}
+metrics: {{bindAddress: "0"}}
+health: {{healthProbeBindAddress: "127.0.0.1:{health_port}"}}
+""",
+    args=("--config={config}",),
+    env=(("TMPDIR", "{cert_dir}"),),
+    cert_subdir="k8s-webhook-server/serving-certs",
+)
+
+
 def _webhook_configurations(
     path: Path, name: str, url: str, ca_bundle: str, pod_selector: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
@@ -176,9 +199,10 @@ def start(cluster: KubeCluster, spec: Spec, timeout: float = 120.0) -> Path:
             cluster.create(f"/api/v1/namespaces/{namespace}/secrets", {"metadata": {"name": secret}})
     assert cluster.creds is not None
     cert_dir = cluster.workdir / f"{spec.name}-certs"
-    cert_dir.mkdir(exist_ok=True)
-    (cert_dir / "tls.crt").write_bytes(cluster.creds.serving_cert.read_bytes())
-    (cert_dir / "tls.key").write_bytes(cluster.creds.serving_key.read_bytes())
+    serving = cert_dir / spec.cert_subdir
+    serving.mkdir(parents=True, exist_ok=True)
+    (serving / "tls.crt").write_bytes(cluster.creds.serving_cert.read_bytes())
+    (serving / "tls.key").write_bytes(cluster.creds.serving_key.read_bytes())
     webhook_port, health_port = free_ports(2)
     config = cluster.workdir / f"{spec.name}-config.yaml"
     values = {
@@ -196,7 +220,7 @@ def start(cluster: KubeCluster, spec: Spec, timeout: float = 120.0) -> Path:
         cluster.create(
             f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": name}, "data": {key: text}}
         )
-    env = [f"{k}={v}" for k, v in spec.env]
+    env = [f"{k}={v.format(**values)}" for k, v in spec.env]
     argv = [
         *(["env", *env] if env else []),
         str(folder / "manager"),
@@ -263,4 +287,5 @@ BY_NAME: dict[str, tuple[Spec, tuple[str, ...]]] = {
     ),
     "mpi-operator": (MPI_OPERATOR, ("kubeflow.org/mpijob",)),
     "appwrapper": (APPWRAPPER, ("workload.codeflare.dev/appwrapper",)),
+    "trainer": (TRAINER, ("trainer.kubeflow.org/trainjob",)),
 }

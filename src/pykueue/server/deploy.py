@@ -144,6 +144,13 @@ def _job_kind_rules(frameworks: tuple[str, ...]) -> list[Doc]:
     return rules
 
 
+def _runtime_rules(frameworks: tuple[str, ...]) -> list[Doc]:
+    """A TrainJob's pod sets are its runtime's: they are read (trainer.kubeflow.org/trainjob only)."""
+    if "trainer.kubeflow.org/trainjob" not in frameworks:
+        return []
+    return [_rule(["trainer.kubeflow.org"], ["trainingruntimes", "clustertrainingruntimes"], ["get"])]
+
+
 def cluster_role(frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS) -> Doc:
     others = [p for p in KUEUE_PLURALS if p != "workloads"]
     return {
@@ -165,6 +172,7 @@ def cluster_role(frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS) 
             _rule(["scheduling.k8s.io"], ["priorityclasses"], _READ),
             # DRA: the devices a pod's ResourceClaimTemplates ask for are charged as quota.
             _rule(["resource.k8s.io"], ["resourceclaimtemplates"], ["get"]),
+            *_runtime_rules(frameworks),
             _rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
             # The visibility API asks the API server who a caller is and what they may read.
             _rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),

@@ -148,6 +148,11 @@ RESOURCES.update(
         "RayJob": Resource("ray.io", "v1", "rayjobs", True),
         "RayCluster": Resource("ray.io", "v1", "rayclusters", True),
         "AppWrapper": Resource("workload.codeflare.dev", "v1beta2", "appwrappers", True),
+        "TrainJob": Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", True),
+        "TrainingRuntime": Resource("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", True),
+        "ClusterTrainingRuntime": Resource(
+            "trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", False
+        ),
         "ResourceClaimTemplate": Resource("resource.k8s.io", "v1", "resourceclaimtemplates", True),
         "StatefulSet": Resource("apps", "v1", "statefulsets", True),
         "ReplicaSet": Resource("apps", "v1", "replicasets", True),

@@ -22,6 +22,7 @@ kubeflow.org/mpijob: {group: kubeflow.org, version: v2beta1, plural: mpijobs, co
 ray.io/rayjob: {group: ray.io, version: v1, plural: rayjobs, composable: false, parent: false}
 ray.io/raycluster: {group: ray.io, version: v1, plural: rayclusters, composable: false, parent: false}
 workload.codeflare.dev/appwrapper: {group: workload.codeflare.dev, version: v1beta2, plural: appwrappers, composable: false, parent: false}
+trainer.kubeflow.org/trainjob: {group: trainer.kubeflow.org, version: v1alpha1, plural: trainjobs, composable: false, parent: false}
 {{- end }}
 
 {{/* The enabled frameworks: configuration.integrations.frameworks, default [batch/job]. */}}

@@ -22,6 +22,7 @@ from pykueue.controllers.integrations import (
     leaderworkerset,
     pod,
     ray,
+    trainjob,
 )
 from pykueue.errors import FieldProblem, ValidationError
 from pykueue.store.base import Manifest
@@ -43,6 +44,7 @@ AVAILABLE: tuple[jobframework.Integration, ...] = (
     ray.RAYJOB,
     ray.RAYCLUSTER,
     appwrapper.INTEGRATION,
+    trainjob.INTEGRATION,
 )
 # Upstream's default when the configuration lists no framework.
 DEFAULT_FRAMEWORKS: tuple[str, ...] = (batch_job.INTEGRATION.name,)
@@ -87,6 +89,9 @@ def check_job(doc: Manifest, integration: jobframework.Integration) -> list[Fiel
     named["metadata"].setdefault("uid", "validate")
     try:
         workload = jobframework.workload_for(adapter, named)
+    except trainjob.MissingRuntime:
+        # Its pod sets are its runtime's, which lives in the cluster: what can be checked here is its labels.
+        return [*problems, *jobframework.validate_on_create(doc)]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return [*problems, FieldProblem("spec", f"cannot read the pod sets Kueue would queue: {exc}")]
     try:
