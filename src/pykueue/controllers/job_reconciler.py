@@ -324,6 +324,10 @@ class JobReconciler:
             return await self._write_job(job, adapter.suspend)
         if (job.get("status") or {}).get("startTime"):
             return await self._clear_start_time(job)
+        if getattr(adapter, "restore_when_inactive", False) and adapter.is_active(job):
+            # Its controller refuses the restore while pods still run (a TrainJob's runtime
+            # patch, as upstream's Stop waits): the status change that ends them brings it back.
+            return 0
         restored = copy.deepcopy(job)
         if adapter.restore_pod_sets(restored, infos):
             return await self._write_job(job, lambda j: adapter.restore_pod_sets(j, infos))

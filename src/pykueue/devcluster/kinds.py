@@ -13,6 +13,7 @@ session behind that controller.
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import urllib.request
 from dataclasses import dataclass
@@ -42,6 +43,22 @@ def build(name: str) -> Path:
     if not matches:
         raise ControlPlaneError(f"hack/kind-controllers built no {name}")
     return matches[-1]
+
+
+def module_file(name: str, path: str) -> str:
+    """A file of the controller's Go module at the pinned version (the Go module cache, downloaded when missing)."""
+    listing = subprocess.run(
+        ["bash", str(BUILD_SCRIPT), "--list"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    wanted = next((line.split()[1] for line in listing if line.split()[0] == name), None)
+    if wanted is None:
+        raise ControlPlaneError(f"hack/kind-controllers has no controller {name}")
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", wanted], capture_output=True, text=True, timeout=600
+    )
+    if out.returncode != 0:
+        raise ControlPlaneError(f"go mod download {wanted} failed: {out.stdout}{out.stderr}")
+    return (Path(json.loads(out.stdout)["Dir"]) / path).read_text()
 
 
 @dataclass(frozen=True)

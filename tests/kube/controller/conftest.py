@@ -312,3 +312,15 @@ def job_manifest(
         "metadata": {"name": name, "labels": labels, "annotations": dict(annotations or {})},
         "spec": spec,
     }
+
+
+@pytest.fixture(scope="session")
+def jobset_controller(kwok_cluster: KubeCluster) -> Iterator[KubeCluster]:
+    """The JobSet controller (for JobSets, and the JobSets a TrainJob runs as), once per session."""
+    from pykueue.devcluster import kinds as kind_controllers
+
+    kind_controllers.start(kwok_cluster, kind_controllers.JOBSET)
+    try:
+        yield kwok_cluster
+    finally:
+        kind_controllers.stop(kwok_cluster, kind_controllers.JOBSET)

@@ -7,12 +7,6 @@ template restored, admitted again and resumed, finished with its quota released.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from pykueue.devcluster import kinds as kind_controllers
-
 from ..controlplane import KubeCluster
 from ..upstream_examples import example
 from .conftest import Kueue, is_true, wait
@@ -31,15 +25,6 @@ from .kinds import (
 )
 
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets/{name}"
-
-
-@pytest.fixture(scope="session")
-def jobset_controller(kwok_cluster: KubeCluster) -> Iterator[KubeCluster]:
-    kind_controllers.start(kwok_cluster, kind_controllers.JOBSET)
-    try:
-        yield kwok_cluster
-    finally:
-        kind_controllers.stop(kwok_cluster, kind_controllers.JOBSET)
 
 
 def test_upstream_sample_jobset_is_queued_preempted_and_resumed(

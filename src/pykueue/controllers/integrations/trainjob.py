@@ -68,6 +68,8 @@ class TrainJobAdapter:
 
     kind = "TrainJob"
     api_version = API_VERSION
+    # The trainer refuses a runtime patch change while its JobSet's jobs are active.
+    restore_when_inactive = True
 
     def __init__(self) -> None:
         # Runtime specs read by `resolve`, by (kind, namespace, name).
