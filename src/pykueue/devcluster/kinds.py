@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import urllib.request
 from dataclasses import dataclass
@@ -85,6 +86,9 @@ class Spec:
     # Where under {cert_dir} the serving certificate goes (controller-runtime's default
     # folder is <TMPDIR>/k8s-webhook-server/serving-certs for managers without a setting).
     cert_subdir: str = ""
+    # A folder the binary hard-codes and only waits to find a certificate in (it expects a
+    # Secret mounted there): a certificate is put there when there is none.
+    fixed_cert_dir: str = ""
 
 
 _CONTROLLER_RUNTIME_CONFIG = """\
@@ -132,6 +136,8 @@ TRAINING_OPERATOR = Spec(
     env=(("MY_POD_NAMESPACE", "kubeflow"),),
     namespaces=("kubeflow",),
     secrets=(("kubeflow", "training-operator-webhook-cert"),),
+    # Its cert-controller is ready only once tls.crt exists in this folder (pkg/cert/cert.go).
+    fixed_cert_dir="/tmp/k8s-webhook-server/serving-certs",
 )
 MPI_OPERATOR = Spec(
     name="mpi-operator",
@@ -220,6 +226,8 @@ def start(cluster: KubeCluster, spec: Spec, timeout: float = 120.0) -> Path:
     serving.mkdir(parents=True, exist_ok=True)
     (serving / "tls.crt").write_bytes(cluster.creds.serving_cert.read_bytes())
     (serving / "tls.key").write_bytes(cluster.creds.serving_key.read_bytes())
+    if spec.fixed_cert_dir:
+        _ensure_certificate(Path(spec.fixed_cert_dir), serving)
     webhook_port, health_port = free_ports(2)
     config = cluster.workdir / f"{spec.name}-config.yaml"
     values = {
@@ -262,6 +270,19 @@ def start(cluster: KubeCluster, spec: Spec, timeout: float = 120.0) -> Path:
                 "apply", "--server-side", "--force-conflicts", "-f", "-", input=yaml.safe_dump(doc)
             )
     return folder
+
+
+def _ensure_certificate(folder: Path, source: Path) -> None:
+    """A certificate and key in ``folder`` (shared by every run on the machine): left as found
+    when present, else copied from ``source`` by rename, so a reader never sees half a file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("tls.key", "tls.crt"):  # the key first: readers look for the certificate
+        target = folder / name
+        if target.exists():
+            continue
+        temporary = folder / f".{name}.{os.getpid()}"
+        temporary.write_bytes((source / name).read_bytes())
+        os.replace(temporary, target)
 
 
 def stop(cluster: KubeCluster, spec: Spec) -> None:
