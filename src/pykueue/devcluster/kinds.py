@@ -89,6 +89,8 @@ class Spec:
     # A folder the binary hard-codes and only waits to find a certificate in (it expects a
     # Secret mounted there): a certificate is put there when there is none.
     fixed_cert_dir: str = ""
+    # False: the module's webhooks are not registered (the controller does not serve them here).
+    webhooks: bool = True
 
 
 _CONTROLLER_RUNTIME_CONFIG = """\
@@ -159,6 +161,7 @@ webhooksEnabled: false
     env=(("NAMESPACE", "appwrapper-system"),),
     namespaces=("appwrapper-system",),
     config_map=("appwrapper-system", "appwrapper-operator-config", "config.yaml"),
+    webhooks=False,
 )
 
 
@@ -262,7 +265,7 @@ def start(cluster: KubeCluster, spec: Spec, timeout: float = 120.0) -> Path:
         probe = lambda: _ready(health_port)  # noqa: E731
     wait_for(probe, timeout=timeout, what=f"{spec.name} controller ready", watch=[proc])
     webhooks = folder / "webhooks.yaml"
-    if webhooks.exists():
+    if spec.webhooks and webhooks.exists():
         ca = base64.b64encode(cluster.creds.ca_cert.read_bytes()).decode()
         url = f"https://127.0.0.1:{webhook_port}"
         for doc in _webhook_configurations(webhooks, spec.name, url, ca, spec.pod_webhooks):
