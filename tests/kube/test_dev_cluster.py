@@ -59,7 +59,10 @@ JOB = {
                     {
                         "name": "t",
                         "image": "busybox",
-                        "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "2"}},
+                        "resources": {
+                            "requests": {"cpu": "1", "nvidia.com/gpu": "2"},
+                            "limits": {"nvidia.com/gpu": "2"},
+                        },
                     }
                 ],
             }
@@ -103,15 +106,14 @@ def test_dev_cluster_runs_a_gpu_job_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         assert all(n["metadata"]["labels"]["pool"] == "gpu-a" for n in nodes)
         subprocess.run([*kubectl, "apply", "--server-side", "-f", "-"], input=QUEUES, text=True, check=True,
                        capture_output=True)  # fmt: skip
-        created = json.loads(
-            subprocess.run(
-                [*kubectl, "create", "-o", "json", "-f", "-"],
-                input=yaml.safe_dump(JOB),
-                text=True,
-                check=True,
-                capture_output=True,
-            ).stdout
+        made = subprocess.run(
+            [*kubectl, "create", "-o", "json", "-f", "-"],
+            input=yaml.safe_dump(JOB),
+            text=True,
+            capture_output=True,
         )
+        assert made.returncode == 0, made.stderr
+        created = json.loads(made.stdout)
         assert created["spec"]["suspend"] is True  # held by pykueue's webhook
         name = created["metadata"]["name"]
         deadline = time.monotonic() + 120

@@ -127,7 +127,14 @@ def test_chart_applies_to_the_api_server_and_grants_the_kinds_it_manages(
         out = kube_apiserver.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(real))
         assert "deployment.apps/pykueue-controller-manager serverside-applied" in out
         out = kube_apiserver.kubectl(
-            "apply", "--server-side", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(dry)
+            # (forced: in a full run the CRDs are there already, applied by another field manager)
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            "-",
+            input=yaml.safe_dump_all(dry),
         )
         assert out.count("customresourcedefinition.apiextensions.k8s.io/") == 11
         assert (

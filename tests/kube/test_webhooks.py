@@ -174,11 +174,20 @@ def test_job_rules_are_enforced_by_the_api_server(harness: Harness, kube_namespa
     # A Job running without a queue cannot be put in one: its pods already run outside Kueue.
     running = _create_job(cluster, kube_namespace, _job("running", {"team": "a"}))
     assert running["spec"]["suspend"] is False
-    running["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "user-queue"
     path = f"/apis/batch/v1/namespaces/{kube_namespace}/jobs/running"
-    with pytest.raises(ApiError) as err:
-        cluster.request("PUT", path, running)
-    assert "metadata.labels[kueue.x-k8s.io/queue-name]: field is immutable" in err.value.body["message"]
+
+    def refused() -> str | None:
+        # Read fresh each time: Kubernetes' job controller may be writing the Job's status.
+        job = cluster.get(path)
+        job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "user-queue"
+        try:
+            cluster.request("PUT", path, job)
+        except ApiError as exc:
+            return None if exc.status == 409 else str(exc.body["message"])
+        raise AssertionError("a running Job was moved into a queue")
+
+    message = wait_for(refused, timeout=30, what="the label change refused")
+    assert "metadata.labels[kueue.x-k8s.io/queue-name]: field is immutable" in message
     # A held Job may move to another queue.
     held = _create_job(cluster, kube_namespace, _job("held", {"kueue.x-k8s.io/queue-name": "user-queue"}))
     held["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "other-queue"
