@@ -30,20 +30,27 @@ RENDEZVOUS = textwrap.dedent(
     if rank == 0:
         server = socket.create_server(address)
         server.settimeout(60)
-        peers = []
+        peers, conns = [], []
         for _ in range(world - 1):
             conn, _ = server.accept()
             peers.append(int(conn.recv(16)))
+            conns.append(conn)
+        for conn in conns:  # everyone is here: let them go on
+            conn.sendall(b"go")
         env["PEERS"] = sorted(peers)
     else:
         for _ in range(600):
             try:
-                socket.create_connection(address, timeout=1).sendall(str(rank).encode())
+                conn = socket.create_connection(address, timeout=1)
+                conn.sendall(str(rank).encode())
                 break
             except OSError:
                 time.sleep(0.1)
         else:
             sys.exit(3)
+        conn.settimeout(120)
+        if conn.recv(2) != b"go":  # a rank finishes only once the whole gang met
+            sys.exit(4)
     env["STARTED"] = started
     with open(os.path.join(out, f"rank-{rank}-{time.monotonic_ns()}.json"), "w") as f:
         json.dump(env, f)
