@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck layers unit bench bench-cluster bench-upstream kueue-perf-binaries setup clean \
-	constraints dist test-dist test-pythons image test-image
+	constraints dist test-dist test-pythons image test-image kind-controllers
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,11 @@ layers: $(STAMP)
 kube-binaries:
 	bash hack/kube-binaries
 
-unit: $(STAMP) kube-binaries
+## kind-controllers: build the job kinds' controllers (JobSet, LWS, KubeRay, ...) for the kube tests (cached)
+kind-controllers:
+	bash hack/kind-controllers
+
+unit: $(STAMP) kube-binaries kind-controllers
 	$(BIN)/pytest
 
 bench: $(STAMP)

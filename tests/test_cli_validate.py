@@ -113,3 +113,57 @@ def test_installed_command_runs_as_a_process(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     assert "unknown kind 'Bogus'" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+UPSTREAM_STYLE = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {a: b}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  generateName: sample-job-
+  labels: {kueue.x-k8s.io/queue-name: user-queue}
+spec:
+  parallelism: 3
+  completions: 3
+  suspend: true
+  template:
+    spec:
+      containers:
+      - name: dummy-job
+        image: registry.k8s.io/e2e-test-images/agnhost:2.53
+        resources: {requests: {cpu: 1, memory: "200Mi"}}
+      restartPolicy: Never
+"""
+
+
+def test_generate_name_validates_and_other_kinds_are_passed_over(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(UPSTREAM_STYLE)
+    result = runner.invoke(app, ["validate", "-f", str(path)])
+    assert result.exit_code == 0, result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{path}#1 ConfigMap/settings: passed over: pykueue does not manage v1 ConfigMap"
+    assert lines[-1] == "OK: 1 objects in 1 file (1 Job); 1 passed over"
+
+
+def test_job_problems_name_the_job_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    bad = UPSTREAM_STYLE.replace("generateName: sample-job-", "generateName: Sample_Job-").replace(
+        "queue-name: user-queue", "queue-name: Not_A_Queue"
+    )
+    path.write_text(bad)
+    result = runner.invoke(app, ["validate", "-f", str(path)])
+    assert result.exit_code == 1
+    assert f"{path}#2 Job metadata.generateName: invalid value 'Sample_Job-'" in result.stdout
+
+
+def test_an_unknown_kind_in_kueues_group_is_still_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "typo.yaml"
+    path.write_text("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueu\nmetadata: {name: a}\n")
+    result = runner.invoke(app, ["validate", "-f", str(path)])
+    assert result.exit_code == 1
+    assert "unknown kind 'ClusterQueu'" in result.stdout

@@ -160,6 +160,41 @@ def test_job_without_queue_gets_the_namespace_default_local_queue(
     assert own["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "other"
 
 
+def test_job_rules_are_enforced_by_the_api_server(harness: Harness, kube_namespace: str) -> None:
+    cluster = harness.cluster
+    bad = _job(
+        "bad-limit", {"kueue.x-k8s.io/queue-name": "user-queue", "kueue.x-k8s.io/max-exec-time-seconds": "0"}
+    )
+    with pytest.raises(ApiError) as err:
+        _create_job(cluster, kube_namespace, bad)
+    message = err.value.body["message"]
+    assert 'admission webhook "vjob.pykueue.io" denied the request' in message
+    assert 'Job.batch "bad-limit" is invalid' in message
+    assert "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]" in message
+    # A Job running without a queue cannot be put in one: its pods already run outside Kueue.
+    running = _create_job(cluster, kube_namespace, _job("running", {"team": "a"}))
+    assert running["spec"]["suspend"] is False
+    path = f"/apis/batch/v1/namespaces/{kube_namespace}/jobs/running"
+
+    def refused() -> str | None:
+        # Read fresh each time: Kubernetes' job controller may be writing the Job's status.
+        job = cluster.get(path)
+        job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "user-queue"
+        try:
+            cluster.request("PUT", path, job)
+        except ApiError as exc:
+            return None if exc.status == 409 else str(exc.body["message"])
+        raise AssertionError("a running Job was moved into a queue")
+
+    message = wait_for(refused, timeout=30, what="the label change refused")
+    assert "metadata.labels[kueue.x-k8s.io/queue-name]: field is immutable" in message
+    # A held Job may move to another queue.
+    held = _create_job(cluster, kube_namespace, _job("held", {"kueue.x-k8s.io/queue-name": "user-queue"}))
+    held["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "other-queue"
+    moved = cluster.request("PUT", f"/apis/batch/v1/namespaces/{kube_namespace}/jobs/held", held)
+    assert moved["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "other-queue"
+
+
 # --- Kueue objects: what CEL cannot check ------------------------------------------------------
 
 

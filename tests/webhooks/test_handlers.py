@@ -319,3 +319,105 @@ def test_config_from_the_deployment_environment() -> None:
     )
     assert config.certs.service_hosts()[0] == "svc.queues.svc"
     assert config.manage_jobs_without_queue_name is True
+
+
+# --- /validate-jobs ---------------------------------------------------------------------------
+
+MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
+PRIORITY = "kueue.x-k8s.io/priority-class"
+
+
+def _job(labels: dict[str, str], suspend: bool, **annotations: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "j", "namespace": "team-a", "labels": labels}
+    if annotations:
+        meta["annotations"] = {k.replace("_", "-"): v for k, v in annotations.items()}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {"suspend": suspend, "parallelism": 3, "completions": 3, "template": {}},
+    }
+
+
+def _validate(
+    new: dict[str, Any],
+    old: dict[str, Any] | None = None,
+    config: webhooks.WebhookConfig = CONFIG,
+    queues: Any = None,
+) -> dict[str, Any]:
+    review: dict[str, Any] = {
+        "uid": "v1",
+        "operation": "UPDATE" if old else "CREATE",
+        "namespace": "team-a",
+        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+        "object": new,
+    }
+    if old:
+        review["oldObject"] = old
+    return asyncio.run(webhooks.validate_job(review, config, queues))
+
+
+def _fields(response: dict[str, Any]) -> list[str]:
+    assert response["allowed"] is False
+    assert response["status"]["message"].startswith('Job.batch "j" is invalid: ')
+    return [cause["field"] for cause in response["status"]["details"]["causes"]]
+
+
+def test_a_new_job_needs_a_valid_queue_name_and_a_positive_time_limit() -> None:
+    assert _validate(_job({QUEUE: "user-queue", MAX_EXEC: "60"}, True))["allowed"] is True
+    assert _fields(_validate(_job({QUEUE: "User_Queue"}, True))) == [f"metadata.labels[{QUEUE}]"]
+    assert _fields(_validate(_job({QUEUE: "q", MAX_EXEC: "0"}, True))) == [f"metadata.labels[{MAX_EXEC}]"]
+    assert _fields(_validate(_job({QUEUE: "q", MAX_EXEC: "soon"}, True))) == [f"metadata.labels[{MAX_EXEC}]"]
+
+
+def test_a_running_job_keeps_its_queue_time_limit_and_priority_class() -> None:
+    running = _job({QUEUE: "a", MAX_EXEC: "60"}, False)
+    assert _fields(_validate(_job({QUEUE: "b", MAX_EXEC: "60"}, False), running)) == [
+        f"metadata.labels[{QUEUE}]"
+    ]
+    assert _fields(_validate(_job({QUEUE: "a", MAX_EXEC: "90"}, False), running)) == [
+        f"metadata.labels[{MAX_EXEC}]"
+    ]
+    assert _fields(_validate(_job({QUEUE: "a", MAX_EXEC: "60", PRIORITY: "high"}, False), running)) == [
+        f"metadata.labels[{PRIORITY}]"
+    ]
+    # Held, all of them may change; the controller's own resume (held -> running) passes.
+    held = _job({QUEUE: "a", MAX_EXEC: "60"}, True)
+    assert _validate(_job({QUEUE: "b", MAX_EXEC: "90", PRIORITY: "high"}, True), held)["allowed"] is True
+    assert _validate(_job({QUEUE: "a", MAX_EXEC: "60"}, False), held)["allowed"] is True
+    # A priority class is never removed.
+    with_class = _job({QUEUE: "a", PRIORITY: "high"}, True)
+    assert _fields(_validate(_job({QUEUE: "a"}, True), with_class)) == [f"metadata.labels[{PRIORITY}]"]
+
+
+def test_the_queue_name_stays_in_a_namespace_with_a_default_local_queue() -> None:
+    held = _job({QUEUE: "a"}, True)
+    assert _validate(_job({}, True), held, queues=_lookup())["allowed"] is True
+    refused = _validate(_job({}, True), held, queues=_lookup(("team-a", "default")))
+    assert _fields(refused) == [f"metadata.labels[{QUEUE}]"]
+
+
+def test_partial_admission_and_synced_completions_annotations() -> None:
+    ok = _job({QUEUE: "q"}, True, **{"kueue.x-k8s.io/job-min-parallelism": "2"})
+    assert _validate(ok)["allowed"] is True
+    too_many = _job({QUEUE: "q"}, True, **{"kueue.x-k8s.io/job-min-parallelism": "3"})
+    assert _fields(_validate(too_many)) == ["metadata.annotations[kueue.x-k8s.io/job-min-parallelism]"]
+    synced = _job({QUEUE: "q"}, True, **{"kueue.x-k8s.io/job-completions-equal-parallelism": "true"})
+    assert _fields(_validate(synced)) == [
+        "metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]"
+    ]
+    synced["spec"]["completionMode"] = "Indexed"
+    assert _validate(synced)["allowed"] is True
+    synced["spec"]["completions"] = 4
+    assert _fields(_validate(synced)) == ["spec.completions"]
+
+
+def test_kinds_not_enabled_are_not_validated() -> None:
+    bad = _job({QUEUE: "Not A Name"}, True)
+    bad["apiVersion"], bad["kind"] = "jobset.x-k8s.io/v1alpha2", "JobSet"
+    review = {"uid": "v", "operation": "CREATE", "object": bad}
+    assert asyncio.run(webhooks.validate_job(review, CONFIG, None))["allowed"] is True
+    enabled = webhooks.WebhookConfig(frameworks=("batch/job", "jobset.x-k8s.io/jobset"))
+    response = asyncio.run(webhooks.validate_job(review, enabled, None))
+    assert response["allowed"] is False
+    assert response["status"]["message"].startswith('JobSet.jobset.x-k8s.io "j" is invalid')

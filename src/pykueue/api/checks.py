@@ -157,8 +157,16 @@ def check_fair_sharing(fair_sharing: FairSharing | None, path: str, out: Problem
 def check_metadata(
     meta: ObjectMeta, kind: str, namespaced: bool, out: Problems, check_names: bool = True
 ) -> None:
-    if not meta.name:
-        out.add("metadata.name", "name is required")
+    if not meta.name and meta.generate_name:
+        # The API server names the object: generateName plus five random characters.
+        if check_names:
+            problems = dns_subdomain_errors(meta.generate_name.rstrip("-.") + "-abcde")
+            out.extend(
+                "metadata.generateName",
+                (f"invalid value {shorten(meta.generate_name)}: {m}" for m in problems),
+            )
+    elif not meta.name:
+        out.add("metadata.name", "name or generateName is required")
     elif check_names:
         rule = dns_label_errors if kind == "Namespace" else dns_subdomain_errors
         out.extend("metadata.name", (f"invalid value {shorten(meta.name)}: {m}" for m in rule(meta.name)))

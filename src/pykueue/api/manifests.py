@@ -380,6 +380,27 @@ def _list_items(doc: Any) -> list[tuple[str, Any]]:
 Take = Callable[[Any, str], bool]
 
 
+def knows(doc: Any) -> bool:
+    """Whether `parse_object` reads this document's kind (a Kueue kind or one of the core kinds)."""
+    if not isinstance(doc, Mapping):
+        return True  # not a manifest at all: parse_object says why
+    kind, api_version = doc.get("kind"), doc.get("apiVersion")
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        return True
+    if kind in _KUEUE_KINDS or kind == "Queue" or api_version.rpartition("/")[0] == KUEUE_GROUP:
+        return True  # an unknown kind in Kueue's own group is a typo, not another tool's object
+    return any(core_kind == kind for _, core_kind in _CORE_KINDS)
+
+
+def documents(text: str, source: str) -> list[tuple[str, str, Any]]:
+    """``(source#n, field prefix, document)`` for every document of a text, List items one by one."""
+    return [
+        (f"{source}#{n}", prefix, item)
+        for n, doc in _decode_documents(text, source)
+        for prefix, item in _list_items(doc)
+    ]
+
+
 def load_text(
     text: str, source: str, options: LoadOptions = STRICT, take: Take | None = None
 ) -> list[KubeObject]:

@@ -28,8 +28,8 @@ from typing import Any
 import typer
 import yaml
 
-from pykueue.api import crd
-from pykueue.controllers import kueue_configuration, leader, metrics
+from pykueue.api import configuration, crd
+from pykueue.controllers import integrations, jobframework, kueue_configuration, leader, metrics
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig, FairSharing
@@ -46,6 +46,31 @@ def _connect(
 ) -> kubernetes.KubernetesStore:
     config = kubernetes.load_kubeconfig(kubeconfig, context) if kubeconfig else kubernetes.in_cluster_config()
     return kubernetes.KubernetesStore(config, qps=qps, burst=burst)
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """Which job kinds are managed and which jobs of them, from the Configuration."""
+
+    registry: jobframework.Registry
+    settings: jobframework.Settings
+    frameworks: tuple[str, ...]
+
+
+def jobs_of(cfg: configuration.Configuration) -> Jobs:
+    """The job side of a Configuration; `jobframework.UnknownFramework` for a kind not integrated."""
+    frameworks = tuple(cfg.integrations.frameworks) or integrations.DEFAULT_FRAMEWORKS
+    settings = jobframework.Settings(
+        manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
+        namespace_selector=cfg.namespace_selector(),
+        label_keys_to_copy=tuple(cfg.integrations.label_keys_to_copy),
+        device_classes={
+            device_class: mapping.name
+            for mapping in cfg.resources.device_class_mappings
+            for device_class in mapping.device_class_names
+        },
+    )
+    return Jobs(integrations.registry(frameworks), settings, frameworks)
 
 
 @dataclass(frozen=True)
@@ -80,9 +105,11 @@ async def _run_controller(
     webhook_config: webhooks.WebhookConfig | None,
     config: EngineConfig,
     ops: Operations | None = None,
+    jobs: Jobs | None = None,
 ) -> bool:
     """Run until SIGTERM/SIGINT (True) or until the lease is lost (False)."""
     ops = ops or Operations()
+    jobs = jobs or jobs_of(configuration.default())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -101,6 +128,8 @@ async def _run_controller(
     manager = KubeManager(
         writer,
         config=config,
+        registry=jobs.registry,
+        settings=jobs.settings,
         resync_seconds=resync,
         min_pass_seconds=ops.min_pass_seconds,
         max_admissions_ahead=ops.max_admissions_ahead,
@@ -170,7 +199,7 @@ def controller(
     config_file: Path | None = typer.Option(
         None,
         "--config",
-        help="Upstream Kueue's Configuration file (waitForPodsReady, fairSharing, featureGates, ...).",
+        help="Upstream Kueue's Configuration file (integrations, waitForPodsReady, fairSharing, ...).",
     ),
     fair_sharing: bool = typer.Option(
         False,
@@ -203,10 +232,25 @@ def controller(
         100, "--burst", help="API requests per resource kind allowed in a burst above --qps."
     ),
 ) -> None:
-    """Run pykueue as a Kubernetes controller: admit queued Jobs and Workloads, write queue status."""
+    """Run pykueue as a Kubernetes controller: admit queued jobs and Workloads, write queue status."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = configuration.load(config_file) if config_file else configuration.default()
+        jobs = jobs_of(cfg)
+    except (PykueueError, jobframework.UnknownFramework) as exc:
+        typer.echo(
+            f"error: {config_file}: {exc}" if isinstance(exc, ValueError) else f"error: {exc}", err=True
+        )
+        raise typer.Exit(2) from None
     webhook_config = (
-        webhooks.WebhookConfig.from_env(os.environ, port=webhook_port) if serve_webhooks else None
+        webhooks.WebhookConfig.from_env(
+            os.environ,
+            port=webhook_port,
+            frameworks=jobs.frameworks,
+            manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
+        )
+        if serve_webhooks
+        else None
     )
     try:
         store = _connect(kubeconfig, context, qps, burst)
@@ -219,7 +263,7 @@ def controller(
             min_pass_seconds=min_pass,
             max_admissions_ahead=max_ahead,
         )
-        stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops))
+        stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops, jobs))
     except PykueueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "controller": "controller_command",
     "install": "controller_command",
     "manifests": "manifests_command",
+    "dev-cluster": "devcluster_command",
 }
 COMPLETION_VARIABLE = "_PYKUEUE_COMPLETE"
 

@@ -15,10 +15,14 @@ Prometheus Operator ServiceMonitor for the metrics Service (the cluster needs th
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 import yaml
 
+from pykueue.api import configuration
+from pykueue.controllers import integrations
+from pykueue.errors import PykueueError
 from pykueue.server import deploy
 
 
@@ -28,14 +32,22 @@ def render_yaml(
     metrics_port: int = 0,
     leader_elect: bool = False,
     service_monitor: bool = False,
+    config_text: str = "",
 ) -> str:
     """The manifests as one multi-document YAML text."""
+    frameworks = integrations.DEFAULT_FRAMEWORKS
+    if config_text:
+        cfg = configuration.parse(yaml.safe_load(config_text), "--config")
+        frameworks = tuple(cfg.integrations.frameworks) or frameworks
+        integrations.registry(frameworks)  # an unknown framework is refused here, not in the cluster
     config = deploy.DeployConfig(
         namespace=namespace,
         image=image,
         metrics_port=metrics_port,
         leader_elect=leader_elect,
         service_monitor=service_monitor,
+        frameworks=frameworks,
+        configuration=config_text,
     )
     return yaml.safe_dump_all(deploy.render(config), sort_keys=False, default_flow_style=False)
 
@@ -60,11 +72,22 @@ def manifests(
         "--service-monitor/--no-service-monitor",
         help="Add a Prometheus Operator ServiceMonitor for the metrics Service (needs --metrics-port).",
     ),
+    config_file: Path | None = typer.Option(
+        None,
+        "--config",
+        help="Kueue Configuration file: put in a ConfigMap for the controller; its integrations set RBAC and webhooks.",
+    ),
 ) -> None:
     """Print the CRDs, RBAC, webhook configurations, Deployment and Service as YAML."""
     if service_monitor and not metrics_port:
         raise typer.BadParameter("--service-monitor needs --metrics-port", param_hint="--service-monitor")
-    sys.stdout.write(render_yaml(namespace, image, metrics_port, leader_elect, service_monitor))
+    text = config_file.read_text() if config_file else ""
+    try:
+        out = render_yaml(namespace, image, metrics_port, leader_elect, service_monitor, text)
+    except (PykueueError, ValueError) as exc:
+        typer.echo(f"error: {config_file}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    sys.stdout.write(out)
 
 
 def register(app: typer.Typer) -> None:

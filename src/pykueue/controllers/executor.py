@@ -22,7 +22,14 @@ store and, for each one the job adapter has unsuspended:
   then the Job fails;
 * stops a suspended Job: SIGTERM to every process of each pod, the pod's
   ``terminationGracePeriodSeconds`` (default 30) to finish, then SIGKILL. Such
-  an exit is not a failure; the next start sees ``PYKUEUE_PREEMPTED=1``.
+  an exit is not a failure; the next start sees ``PYKUEUE_PREEMPTED=1``;
+* runs a distributed job as one gang: a Job whose ``parallelism`` N > 1 equals
+  its ``completions`` (the shape of a torchrun job) starts its N pods together,
+  only once the devices of all N are free, with ``MASTER_ADDR=127.0.0.1``, a
+  fresh ``MASTER_PORT``, ``WORLD_SIZE=N``, ``RANK`` and ``LOCAL_RANK`` (its
+  index), ``LOCAL_WORLD_SIZE=N``, ``NODE_RANK=0``; when one of them fails the
+  others are stopped and the gang starts again whole after the back-off (one
+  failure counted). The annotation ``pykueue.io/gang: "false"`` opts out.
 
 Crash safety: every pod runs in a cgroup under the store's subtree and carries
 ``PYKUEUE_STORE=<store file>`` in its environment. On start, before anything
@@ -45,6 +52,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,6 +76,8 @@ DEFAULT_GRACE_SECONDS = 30
 DEFAULT_BACKOFF_LIMIT = 6
 IMAGE_WARNING = "the container image is ignored in standalone mode: the command runs on this machine"
 REAP_SECONDS = 10.0  # how long a pod's leftovers may take to die after SIGKILL before we stop waiting
+GANG_ANNOTATION = "pykueue.io/gang"
+GANG_RETRY = -1  # the key of a whole gang's back-off in JobRun.retry_at
 
 
 def _now_text() -> str:
@@ -141,6 +151,7 @@ class JobRun:
     retry_at: dict[int, float] = field(default_factory=dict)  # index -> monotonic time it may start again
     cpu_seconds: float = 0.0
     memory_peak: int = 0
+    gang_port: int = 0  # MASTER_PORT of the gang's current start
 
     @staticmethod
     def from_status(status: Manifest) -> JobRun:
@@ -354,6 +365,9 @@ class LocalExecutor:
         pods = self.pods.setdefault(key, {})
         if any(pod.stopping for pod in pods.values()):
             return  # a stop is still in progress: wait for its pods to be gone
+        if is_gang(job):
+            await self._start_gang(key, job, run)
+            return
         running = set(pods)
         todo = [i for i in range(completions) if i not in run.completed and i not in running]
         now = time.monotonic()
@@ -375,6 +389,43 @@ class LocalExecutor:
             started = True
         if started:
             await self._write_status(key)
+
+    async def _start_gang(self, key: Key, job: Manifest, run: JobRun) -> None:
+        """Start every unfinished index together, or none: a distributed job needs all its ranks."""
+        if self.pods.get(key):
+            return  # running (or its last members are still finishing)
+        _, completions = job_counts(job.get("spec") or {})
+        todo = [i for i in range(completions) if i not in run.completed]
+        if not todo:
+            return
+        due = run.retry_at.get(GANG_RETRY, 0.0)
+        now = time.monotonic()
+        if due > now:
+            self._wake_at(due)
+            message = f"the gang starts again in {due - now:.0f} s (back-off after {run.failed} failure(s))"
+            if not run.waiting.startswith("the gang starts again"):
+                run.waiting = message
+                await self._write_status(key)
+            return
+        containers = ((job.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or [{}]
+        gpus = _gpu_count(containers[0]) * len(todo)
+        if gpus:
+            flavors = _admitted_flavors(await self._workload(key, job))
+            if self.devices.free(flavors.get(GPU_RESOURCE)) < gpus:
+                message = f"waiting for {gpus} free GPU(s) to start all {len(todo)} pods of the gang together"
+                if run.waiting != message:
+                    run.waiting = message
+                    await self._write_status(key)
+                return
+        run.retry_at.pop(GANG_RETRY, None)
+        run.gang_port = _free_port()
+        for index in todo:
+            if not await self._start(key, job, run, index):
+                # Could not start one rank (its user, its command): stop the ranks already started.
+                for pod in self.pods.get(key, {}).values():
+                    self._stop(pod)
+                break
+        await self._write_status(key)
 
     def _wake_at(self, due: float) -> None:
         loop = asyncio.get_running_loop()
@@ -526,6 +577,20 @@ class LocalExecutor:
         }
         if run.preemptions or run.interruptions:
             variables["PYKUEUE_PREEMPTED"] = "1"
+        job = self.jobs.get(key)
+        if job is not None and is_gang(job):
+            # What torch.distributed (and torchrun's workers) read to find each other, one node.
+            world = str(job_counts(job.get("spec") or {})[0])
+            variables.update(
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(run.gang_port),
+                WORLD_SIZE=world,
+                RANK=str(index),
+                LOCAL_RANK=str(index),
+                LOCAL_WORLD_SIZE=world,
+                NODE_RANK="0",
+                GROUP_RANK="0",
+            )
         return variables
 
     def _spawn(self, coro: Any) -> None:
@@ -600,6 +665,16 @@ class LocalExecutor:
                     f"pod {index} exited with {code}; {run.failed} failure(s) exceed backoffLimit {limit}",
                 )
                 self.record(f"{key.namespace}/{key.name}: failed ({run.outcome[2]})", key.namespace)
+                for pod in self.pods.get(key, {}).values():
+                    self._stop(pod)
+            elif is_gang(job):
+                # A rank is gone: the others cannot go on without it. Stop them; the whole gang
+                # starts again after the back-off.
+                run.retry_at[GANG_RETRY] = time.monotonic() + self.backoff.delay(run.failed)
+                self.record(
+                    f"{key.namespace}/{key.name}: pod {index} of the gang exited with {code}; restarting the gang",
+                    key.namespace,
+                )
                 for pod in self.pods.get(key, {}).values():
                     self._stop(pod)
             else:
@@ -720,6 +795,20 @@ def _eviction_reason(workload: Manifest | None) -> str:
     if workload is not None and not (workload.get("spec") or {}).get("active", True):
         return "the workload was deactivated"
     return "its workload lost its quota reservation"
+
+
+def is_gang(job: Manifest) -> bool:
+    """A distributed job: N > 1 pods that all run at once until each completes (parallelism = completions)."""
+    if ((job.get("metadata") or {}).get("annotations") or {}).get(GANG_ANNOTATION) == "false":
+        return False
+    parallelism, completions = job_counts(job.get("spec") or {})
+    return parallelism > 1 and completions == parallelism
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _suspended(job: Manifest) -> bool:

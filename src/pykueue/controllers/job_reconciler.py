@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from pykueue.controllers import jobframework
+from pykueue.controllers import dra, jobframework
 from pykueue.controllers.jobframework import JobAdapter, PodSetInfo, Registry
 from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, StoreError
 from pykueue.store.base import Key, Manifest, Store, WatchEvent
@@ -97,9 +97,14 @@ class JobReconciler:
     on_event: Callable[[Manifest, str, str, str], object] | None = None
     _pods_ready: dict[Key, bool] = field(default_factory=dict)
     _stopped: dict[Key, str] = field(default_factory=dict)  # the eviction last reported, per workload
+    # Which jobs are managed at all (the configuration's manageJobsWithoutQueueName and
+    # managedJobsNamespaceSelector), and the labels of a namespace (None when unknown).
+    settings: jobframework.Settings = field(default_factory=jobframework.Settings)
+    namespace_labels: Callable[[str], Mapping[str, str] | None] = lambda _: None
     jobs: dict[Key, Manifest] = field(default_factory=dict)
     workloads: dict[Key, Manifest] = field(default_factory=dict)
     dirty: set[Key] = field(default_factory=set)
+    unserved: set[str] = field(default_factory=set)
     suspect_orphans: set[Key] = field(default_factory=set)
     _job_by_uid: dict[str, Key] = field(default_factory=dict)
     _workloads_by_owner: dict[str, set[Key]] = field(default_factory=dict)
@@ -113,14 +118,21 @@ class JobReconciler:
         for obj in items:
             self._put_workload(obj)
         for kind in self.registry.kinds():
-            jobs, versions[kind] = await self.store.list(kind)
+            try:
+                jobs, versions[kind] = await self.store.list(kind)
+            except NotFound:
+                # As upstream: an enabled integration whose API the cluster does not serve
+                # (its CRD is not installed) is left out until the controller restarts.
+                log.warning("not managing %s: the API server does not serve it", kind)
+                self.unserved.add(kind)
+                continue
             for job in jobs:
                 self._put_job(job)
         self.suspect_orphans.update(self.workloads)
         return versions
 
     def kinds(self) -> list[str]:
-        return ["Workload", *self.registry.kinds()]
+        return ["Workload", *(k for k in self.registry.kinds() if k not in self.unserved)]
 
     def handle(self, event: WatchEvent) -> None:
         obj = event.object
@@ -192,6 +204,14 @@ class JobReconciler:
             adapter = self.registry.get(key.kind)
             if job is None or adapter is None:
                 continue
+            resolve = getattr(adapter, "resolve", None)
+            if resolve is not None:
+                # A kind whose pod sets live in another object (a TrainJob's runtime) reads it first.
+                try:
+                    await resolve(job, self.store.get)
+                except NotFound as exc:
+                    log.info("%s waits for %s", key, exc)
+                    continue
             try:
                 writes += await self.reconcile_job(adapter, job)
             except (Conflict, NotFound):
@@ -200,11 +220,20 @@ class JobReconciler:
                 log.warning("%s: %s", key, exc)
         return writes
 
+    def _managed(self, job: Manifest) -> bool:
+        namespace = str((job.get("metadata") or {}).get("namespace") or "")
+        if not self.settings.namespace_managed(self.namespace_labels(namespace)):
+            return False
+        return self.settings.manages(job)
+
     async def reconcile_job(self, adapter: JobAdapter, job: Manifest) -> int:
-        if not adapter.queue_name(job):
-            return 0  # not queued through Kueue: left alone
         if (job.get("metadata") or {}).get("deletionTimestamp"):
             return 0
+        parent = self.registry.managed_owner(job)
+        if parent is not None:
+            return await self._reconcile_child(adapter, job, parent[1])
+        if not self._managed(job):
+            return 0  # not queued through Kueue: left alone
         workload = self.workload_of(job)
         finished = adapter.finished(job)
         if finished is not None:
@@ -261,8 +290,47 @@ class JobReconciler:
             self._pods_ready[key] = ready
             self.on_pods_ready(key, ready)
 
+    async def _reconcile_child(self, adapter: JobAdapter, job: Manifest, parent: Manifest) -> int:
+        """A job whose owner is a managed kind (a JobSet's Job) is queued through that owner.
+
+        It never gets a Workload of its own. As upstream, it is held back while its
+        parent's Workload exists and is not admitted; the parent's controller usually
+        creates it suspended anyway, so this is a safety net.
+        """
+        if adapter.is_suspended(job) or adapter.finished(job) is not None:
+            return 0
+        keys = self._workloads_by_owner.get(str(parent.get("uid") or ""), set())
+        workloads = [self.workloads[k] for k in sorted(keys, key=str) if k in self.workloads]
+        if not workloads or any(is_admitted(w) or _true(w, "Finished") for w in workloads):
+            return 0
+        log.info(
+            "suspending %s: its %s %s is not admitted", Key.of(job), parent.get("kind"), parent.get("name")
+        )
+        return await self._write_job(job, adapter.suspend)
+
+    async def _claim_template(self, namespace: str, name: str) -> Manifest | None:
+        try:
+            return await self.store.get("ResourceClaimTemplate", namespace, name)
+        except NotFound:
+            return None
+
     async def _create_workload(self, adapter: JobAdapter, job: Manifest) -> int:
-        wanted = jobframework.workload_for(adapter, job, self.priority_of)
+        wanted = jobframework.workload_for(adapter, job, self.priority_of, self.settings.label_keys_to_copy)
+        try:
+            wanted["spec"]["podSets"] = await dra.charge(
+                wanted["spec"]["podSets"],
+                wanted["metadata"]["namespace"],
+                self.settings.device_classes,
+                self._claim_template,
+                str(Key.of(job)),
+            )
+        except dra.MissingTemplate as exc:
+            # The template's arrival is not watched: the periodic resync looks again.
+            log.info("%s; waiting for it", exc)
+            return 0
+        except dra.DeviceRequestError as exc:
+            log.warning("not queueing %s", exc)
+            return 0
         ref = wanted["spec"].get("priorityClassRef")
         if ref is not None and self.priority_of is not None and "priority" not in wanted["spec"]:
             # As upstream: no Workload until its priority class exists (it may just not have
@@ -328,11 +396,15 @@ class JobReconciler:
             return await self._write_job(job, adapter.suspend)
         if (job.get("status") or {}).get("startTime"):
             return await self._clear_start_time(job)
+        if getattr(adapter, "restore_when_inactive", False) and adapter.is_active(job):
+            # Its controller refuses the restore while pods still run (a TrainJob's runtime
+            # patch, as upstream's Stop waits): the status change that ends them brings it back.
+            return 0
         restored = copy.deepcopy(job)
         if adapter.restore_pod_sets(restored, infos):
             return await self._write_job(job, lambda j: adapter.restore_pod_sets(j, infos))
-        if not jobframework.equivalent_pod_sets(workload, adapter.pod_sets(job)):
-            # The suspended job was changed (e.g. its parallelism): queue it again as it is now.
+        if not jobframework.equivalent_to_job(workload, adapter, job):
+            # The suspended job was changed (its parallelism, its queue): queue it again as it is now.
             key = Key.of(workload)
             await self.store.delete("Workload", key.namespace, key.name)
             log.info("deleted %s: %s changed while it waited", key, Key.of(job))

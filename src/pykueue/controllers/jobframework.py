@@ -18,8 +18,17 @@ adapter only knows its own kind's manifest:
     reclaimable_pods  pods of a running job that finished and need their quota no more
 
 Adapters change the manifest dict they are given, in place; the reconciler hands
-them a copy and writes it. Registering is explicit (`default_registry()`), so
-importing an adapter module never changes what the controller manages.
+them a copy and writes it.
+
+Kinds plug in through `Integration`s: each kind's module under
+`pykueue.controllers.integrations` describes itself with one (upstream's framework
+name, its API resource, a factory of its adapter), and the integrations package
+lists them, as upstream's jobs.go does. This module never names a kind, and a
+`Registry` is built explicitly from the names enabled in the configuration's
+``integrations.frameworks``, so importing a kind's module changes nothing.
+
+`Settings` carries what the configuration says about which jobs are managed at
+all (``manageJobsWithoutQueueName``, ``managedJobsNamespaceSelector``).
 
 `PodSetInfo` carries what an admission changes in one pod set. The info that
 *restores* a job comes from its Workload's pod sets, which keep the template as
@@ -34,10 +43,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pykueue.api.meta import LabelSelector, dns_subdomain_errors
+from pykueue.errors import FieldProblem
 from pykueue.store.base import Manifest
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+# Kueue's first releases read the queue from an annotation of this name; jobs written then still work.
+QUEUE_NAME_ANNOTATION = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
 PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
@@ -46,6 +60,31 @@ MAX_NAME = 253
 
 class PodSetMergeError(Exception):
     """An admission's node selector contradicts the job's own (same key, other value)."""
+
+
+def labels_of(obj: Manifest) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def annotations_of(obj: Manifest) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})
+
+
+def queue_name_of(obj: Manifest) -> str:
+    """The LocalQueue a job names: its ``kueue.x-k8s.io/queue-name`` label, else the old annotation."""
+    return str(labels_of(obj).get(QUEUE_NAME_LABEL) or annotations_of(obj).get(QUEUE_NAME_ANNOTATION) or "")
+
+
+def max_execution_seconds(obj: Manifest) -> int | None:
+    """``kueue.x-k8s.io/max-exec-time-seconds`` as a positive number; None when absent or not one."""
+    text = labels_of(obj).get(MAX_EXEC_TIME_LABEL)
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +156,7 @@ class PodSetInfo:
 
 def merge_into_template(template: Manifest, info: PodSetInfo) -> None:
     """Add an admission's scheduling directives to a pod template (in place)."""
-    meta = template.setdefault("metadata", {}) or {}
-    template["metadata"] = meta
+    meta = template.get("metadata") or {}
     spec = template.setdefault("spec", {})
     selector = dict(spec.get("nodeSelector") or {})
     for key, value in info.node_selector.items():
@@ -135,6 +173,8 @@ def merge_into_template(template: Manifest, info: PodSetInfo) -> None:
         meta["labels"] = {**(meta.get("labels") or {}), **info.labels}
     if info.annotations:
         meta["annotations"] = {**(meta.get("annotations") or {}), **info.annotations}
+    if meta:
+        template["metadata"] = meta
 
 
 def _directives(template: Manifest) -> tuple[Any, ...]:
@@ -167,9 +207,10 @@ def restore_template(template: Manifest, info: PodSetInfo) -> bool:
     ):
         if value:
             container[name] = value
-        else:
-            container.pop(name, None)
-    template["metadata"] = meta
+        elif container.get(name):
+            del container[name]  # (an empty map the user wrote stays as written)
+    if meta or "metadata" in template:
+        template["metadata"] = meta
     return True
 
 
@@ -214,39 +255,129 @@ class JobAdapter(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Integration:
+    """One job kind as the configuration names it: upstream's framework name and where it lives.
+
+    ``name`` is what ``integrations.frameworks`` lists (``batch/job``,
+    ``jobset.x-k8s.io/jobset``, ``pod``...); ``group``/``version``/``plural`` say where
+    the API serves the kind; ``adapter`` makes its `JobAdapter`.
+
+    Two variations: a kind queued through the pods it creates (Deployment, StatefulSet)
+    has no adapter, only ``mutate``, which its webhook applies on create and update to
+    hand the queue down to the pod template; and a ``composable`` kind (Pod) is run by
+    groups of objects rather than one object each (`pykueue.controllers.pod_groups`).
+    """
+
+    name: str
+    kind: str
+    group: str
+    version: str
+    plural: str
+    adapter: Callable[[], JobAdapter] | None = None
+    mutate: Callable[[Manifest], None] | None = None
+    composable: bool = False
+    # The kind's own webhook rules, besides `validate_on_create`/`validate_on_update`:
+    # ``validate(new, old)`` (old is None on create) -> the problems, with field paths.
+    validate: Callable[[Manifest, Manifest | None], list[FieldProblem]] | None = None
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+class UnknownFramework(ValueError):
+    """``integrations.frameworks`` names a kind pykueue does not integrate."""
+
+
 class Registry:
     """The job kinds a controller manages, by kind; built explicitly, never on import."""
 
     def __init__(self, adapters: Iterable[JobAdapter] = ()) -> None:
         self._adapters: dict[str, JobAdapter] = {}
+        self.composable: set[str] = set()
+        self.integrations: list[Integration] = []
         for adapter in adapters:
             self.register(adapter)
 
-    def register(self, adapter: JobAdapter) -> None:
+    @classmethod
+    def of(cls, available: Iterable[Integration], frameworks: Iterable[str]) -> Registry:
+        """The adapters of the frameworks named, in that order; `UnknownFramework` for a name not available."""
+        by_name = {integration.name: integration for integration in available}
+        registry = cls()
+        for name in dict.fromkeys(frameworks):
+            integration = by_name.get(name)
+            if integration is None:
+                known = ", ".join(sorted(by_name))
+                raise UnknownFramework(f"integrations.frameworks: unknown framework {name!r}; known: {known}")
+            registry.integrations.append(integration)
+            if integration.adapter is not None:
+                registry.register(integration.adapter(), composable=integration.composable)
+        return registry
+
+    def register(self, adapter: JobAdapter, composable: bool = False) -> None:
         if adapter.kind in self._adapters:
             raise ValueError(f"a job adapter for {adapter.kind} is registered already")
         self._adapters[adapter.kind] = adapter
+        if composable:
+            self.composable.add(adapter.kind)
 
     def get(self, kind: str) -> JobAdapter | None:
         return self._adapters.get(kind)
 
     def kinds(self) -> list[str]:
-        return list(self._adapters)
+        """The kinds run one object per job (every registered kind but the composable ones)."""
+        return [kind for kind in self._adapters if kind not in self.composable]
+
+    def enabled(self, name: str) -> bool:
+        return any(integration.name == name for integration in self.integrations)
 
     def owner_of(self, workload: Manifest) -> tuple[JobAdapter, Manifest] | None:
-        """The adapter and ownerReference of a Workload made for a job of a registered kind."""
-        for ref in (workload.get("metadata") or {}).get("ownerReferences") or []:
+        """The adapter and ownerReference of a Workload made for a job run one object per job."""
+        owner = self.managed_owner(workload)
+        return None if owner is None or owner[0].kind in self.composable else owner
+
+    def managed_owner(self, obj: Manifest) -> tuple[JobAdapter, Manifest] | None:
+        """The adapter and controller ownerReference of an object whose controller is a registered kind.
+
+        A JobSet's Jobs, a Kubeflow job's pods and a Workload made for a job all have one:
+        they are queued through that owner, never on their own.
+        """
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
             adapter = self._adapters.get(str(ref.get("kind")))
             if adapter is not None and ref.get("apiVersion") == adapter.api_version and ref.get("controller"):
                 return adapter, ref
         return None
 
 
-def default_registry() -> Registry:
-    """The job kinds pykueue integrates today: batch/v1 Job."""
-    from pykueue.controllers.integrations import batch_job
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Which jobs are Kueue's business, from the configuration (upstream's names in brackets).
 
-    return Registry([batch_job.BatchJobAdapter()])
+    ``manage_jobs_without_queue_name`` [manageJobsWithoutQueueName]: a job without a
+    queue name is held too; its Workload names no queue, so it waits until the job gets
+    one (the webhook gives it the namespace's ``default`` LocalQueue when that exists).
+    ``namespace_selector`` [managedJobsNamespaceSelector]:
+    only jobs in matching namespaces are managed; None manages every namespace.
+    ``label_keys_to_copy`` [integrations.labelKeysToCopy]: job labels copied onto its Workload.
+    ``device_classes`` [resources.deviceClassMappings]: see `pykueue.controllers.dra`.
+    """
+
+    manage_jobs_without_queue_name: bool = False
+    namespace_selector: LabelSelector | None = None
+    label_keys_to_copy: tuple[str, ...] = ()
+    # [resources.deviceClassMappings] DRA: DeviceClass name -> the quota resource its devices use.
+    device_classes: Mapping[str, str] = field(default_factory=dict)
+
+    def manages(self, obj: Manifest) -> bool:
+        """Whether a top-level job is held by Kueue: it names a queue, or every job is."""
+        return bool(queue_name_of(obj)) or self.manage_jobs_without_queue_name
+
+    def namespace_managed(self, namespace_labels: Mapping[str, str] | None) -> bool:
+        """Whether jobs of a namespace with these labels are managed (unknown namespace: yes)."""
+        if self.namespace_selector is None or namespace_labels is None:
+            return True
+        return self.namespace_selector.matches(dict(namespace_labels))
 
 
 # -------------------------------------------------------------- Workload build
@@ -260,16 +391,26 @@ def workload_name(kind: str, job_name: str, job_uid: str) -> str:
 
 
 def workload_for(
-    adapter: JobAdapter, job: Manifest, priority_of: Callable[[str, str], int | None] | None = None
+    adapter: JobAdapter,
+    job: Manifest,
+    priority_of: Callable[[str, str], int | None] | None = None,
+    label_keys_to_copy: Iterable[str] = (),
 ) -> Manifest:
     """The Workload that queues ``job``: owned by it, with its pod sets, queue and priority class.
 
     ``priority_of(kind, name)`` gives a priority class's value; as upstream, the Workload's
     ``spec.priority`` is that value when it is created, and stays so if the class changes.
+    The job's ``kueue.x-k8s.io/max-exec-time-seconds`` label becomes the Workload's
+    ``maximumExecutionTimeSeconds``; the labels named in ``label_keys_to_copy`` are copied.
     """
     meta = job.get("metadata") or {}
     labels = meta.get("labels") or {}
-    spec: Manifest = {"queueName": adapter.queue_name(job), "podSets": adapter.pod_sets(job)}
+    spec: Manifest = {"podSets": adapter.pod_sets(job)}
+    if adapter.queue_name(job):
+        spec = {"queueName": adapter.queue_name(job), **spec}
+    max_seconds = max_execution_seconds(job)
+    if max_seconds is not None:
+        spec["maximumExecutionTimeSeconds"] = max_seconds
     if labels.get(PRIORITY_CLASS_LABEL):
         spec["priorityClassRef"] = {
             "group": "kueue.x-k8s.io",
@@ -303,7 +444,10 @@ def workload_for(
     workload_meta: Manifest = {
         "name": workload_name(adapter.kind, str(meta["name"]), str(meta.get("uid", ""))),
         "namespace": meta.get("namespace") or "default",
-        "labels": {JOB_UID_LABEL: str(meta.get("uid", ""))[:63]},
+        "labels": {
+            **{key: labels[key] for key in label_keys_to_copy if key in labels},
+            JOB_UID_LABEL: str(meta.get("uid", ""))[:63],
+        },
     }
     if annotations:
         workload_meta["annotations"] = annotations
@@ -345,3 +489,98 @@ def equivalent_pod_sets(workload: Manifest, pod_sets: list[Manifest]) -> bool:
         ]
 
     return shape((workload.get("spec") or {}).get("podSets") or []) == shape(pod_sets)
+
+
+def equivalent_to_job(workload: Manifest, adapter: JobAdapter, job: Manifest) -> bool:
+    """Whether a Workload still queues the job as it is: pod sets, queue and time limit."""
+    spec = workload.get("spec") or {}
+    return (
+        equivalent_pod_sets(workload, adapter.pod_sets(job))
+        and str(spec.get("queueName") or "") == adapter.queue_name(job)
+        and spec.get("maximumExecutionTimeSeconds") == max_execution_seconds(job)
+    )
+
+
+# ------------------------------------------------------------------ job webhook
+
+
+def _label_path(key: str) -> str:
+    return f"metadata.labels[{key}]"
+
+
+def _immutable(path: str, message: str = "field is immutable") -> FieldProblem:
+    return FieldProblem(path, message)
+
+
+def validate_on_create(job: Manifest) -> list[FieldProblem]:
+    """Upstream's rules for a new job of any kind: a queue name that can name a LocalQueue,
+    and a positive ``kueue.x-k8s.io/max-exec-time-seconds``."""
+    problems: list[FieldProblem] = []
+    labels = labels_of(job)
+    queue = labels.get(QUEUE_NAME_LABEL)
+    if queue is not None:
+        problems.extend(
+            FieldProblem(_label_path(QUEUE_NAME_LABEL), f"Invalid value: {queue!r}: {error}")
+            for error in dns_subdomain_errors(str(queue))
+        )
+    text = labels.get(MAX_EXEC_TIME_LABEL)
+    if text is not None:
+        try:
+            value = int(text)
+        except ValueError:
+            problems.append(
+                FieldProblem(_label_path(MAX_EXEC_TIME_LABEL), f"Invalid value: {text!r}: not a number")
+            )
+        else:
+            if value <= 0:
+                problems.append(
+                    FieldProblem(
+                        _label_path(MAX_EXEC_TIME_LABEL), f"Invalid value: {value}: should be greater than 0"
+                    )
+                )
+    return problems
+
+
+def validate_on_update(
+    adapter: JobAdapter, old: Manifest, new: Manifest, default_queue_exists: bool = False
+) -> list[FieldProblem]:
+    """Upstream's rules for a changed job: what a running job's Workload was made of stays.
+
+    * the queue name cannot change while the job runs (it can while it is held), and it
+      cannot be removed in a namespace that has a ``default`` LocalQueue;
+    * ``max-exec-time-seconds`` cannot change unless the job is held before and after;
+    * a ``kueue.x-k8s.io/priority-class`` cannot be added to a running job, nor removed ever.
+    """
+    problems = validate_on_create(new)
+    new_held, old_held = adapter.is_suspended(new), adapter.is_suspended(old)
+    old_queue, new_queue = queue_name_of(old), queue_name_of(new)
+    queue_path = _label_path(QUEUE_NAME_LABEL)
+    if not new_held and new_queue != old_queue:
+        problems.append(_immutable(queue_path))
+    if not new_queue and old_queue and default_queue_exists:
+        problems.append(
+            FieldProblem(
+                queue_path, 'Invalid value: "": queue-name must not be empty in namespace with default queue'
+            )
+        )
+    old_labels, new_labels = labels_of(old), labels_of(new)
+    if (not new_held or not old_held) and old_labels.get(MAX_EXEC_TIME_LABEL) != new_labels.get(
+        MAX_EXEC_TIME_LABEL
+    ):
+        problems.append(_immutable(_label_path(MAX_EXEC_TIME_LABEL)))
+    old_class, new_class = old_labels.get(PRIORITY_CLASS_LABEL, ""), new_labels.get(PRIORITY_CLASS_LABEL, "")
+    class_path = _label_path(PRIORITY_CLASS_LABEL)
+    if not new_held and not old_class and new_class:
+        problems.append(
+            FieldProblem(
+                class_path,
+                f"Invalid value: {new_class!r}: WorkloadPriorityClass cannot be added to a non-suspended workload",
+            )
+        )
+    if old_class and not new_class:
+        problems.append(
+            FieldProblem(
+                class_path, 'Invalid value: "": WorkloadPriorityClass cannot be removed from a workload'
+            )
+        )
+    return problems

@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pykueue.api import manifests
-from pykueue.controllers import admission, jobframework, workload_status
+from pykueue.controllers import admission, integrations, jobframework, workload_status
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.events import EventRecorder, record_decisions
 from pykueue.controllers.job_reconciler import JobReconciler
+from pykueue.controllers.pod_groups import PodGroupReconciler
 from pykueue.controllers.provisioning import ProvisioningController
 from pykueue.controllers.queue_status import QueueStatusWriter
 from pykueue.engine import loading
@@ -74,7 +75,8 @@ class KubeManager:
 
     store: Store
     config: EngineConfig = field(default_factory=EngineConfig)
-    registry: jobframework.Registry = field(default_factory=jobframework.default_registry)
+    registry: jobframework.Registry = field(default_factory=integrations.registry)
+    settings: jobframework.Settings = field(default_factory=jobframework.Settings)
     clock: Callable[[], datetime] = _utc_now
     resync_seconds: float = 1.0
     # At most one pass per this many seconds: events that arrive meanwhile are batched into
@@ -93,6 +95,8 @@ class KubeManager:
     provisioning_checks: bool = True
     admission: AdmissionController = field(init=False)
     jobs: JobReconciler = field(init=False)
+    # Pods queued alone or in groups (the "pod" framework); None when it is not enabled.
+    pods: PodGroupReconciler | None = field(init=False, default=None)
     statuses: QueueStatusWriter = field(init=False)
     provisioning: ProvisioningController = field(init=False)
     passes: int = 0
@@ -105,13 +109,25 @@ class KubeManager:
     def __post_init__(self) -> None:
         self.admission = self.admission_controller()
         self.admission.max_ahead = self.max_admissions_ahead
-        self.jobs = JobReconciler(self.store, self.registry, self.flavors, self.clock, self.priority_of)
+        self.jobs = JobReconciler(
+            self.store,
+            self.registry,
+            self.flavors,
+            self.clock,
+            self.priority_of,
+            settings=self.settings,
+            namespace_labels=self.namespace_labels,
+        )
         self.jobs.on_job_stopped = self.admission.complete_eviction
         if self.events is not None:
             self.jobs.on_event = self.events.record
         if self.config.wait_for_pods_ready is not None:
             # As upstream's job reconciler: PodsReady is kept only with waitForPodsReady.
             self.jobs.on_pods_ready = self.admission.report_pods_ready
+        if self.registry.enabled("pod"):
+            self.pods = PodGroupReconciler(
+                self.store, self.flavors, self.clock, self.priority_of, settings=self.settings
+            )
         self.statuses = QueueStatusWriter(self.store, self.clock)
         self.provisioning = ProvisioningController(self.store, self.config, self.flavors, self.clock)
 
@@ -125,6 +141,10 @@ class KubeManager:
 
     def priority_of(self, kind: str, name: str) -> int | None:
         return self.admission.state.priority_values.get((kind, name))
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        namespace = self.admission.cache.get(Key("Namespace", "", name))
+        return None if namespace is None else ((namespace.get("metadata") or {}).get("labels") or {})
 
     def flavors(self) -> Mapping[str, Manifest]:
         return {key.name: obj for key, obj in self.admission.cache.items() if key.kind == "ResourceFlavor"}
@@ -151,6 +171,8 @@ class KubeManager:
             self.jobs.handle(event)
         if kind in PROVISIONING_KINDS and self.provisioning_checks:
             self.provisioning.handle(event)
+        if self.pods is not None and kind in self.pods.kinds():
+            self.pods.handle(event)
 
     # --------------------------------------------------------------------- pass
 
@@ -171,6 +193,8 @@ class KubeManager:
         writes += await self.jobs.reconcile()
         if self.provisioning_checks:
             writes += await self.provisioning.reconcile()
+        if self.pods is not None:
+            writes += await self.pods.reconcile()
         return writes
 
     def _reapply_reclaimable(self, previous: Manifest, current: Manifest) -> None:
@@ -202,6 +226,8 @@ class KubeManager:
         await self.admission.sync()
         versions = dict(self.admission.versions)
         job_versions = await self.jobs.sync()
+        if self.pods is not None:
+            job_versions.update(await self.pods.sync())
         versions.update({k: v for k, v in job_versions.items() if k not in versions})
         if not self.provisioning_checks:
             return versions
@@ -222,7 +248,8 @@ class KubeManager:
             self.admission.outbox = events
             self.statuses.background = True
         provisioning = self.provisioning.kinds() if self.provisioning_checks else []
-        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds(), *provisioning]))
+        pod_kinds = self.pods.kinds() if self.pods is not None else []
+        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds(), *provisioning, *pod_kinds]))
         followers = [
             asyncio.create_task(self._follow(kind, versions.get(kind, ""), events)) for kind in kinds
         ]
@@ -243,6 +270,8 @@ class KubeManager:
                 if loop.time() >= next_full:
                     # A level-triggered safety net: look at every job again now and then.
                     self.jobs.dirty.update(self.jobs.jobs)
+                    if self.pods is not None:
+                        self.pods.dirty.update(self.pods.members)
                     self.admission.rescan = True
                     self.provisioning.rescan = True
                     next_full = loop.time() + self.full_resync_seconds

@@ -27,17 +27,16 @@ from pykueue.engine.config import EngineConfig
 from pykueue.errors import InputError
 
 API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2")
+# The sections the job framework reads (`pykueue.api.configuration`, which checks them).
+JOB_SECTIONS = frozenset(
+    {"namespace", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "integrations", "resources"}
+)
 # Upstream's Configuration sections pykueue accepts without acting on them (yet).
 OTHER_SECTIONS = frozenset(
     {
-        "namespace",
-        "manageJobsWithoutQueueName",
-        "managedJobsNamespaceSelector",
         "internalCertManagement",
         "clientConnection",
-        "integrations",
         "multiKueue",
-        "resources",
         "objectRetentionPolicies",
         "queueVisibility",
         "health",
@@ -56,6 +55,8 @@ class Loaded:
     engine: EngineConfig
     raw: dict[str, Any] = field(default_factory=dict)  # the whole document, for other readers
     unused: tuple[str, ...] = ()
+    # The job framework's sections present (the controller reads them; the simulator does not).
+    job_sections: tuple[str, ...] = ()
 
 
 def load(path: Path, **engine_options: Any) -> Loaded:
@@ -78,10 +79,12 @@ def parse(doc: Any, source: str, **engine_options: Any) -> Loaded:
             f"got {doc.get('kind')!r} {doc.get('apiVersion')!r}"
         )
     body = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind")}
-    unknown = sorted(str(k) for k in body if k not in configuration.ENGINE_KEYS and k not in OTHER_SECTIONS)
+    known = configuration.ENGINE_KEYS | JOB_SECTIONS | OTHER_SECTIONS
+    unknown = sorted(str(k) for k in body if k not in known)
     if unknown:
         raise InputError(f"{source}: unknown key(s): {', '.join(unknown)}")
     engine_part = {k: v for k, v in body.items() if k in configuration.ENGINE_KEYS}
     engine = configuration.engine_config(engine_part, source, **engine_options)
     unused = tuple(sorted(str(k) for k in body if k in OTHER_SECTIONS))
-    return Loaded(engine, doc, unused)
+    job_sections = tuple(sorted(str(k) for k in body if k in JOB_SECTIONS))
+    return Loaded(engine, doc, unused, job_sections)

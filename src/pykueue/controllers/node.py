@@ -114,6 +114,13 @@ class DeviceTable:
             self.held[device] = holder
         return chosen
 
+    def free(self, flavor: str | None) -> int:
+        """How many devices of the flavor's pool (any pool if it has none) nobody holds."""
+        pool = self.node.gpus.get(flavor or "")
+        if pool is None:
+            pool = tuple(d for devices in self.node.gpus.values() for d in devices)
+        return sum(1 for d in pool if d not in self.held)
+
     def release(self, holder: str) -> None:
         for device in [d for d, h in self.held.items() if h == holder]:
             del self.held[device]

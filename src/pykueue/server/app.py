@@ -37,7 +37,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pykueue.api import defaults, manifests
-from pykueue.controllers import jobframework
+from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.accounts import AccountError
 from pykueue.controllers.executor import LocalExecutor, log_folder
 from pykueue.controllers.node import Node
@@ -138,7 +138,7 @@ def _handlers(app: FastAPI) -> None:
 
 def create_app(ctx: ServerContext) -> FastAPI:
     app = FastAPI(title="pykueue", docs_url=None, redoc_url=None, openapi_url=None)
-    registry = jobframework.default_registry()
+    registry = integrations.registry()
     _handlers(app)
 
     async def caller(request: Request) -> auth.Identity:

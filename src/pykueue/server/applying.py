@@ -20,6 +20,7 @@ a Job's spec cannot be changed once submitted (delete and submit again).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,10 +237,15 @@ async def store_all(store: Any, documents: list[Document]) -> ApplyResult:
         for doc in documents:
             obj = doc.manifest
             key = Key.of(obj)
-            try:
-                current = await store.get(key.kind, key.namespace, key.name)
-            except NotFound:
+            if not key.name:
+                # generateName: a new object each time, named as the API server would.
+                key = await _generated_key(store, obj)
                 current = None
+            else:
+                try:
+                    current = await store.get(key.kind, key.namespace, key.name)
+                except NotFound:
+                    current = None
             if current is None:
                 if key.kind == "Job":
                     obj.setdefault("spec", {})["suspend"] = True
@@ -267,6 +273,24 @@ async def store_all(store: Any, documents: list[Document]) -> ApplyResult:
                 {"kind": key.kind, "namespace": key.namespace, "name": key.name, "action": action}
             )
     return result
+
+
+# The API server's alphabet for generated name suffixes: no vowels, no look-alike digits.
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+async def _generated_key(store: Any, obj: Manifest) -> Key:
+    """Give ``obj`` a free name: its ``generateName`` plus five random characters."""
+    meta = obj["metadata"]
+    for _ in range(8):
+        suffix = "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
+        meta["name"] = f"{meta['generateName']}{suffix}"
+        key = Key.of(obj)
+        if not await _exists(store, key.kind, key.namespace, key.name):
+            return key
+    raise ValidationError(
+        [FieldProblem("metadata.generateName", "no free name found", manifests.object_ref(obj))]
+    )
 
 
 def _same(new: Manifest, current: Manifest) -> bool:

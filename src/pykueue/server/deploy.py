@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pykueue.api import crd
+from pykueue.controllers import integrations, jobframework
 from pykueue.server import certs, webhooks
 
 Doc = dict[str, Any]
@@ -52,6 +53,9 @@ LABELS: Final = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": 
 KUEUE_PLURALS: Final = tuple(kind.plural for kind in crd.KINDS)
 # admissionchecks: the ProvisioningRequest check's controller keeps their Active condition.
 STATUS_WRITTEN: Final = ("clusterqueues", "localqueues", "cohorts", "workloads", "admissionchecks")
+CONFIG_MAP: Final = "pykueue-manager-config"
+CONFIG_KEY: Final = "controller_manager_config.yaml"
+CONFIG_MOUNT: Final = "/etc/pykueue"
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,12 @@ class DeployConfig:
     metrics_port: int = 0
     leader_elect: bool = False
     service_monitor: bool = False
+    # The job kinds managed (the configuration's integrations.frameworks): their RBAC and
+    # their rules in the job webhook.
+    frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS
+    # The controller's Configuration file (upstream's kind, as a YAML text), mounted from a
+    # ConfigMap and passed as --config; empty: none (the controller's defaults).
+    configuration: str = ""
 
     def replica_count(self) -> int:
         if self.replicas:
@@ -81,6 +91,8 @@ class DeployConfig:
 
     def controller_args(self) -> list[str]:
         args = list(self.args)
+        if self.configuration:
+            args.append(f"--config={CONFIG_MOUNT}/{CONFIG_KEY}")
         if self.metrics_port:
             args.append(f"--metrics-port={self.metrics_port}")
         if self.leader_elect:
@@ -110,7 +122,38 @@ def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list
 _READ: Final = ["get", "list", "watch"]
 
 
-def cluster_role() -> Doc:
+def enabled(frameworks: tuple[str, ...]) -> list[jobframework.Integration]:
+    known = integrations.by_name()
+    return [known[name] for name in frameworks if name in known]
+
+
+def _job_kind_rules(frameworks: tuple[str, ...]) -> list[Doc]:
+    """Per managed kind: read and hold it, its status (startTime, gates), its finalizers."""
+    rules: list[Doc] = []
+    for integration in enabled(frameworks):
+        if integration.name == integrations.BATCH_JOB:
+            continue  # written out below with the reason for each grant
+        group = [integration.group]
+        if integration.adapter is None:
+            # Queued through its pods: read only (a LeaderWorkerSet's spec names its groups' pod sets).
+            rules.append(_rule(group, [integration.plural], ["get"]))
+            continue
+        # Pods are stopped by deleting them (their owner, if any, makes new ones).
+        extra = ["delete"] if integration.composable else []
+        rules.append(_rule(group, [integration.plural], [*_READ, "update", "patch", *extra]))
+        rules.append(_rule(group, [f"{integration.plural}/status"], ["get", "update", "patch"]))
+        rules.append(_rule(group, [f"{integration.plural}/finalizers"], ["update"]))
+    return rules
+
+
+def _runtime_rules(frameworks: tuple[str, ...]) -> list[Doc]:
+    """A TrainJob's pod sets are its runtime's: they are read (trainer.kubeflow.org/trainjob only)."""
+    if "trainer.kubeflow.org/trainjob" not in frameworks:
+        return []
+    return [_rule(["trainer.kubeflow.org"], ["trainingruntimes", "clustertrainingruntimes"], ["get"])]
+
+
+def cluster_role(frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS) -> Doc:
     others = [p for p in KUEUE_PLURALS if p != "workloads"]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -125,6 +168,7 @@ def cluster_role() -> Doc:
             _rule(["batch"], ["jobs/finalizers"], ["update"]),
             # A stopped Job's startTime must be cleared before its template can be restored.
             _rule(["batch"], ["jobs/status"], ["get", "update", "patch"]),
+            *_job_kind_rules(frameworks),
             _rule([""], ["pods"], _READ),
             # The ProvisioningRequest admission check: one request and its PodTemplates per attempt.
             _rule([""], ["podtemplates"], [*_READ, "create", "update", "delete"]),
@@ -135,6 +179,9 @@ def cluster_role() -> Doc:
             ),
             _rule([""], ["namespaces", "limitranges"], _READ),
             _rule(["scheduling.k8s.io"], ["priorityclasses"], _READ),
+            # DRA: the devices a pod's ResourceClaimTemplates ask for are charged as quota.
+            _rule(["resource.k8s.io"], ["resourceclaimtemplates"], ["get"]),
+            *_runtime_rules(frameworks),
             _rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
             # The visibility API asks the API server who a caller is and what they may read.
             _rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
@@ -179,7 +226,7 @@ def rbac(config: DeployConfig) -> list[Doc]:
     role = namespace_role(config)
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(SERVICE_ACCOUNT, config.namespace)},
-        cluster_role(),
+        cluster_role(config.frameworks),
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
@@ -240,15 +287,21 @@ def _kueue_rules(operations: list[str], extra: tuple[str, ...] = ()) -> list[Doc
     ]
 
 
-def mutating_webhook_configuration(client: crd.WebhookClientConfig, namespace: str = "kueue-system") -> Doc:
+def mutating_webhook_configuration(
+    client: crd.WebhookClientConfig,
+    namespace: str = "kueue-system",
+    frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
+) -> Doc:
     job_rules = [
         {
-            "apiGroups": ["batch"],
-            "apiVersions": ["v1"],
-            "operations": ["CREATE"],
-            "resources": ["jobs"],
+            "apiGroups": [integration.group],
+            "apiVersions": [integration.version],
+            # A kind that hands its queue to its pod template is defaulted on updates too.
+            "operations": ["CREATE", "UPDATE"] if integration.mutate is not None else ["CREATE"],
+            "resources": [integration.plural],
             "scope": "Namespaced",
         }
+        for integration in enabled(frameworks)
     ]
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -256,7 +309,7 @@ def mutating_webhook_configuration(client: crd.WebhookClientConfig, namespace: s
         "metadata": _meta(MUTATING_WEBHOOK),
         "webhooks": [
             {
-                **_webhook("mjob.pykueue.io", client, webhooks.JOB_PATH, job_rules, namespace),
+                **_webhook("mjob.pykueue.io", client, webhooks.JOBS_PATH, job_rules, namespace),
                 "reinvocationPolicy": "Never",
             },
             _webhook(
@@ -270,13 +323,32 @@ def mutating_webhook_configuration(client: crd.WebhookClientConfig, namespace: s
     }
 
 
-def validating_webhook_configuration(client: crd.WebhookClientConfig, namespace: str = "kueue-system") -> Doc:
+def validating_webhook_configuration(
+    client: crd.WebhookClientConfig,
+    namespace: str = "kueue-system",
+    frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
+) -> Doc:
     rules = _kueue_rules(["CREATE", "UPDATE"], extra=("workloads/status",))
+    # Every enabled kind with a Workload of its own (not the kinds queued through their pods).
+    job_rules = [
+        {
+            "apiGroups": [integration.group],
+            "apiVersions": [integration.version],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": [integration.plural],
+            "scope": "Namespaced",
+        }
+        for integration in enabled(frameworks)
+        if integration.adapter is not None
+    ]
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": _meta(VALIDATING_WEBHOOK),
-        "webhooks": [_webhook("vkueue.pykueue.io", client, webhooks.VALIDATE_KUEUE_PATH, rules, namespace)],
+        "webhooks": [
+            _webhook("vjob.pykueue.io", client, webhooks.VALIDATE_JOBS_PATH, job_rules, namespace),
+            _webhook("vkueue.pykueue.io", client, webhooks.VALIDATE_KUEUE_PATH, rules, namespace),
+        ],
     }
 
 
@@ -309,7 +381,7 @@ def deployment(config: DeployConfig) -> Doc:
     ports = [{"name": "webhook", "containerPort": config.webhook_port, "protocol": "TCP"}]
     if config.metrics_port:
         ports.append({"name": "metrics", "containerPort": config.metrics_port, "protocol": "TCP"})
-    container = {
+    container: Doc = {
         "name": "manager",
         "image": config.image,
         "imagePullPolicy": "IfNotPresent",
@@ -340,6 +412,10 @@ def deployment(config: DeployConfig) -> Doc:
         },
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
+    volumes: list[Doc] = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    if config.configuration:
+        container["volumeMounts"].append({"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True})
+        volumes.append({"name": "config", "configMap": {"name": CONFIG_MAP}})
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -359,7 +435,7 @@ def deployment(config: DeployConfig) -> Doc:
                     },
                     "terminationGracePeriodSeconds": 10,
                     "containers": [container],
-                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
+                    "volumes": volumes,
                 },
             },
         },
@@ -398,6 +474,16 @@ def service_monitor(config: DeployConfig) -> Doc:
     }
 
 
+def config_map(config: DeployConfig) -> Doc:
+    """The controller's Configuration file."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(CONFIG_MAP, config.namespace),
+        "data": {CONFIG_KEY: config.configuration},
+    }
+
+
 def namespace(config: DeployConfig) -> Doc:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(config.namespace)}
 
@@ -411,8 +497,9 @@ def render(config: DeployConfig | None = None) -> list[Doc]:
         *crd.crds(client),
         *rbac(config),
         secret(config),
-        mutating_webhook_configuration(client, config.namespace),
-        validating_webhook_configuration(client, config.namespace),
+        *([config_map(config)] if config.configuration else []),
+        mutating_webhook_configuration(client, config.namespace, config.frameworks),
+        validating_webhook_configuration(client, config.namespace, config.frameworks),
         service(config),
         deployment(config),
         *([metrics_service(config)] if config.metrics_port else []),

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykueue.controllers import job_reconciler, jobframework
+from pykueue.controllers import integrations, job_reconciler, jobframework
 from pykueue.controllers.isolation import RUN_AS_USER_ANNOTATION, SUBMITTED_BY_ANNOTATION
 from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.store.base import Manifest
 
-_REGISTRY = jobframework.default_registry()
+_REGISTRY = integrations.registry()
 
 
 def _cond(obj: Manifest, kind: str) -> dict[str, Any] | None:

@@ -1,7 +1,12 @@
 """pykueue's admission and conversion webhooks: one HTTPS server the API server calls.
 
-    POST /mutate-batch-v1-job     suspend queue-named Jobs at creation; give Jobs without a
-                                  queue the namespace's LocalQueue ``default`` (when it exists)
+    POST /mutate-jobs             hold queue-named jobs of every enabled kind at creation
+                                  (suspend a Job or JobSet, gate a Pod); give jobs without a
+                                  queue the namespace's LocalQueue ``default`` (when it exists).
+                                  /mutate-batch-v1-job is the same handler (older manifests).
+    POST /validate-jobs           upstream's job rules for every enabled kind: a valid queue
+                                  name, a positive max-exec-time; a running job's queue, time
+                                  limit and priority class stay (`jobframework.validate_on_*`)
     POST /mutate-kueue            fill in defaults our models have (for objects written in
                                   v1beta1, whose schema cannot default them)
     POST /validate-kueue          upstream's webhook rules (`pykueue.api.validation`): what
@@ -28,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import copy
 import json
 import logging
 import socket
@@ -42,6 +48,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from pykueue.api import manifests, validation
 from pykueue.api.batch import QUEUE_NAME_LABEL
+from pykueue.controllers import integrations, jobframework
 from pykueue.errors import FieldProblem, NotFound, ValidationError
 from pykueue.server import certs, conversion_webhook
 
@@ -53,6 +60,10 @@ LocalQueueLookup = Callable[[str, str], Awaitable[bool]]
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 JOB_PATH: Final = "/mutate-batch-v1-job"
+JOBS_PATH: Final = "/mutate-jobs"
+VALIDATE_JOBS_PATH: Final = "/validate-jobs"
+# Set on the pod template by a parent queued through its pods (Deployment, StatefulSet).
+SUSPENDED_BY_PARENT: Final = "kueue.x-k8s.io/pod-suspending-parent"
 MUTATE_KUEUE_PATH: Final = "/mutate-kueue"
 VALIDATE_KUEUE_PATH: Final = "/validate-kueue"
 CONVERT_PATH: Final = "/convert"
@@ -82,6 +93,8 @@ class WebhookConfig:
     local_queue_defaulting: bool = True
     default_queue_name: str = "default"
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # The configuration's integrations.frameworks: the job kinds the job webhook holds.
+    frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> WebhookConfig:
@@ -110,7 +123,8 @@ def _allowed(request: Doc, patch: list[Doc] | None = None) -> Doc:
 def _denied(request: Doc, problems: list[FieldProblem]) -> Doc:
     obj = request.get("object") or {}
     kind = (request.get("kind") or {}).get("kind") or obj.get("kind", "?")
-    group = (request.get("kind") or {}).get("group", KUEUE_GROUP)
+    api_version = str(obj.get("apiVersion") or f"{KUEUE_GROUP}/")
+    group = (request.get("kind") or {}).get("group", api_version.rpartition("/")[0])
     name = (obj.get("metadata") or {}).get("name") or request.get("name", "")
     details = "; ".join(f"{p.path}: {p.message}" if p.path else p.message for p in problems)
     return {
@@ -120,7 +134,9 @@ def _denied(request: Doc, problems: list[FieldProblem]) -> Doc:
             "status": "Failure",
             "code": 422,
             "reason": "Invalid",
-            "message": f'{kind}.{group} "{name}" is invalid: {details}',
+            "message": f'{kind}.{group} "{name}" is invalid: {details}'
+            if group
+            else f'{kind} "{name}" is invalid: {details}',
             "details": {
                 "name": name,
                 "group": group,
@@ -145,7 +161,9 @@ def _escape(key: str) -> str:
 # --- Jobs -------------------------------------------------------------------------------------
 
 
-def _managed_by_owner(job: Doc) -> bool:
+def _managed_by_owner(job: Doc, enabled: jobframework.Registry) -> bool:
+    if enabled.managed_owner(job) is not None:
+        return True
     for ref in (job.get("metadata") or {}).get("ownerReferences") or []:
         group = str(ref.get("apiVersion", "")).partition("/")[0]
         if ref.get("controller") and group in MANAGED_OWNER_GROUPS:
@@ -153,28 +171,90 @@ def _managed_by_owner(job: Doc) -> bool:
     return False
 
 
+def json_patch(old: Any, new: Any, path: str = "") -> list[Doc]:
+    """RFC 6902 operations that turn ``old`` into ``new`` (maps key by key, lists whole)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        ops: list[Doc] = []
+        for key, value in new.items():
+            pointer = f"{path}/{_escape(str(key))}"
+            if key not in old:
+                ops.append({"op": "add", "path": pointer, "value": value})
+            elif old[key] != value:
+                ops.extend(json_patch(old[key], value, pointer))
+        ops.extend({"op": "remove", "path": f"{path}/{_escape(str(k))}"} for k in old if k not in new)
+        return ops
+    return [] if old == new else [{"op": "replace", "path": path, "value": new}]
+
+
+def _integration_of(request: Doc, job: Doc) -> jobframework.Integration | None:
+    kind = request.get("kind") or {}
+    if kind.get("kind"):
+        group, version = str(kind.get("group") or ""), str(kind.get("version") or "")
+        return integrations.by_kind(f"{group}/{version}" if group else version, str(kind["kind"]))
+    return integrations.by_kind(str(job.get("apiVersion") or ""), str(job.get("kind") or ""))
+
+
 async def mutate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLookup | None) -> Doc:
-    """Upstream's Job defaulting: default LocalQueue, then suspend what Kueue will manage."""
+    """Upstream's job defaulting for every enabled kind: default LocalQueue, then hold what Kueue manages.
+
+    Holding is the kind's own `JobAdapter.suspend` (``spec.suspend`` for a Job or JobSet,
+    the ``kueue.x-k8s.io/admission`` scheduling gate for a Pod), sent as a JSON patch.
+    """
     job = request.get("object") or {}
-    if request.get("operation") != "CREATE" or _managed_by_owner(job):
+    integration = _integration_of(request, job)
+    operation = request.get("operation")
+    if integration is None or integration.name not in config.frameworks:
+        return _allowed(request)
+    if integration.mutate is not None and operation in ("CREATE", "UPDATE"):
+        # A kind queued through its pods: hand the queue down to its pod template.
+        handed = copy.deepcopy(job)
+        integration.mutate(handed)
+        return _allowed(request, json_patch(job, handed))
+    if operation != "CREATE" or integration.adapter is None:
+        return _allowed(request)
+    enabled = integrations.registry(config.frameworks)
+    if _managed_by_owner(job, enabled):
         return _allowed(request)
     metadata = job.get("metadata") or {}
-    labels = metadata.get("labels") or {}
     namespace = metadata.get("namespace") or request.get("namespace") or ""
-    patch: list[Doc] = []
-    queue = labels.get(QUEUE_NAME_LABEL, "")
+    held = copy.deepcopy(job)
+    queue = jobframework.queue_name_of(job)
     defaulting = not queue and config.local_queue_defaulting and queues is not None
     if defaulting and queues is not None and await queues(namespace, config.default_queue_name):
         queue = config.default_queue_name
-        if metadata.get("labels") is not None:
-            patch.append(
-                {"op": "add", "path": f"/metadata/labels/{_escape(QUEUE_NAME_LABEL)}", "value": queue}
-            )
-        else:
-            patch.append({"op": "add", "path": "/metadata/labels", "value": {QUEUE_NAME_LABEL: queue}})
-    if (queue or config.manage_jobs_without_queue_name) and not (job.get("spec") or {}).get("suspend"):
-        patch.append({"op": "add", "path": "/spec/suspend", "value": True})
-    return _allowed(request, patch)
+        held.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
+    adapter = integration.adapter()
+    by_parent = bool(jobframework.annotations_of(job).get(SUSPENDED_BY_PARENT))
+    if (queue or by_parent or config.manage_jobs_without_queue_name) and not adapter.is_suspended(held):
+        adapter.suspend(held)
+    return _allowed(request, json_patch(job, held))
+
+
+async def validate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLookup | None) -> Doc:
+    """Upstream's job validation for every enabled kind, on create and update (with field paths)."""
+    job = request.get("object") or {}
+    integration = _integration_of(request, job)
+    operation = request.get("operation")
+    if integration is None or integration.name not in config.frameworks or integration.adapter is None:
+        return _allowed(request)
+    if operation not in ("CREATE", "UPDATE") or (job.get("metadata") or {}).get("deletionTimestamp"):
+        return _allowed(request)
+    old = request.get("oldObject") if operation == "UPDATE" else None
+    if old:
+        namespace = (job.get("metadata") or {}).get("namespace") or request.get("namespace") or ""
+        default_exists = (
+            config.local_queue_defaulting
+            and queues is not None
+            and bool(jobframework.queue_name_of(old))
+            and not jobframework.queue_name_of(job)
+            and await queues(namespace, config.default_queue_name)
+        )
+        problems = jobframework.validate_on_update(integration.adapter(), old, job, bool(default_exists))
+    else:
+        problems = jobframework.validate_on_create(job)
+    if integration.validate is not None:
+        problems.extend(integration.validate(job, old or None))
+    return _denied(request, problems) if problems else _allowed(request)
 
 
 # --- Kueue objects ----------------------------------------------------------------------------
@@ -264,6 +344,7 @@ def create_app(config: WebhookConfig, queues: LocalQueueLookup | None, ready: Ca
     def bad_request(exc: Exception) -> JSONResponse:
         return JSONResponse({"error": f"bad review: {exc}"}, status_code=400)
 
+    @app.post(JOBS_PATH)
     @app.post(JOB_PATH)
     async def job_webhook(request: Request) -> Any:
         try:
@@ -271,6 +352,14 @@ def create_app(config: WebhookConfig, queues: LocalQueueLookup | None, ready: Ca
         except ValueError as exc:
             return bad_request(exc)
         return admission_review(await mutate_job(review, config, queues))
+
+    @app.post(VALIDATE_JOBS_PATH)
+    async def validate_jobs(request: Request) -> Any:
+        try:
+            review = await review_of(request)
+        except ValueError as exc:
+            return bad_request(exc)
+        return admission_review(await validate_job(review, config, queues))
 
     @app.post(MUTATE_KUEUE_PATH)
     async def mutate_kueue(request: Request) -> Any:

@@ -117,8 +117,9 @@ class Design:
             self.notes.append(
                 f"{where}: waitForPodsReady is not simulated (pods are ready at admission); ignored"
             )
-        if loaded.unused:
-            self.notes.append(f"{where}: not used by the simulator: {', '.join(loaded.unused)}")
+        unused = sorted((*loaded.unused, *loaded.job_sections))
+        if unused:
+            self.notes.append(f"{where}: not used by the simulator: {', '.join(unused)}")
         self.config = config
         self.config_source = where
 

@@ -137,6 +137,31 @@ RESOURCES: dict[str, Resource] = {
     ),
 }
 
+# The job kinds of pykueue's integrations (controllers/integrations/) beyond batch/v1 Job.
+RESOURCES.update(
+    {
+        "JobSet": Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", True),
+        "LeaderWorkerSet": Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", True),
+        "PyTorchJob": Resource("kubeflow.org", "v1", "pytorchjobs", True),
+        "TFJob": Resource("kubeflow.org", "v1", "tfjobs", True),
+        "PaddleJob": Resource("kubeflow.org", "v1", "paddlejobs", True),
+        "XGBoostJob": Resource("kubeflow.org", "v1", "xgboostjobs", True),
+        "JAXJob": Resource("kubeflow.org", "v1", "jaxjobs", True),
+        "MPIJob": Resource("kubeflow.org", "v2beta1", "mpijobs", True),
+        "RayJob": Resource("ray.io", "v1", "rayjobs", True),
+        "RayCluster": Resource("ray.io", "v1", "rayclusters", True),
+        "AppWrapper": Resource("workload.codeflare.dev", "v1beta2", "appwrappers", True),
+        "TrainJob": Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", True),
+        "TrainingRuntime": Resource("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", True),
+        "ClusterTrainingRuntime": Resource(
+            "trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", False
+        ),
+        "ResourceClaimTemplate": Resource("resource.k8s.io", "v1", "resourceclaimtemplates", True),
+        "StatefulSet": Resource("apps", "v1", "statefulsets", True),
+        "ReplicaSet": Resource("apps", "v1", "replicasets", True),
+    }
+)
+
 
 def resource_of(kind: str) -> Resource:
     try:

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
 import threading
 import time
@@ -19,13 +18,12 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from pykueue.api import crd
 from pykueue.cli import controller_command
-from pykueue.controllers.events import EventRecorder
+from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.kube_manager import KubeManager
+from pykueue.devcluster import running
 from pykueue.engine.config import EngineConfig
-from pykueue.errors import NotFound
-from pykueue.server import certs, deploy, webhooks
+from pykueue.server import deploy
 from pykueue.store import kubernetes
 
 from ..controlplane import ApiError, KubeCluster
@@ -86,7 +84,11 @@ class ControllerThread:
         kubeconfig: str | kubernetes.KubeConfig,
         webhook_namespace: str = "",
         config: EngineConfig | None = None,
+        frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
+        settings: jobframework.Settings | None = None,
     ) -> None:
+        self.frameworks = frameworks
+        self.settings = settings or jobframework.Settings()
         # A kubeconfig file, or credentials made by the test (e.g. a service account's token).
         self.kube_config = (
             kubeconfig
@@ -99,7 +101,7 @@ class ControllerThread:
         self.webhook_namespace = webhook_namespace
         self.ready = threading.Event()
         self.error: BaseException | None = None
-        self.manager: KubeManager | None = None
+        self.local: running.LocalPykueue | None = None
         self._loop = asyncio.new_event_loop()
         self._stop: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._run, name="pykueue-controller", daemon=True)
@@ -123,42 +125,24 @@ class ControllerThread:
 
     async def _main(self) -> None:
         self._stop = asyncio.Event()
-        store = kubernetes.KubernetesStore(self.kube_config)
-        # Events as `pykueue controller` writes them.
-        self.manager = KubeManager(store, config=self.config, resync_seconds=0.3, events=EventRecorder(store))
-        server = await self._start_webhooks(store, self.manager) if self.webhook_namespace else None
+        self.local = running.LocalPykueue(
+            self.kube_config,
+            webhook_namespace=self.webhook_namespace,
+            config=self.config,
+            frameworks=self.frameworks,
+            settings=self.settings,
+        )
         ready = asyncio.Event()
         waiter = asyncio.ensure_future(ready.wait())
         waiter.add_done_callback(lambda _: self.ready.set())
         try:
-            await self.manager.run(self._stop, ready)
+            await self.local.run(self._stop, ready)
         finally:
             waiter.cancel()
-            if server is not None:
-                for name in WEBHOOK_CONFIGURATIONS:
-                    with contextlib.suppress(NotFound):
-                        await store.delete(name[0], "", name[1])
-                await server.stop()
-            await store.close()
 
-    async def _start_webhooks(
-        self, store: kubernetes.KubernetesStore, manager: KubeManager
-    ) -> webhooks.WebhookServer:
-        config = webhooks.WebhookConfig(
-            host="127.0.0.1",
-            port=0,
-            certs=certs.CertConfig(namespace=self.webhook_namespace, hosts=("127.0.0.1", "localhost")),
-        )
-        queues = controller_command.cached_queues(manager, store)
-        server = webhooks.WebhookServer(config, store, queues, rotate=False)
-        await server.start()
-        assert server.certificates is not None
-        client = crd.WebhookClientConfig(
-            url=f"https://127.0.0.1:{server.port}", ca_bundle=server.certificates.ca_bundle
-        )
-        await store.apply(deploy.mutating_webhook_configuration(client, self.webhook_namespace))
-        await store.apply(deploy.validating_webhook_configuration(client, self.webhook_namespace))
-        return server
+    @property
+    def manager(self) -> KubeManager | None:
+        return None if self.local is None else self.local.manager
 
     def stop(self, timeout: float = 30.0) -> None:
         if self._stop is not None and not self._loop.is_closed():
@@ -337,3 +321,15 @@ def job_manifest(
         "metadata": {"name": name, "labels": labels, "annotations": dict(annotations or {})},
         "spec": spec,
     }
+
+
+@pytest.fixture(scope="session")
+def jobset_controller(kwok_cluster: KubeCluster) -> Iterator[KubeCluster]:
+    """The JobSet controller (for JobSets, and the JobSets a TrainJob runs as), once per session."""
+    from pykueue.devcluster import kinds as kind_controllers
+
+    kind_controllers.start(kwok_cluster, kind_controllers.JOBSET)
+    try:
+        yield kwok_cluster
+    finally:
+        kind_controllers.stop(kwok_cluster, kind_controllers.JOBSET)

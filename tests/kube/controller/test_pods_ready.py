@@ -31,7 +31,7 @@ CONFIGURATION = {
         "blockAdmission": False,
         "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 1, "backoffLimitCount": 1},
     },
-    "manageJobsWithoutQueueName": False,  # upstream's section: accepted, reported unused
+    "clientConnection": {"qps": 50},  # a section for upstream's Go client: accepted, reported unused
 }
 
 

@@ -19,12 +19,14 @@ import copy
 from typing import Any
 
 from pykueue.controllers.jobframework import (
-    QUEUE_NAME_LABEL,
     Finished,
+    Integration,
     PodSetInfo,
     merge_into_template,
+    queue_name_of,
     restore_template,
 )
+from pykueue.errors import FieldProblem
 from pykueue.store.base import Manifest
 
 MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
@@ -63,7 +65,7 @@ class BatchJobAdapter:
     api_version = "batch/v1"
 
     def queue_name(self, job: Manifest) -> str:
-        return str(((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL) or "")
+        return queue_name_of(job)
 
     def _count(self, job: Manifest) -> int:
         spec = _spec(job)
@@ -149,3 +151,60 @@ class BatchJobAdapter:
         status = job.get("status") or {}
         ready = int(status.get("ready") or 0) + int(status.get("succeeded") or 0)
         return ready >= int(_spec(job).get("parallelism") or 1)
+
+
+def validate(job: Manifest, old: Manifest | None) -> list[FieldProblem]:
+    """The Job webhook's own rules (upstream's job_webhook.go), on create and update.
+
+    ``job-min-parallelism`` is a number of pods between 1 and the Job's pod count - 1
+    (checked on create, and on update when it changed); ``job-completions-equal-parallelism:
+    "true"`` needs an Indexed Job whose completions equal its parallelism.
+    """
+    problems: list[FieldProblem] = []
+    annotations = _annotations(job)
+    min_path = f"metadata.annotations[{MIN_PARALLELISM_ANNOTATION}]"
+    text = annotations.get(MIN_PARALLELISM_ANNOTATION)
+    if text is not None and (old is None or _annotations(old).get(MIN_PARALLELISM_ANNOTATION) != text):
+        count = BatchJobAdapter()._count(copy.deepcopy(job))
+        try:
+            value = int(text)
+        except ValueError:
+            problems.append(FieldProblem(min_path, f"Invalid value: {text!r}: not a number"))
+        else:
+            if not 0 < value < count:
+                problems.append(
+                    FieldProblem(min_path, f"Invalid value: {value}: should be between 0 and {count - 1}")
+                )
+    sync_path = f"metadata.annotations[{COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION}]"
+    sync = annotations.get(COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
+    if sync is not None:
+        if sync.lower() not in ("true", "false", "1", "0", "t", "f"):
+            problems.append(FieldProblem(sync_path, f"Invalid value: {sync!r}: not a boolean"))
+        elif sync.lower() in ("true", "1", "t"):
+            spec = job.get("spec") or {}
+            if spec.get("completionMode") != "Indexed":
+                problems.append(
+                    FieldProblem(
+                        sync_path, f"Invalid value: {sync!r}: should not be enabled for NonIndexed jobs"
+                    )
+                )
+            if int(spec.get("parallelism") or 1) != int(spec.get("completions") or 1):
+                problems.append(
+                    FieldProblem(
+                        "spec.completions",
+                        f"Invalid value: {spec.get('completions')}: should be equal to parallelism when "
+                        f"{COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION} annotation is true",
+                    )
+                )
+    return problems
+
+
+INTEGRATION = Integration(
+    name="batch/job",
+    kind="Job",
+    group="batch",
+    version="v1",
+    plural="jobs",
+    adapter=BatchJobAdapter,
+    validate=validate,
+)

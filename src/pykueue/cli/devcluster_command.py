@@ -1,0 +1,150 @@
+"""`pykueue dev-cluster`: a real Kubernetes control plane on this machine, with pykueue managing it.
+
+    etcd + kube-apiserver + kube-controller-manager + kube-scheduler + kwok   (hack/kube-binaries)
+    fake nodes with the capacity and labels asked for (GPUs included)        (kwok)
+    the job kinds' own controllers (JobSet, LWS, KubeRay, ...)               (hack/kind-controllers)
+    pykueue's CRDs, controller and webhooks                                  (in this process)
+
+It prints the kubeconfig to use and serves until Ctrl-C, then stops everything it
+started. It is the control plane the kube tests run on (`pykueue.devcluster`), so what
+works here works there. Nothing is downloaded prebuilt: the first run builds the
+binaries from Go modules (see docs/testing.md), later runs start in seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+import typer
+
+from pykueue.api import crd
+from pykueue.cli import controller_command
+from pykueue.controllers import integrations
+from pykueue.devcluster import kinds, running
+from pykueue.devcluster.controlplane import ControlPlaneError, KubeCluster, NodeSpec, find_bin_dir
+from pykueue.errors import PykueueError
+from pykueue.store import kubernetes
+
+POD_FRAMEWORKS = ("pod", "deployment", "statefulset")
+
+
+def _pairs(values: list[str], what: str) -> dict[str, str]:
+    out = {}
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{what} {value!r}: expected key=value")
+        out[key] = val
+    return out
+
+
+def _kinds(value: str) -> list[str]:
+    if value in ("", "none"):
+        return []
+    names = list(kinds.BY_NAME) if value == "all" else [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in kinds.BY_NAME]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown controller(s) {', '.join(unknown)}; known: {', '.join(kinds.BY_NAME)}"
+        )
+    if "trainer" in names and "jobset" not in names:
+        names.insert(0, "jobset")  # a TrainJob runs as a JobSet
+    return names
+
+
+async def _install_crds(cluster: KubeCluster) -> None:
+    store = kubernetes.KubernetesStore(kubernetes.load_kubeconfig(cluster.kubeconfig))
+    try:
+        await controller_command.apply_all(store, crd.crds())
+    finally:
+        await store.close()
+
+
+async def _serve(local: running.LocalPykueue) -> None:
+    stop, ready = asyncio.Event(), asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.create_task(local.run(stop, ready))
+    waiter = asyncio.create_task(ready.wait())
+    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    if ready.is_set():
+        typer.echo("pykueue is managing the cluster; Ctrl-C stops everything.")
+    await task
+
+
+def dev_cluster(
+    nodes: int = typer.Option(2, "--nodes", help="How many fake (kwok) nodes."),
+    cpu: str = typer.Option("16", "--cpu", help="CPU of each node."),
+    memory: str = typer.Option("64Gi", "--memory", help="Memory of each node."),
+    gpus: int = typer.Option(0, "--gpus", help="GPUs of each node (0: none)."),
+    gpu_resource: str = typer.Option("nvidia.com/gpu", "--gpu-resource", help="Resource name of the GPUs."),
+    labels: list[str] = typer.Option([], "--label", help="Node label key=value (repeat)."),
+    controllers: str = typer.Option(
+        "jobset",
+        "--controllers",
+        help=f"Kind controllers to run: comma-separated of {', '.join(kinds.BY_NAME)}; 'all' or 'none'.",
+    ),
+    workdir: Path | None = typer.Option(
+        None, "--dir", help="Where state and logs go (default: a new temp folder)."
+    ),
+    kubeconfig_out: Path = typer.Option(
+        Path("pykueue-dev.kubeconfig"), "--kubeconfig", help="Where to write the kubeconfig."
+    ),
+) -> None:
+    """Start a local Kubernetes control plane with fake GPU nodes, the kinds' controllers and pykueue."""
+    node_labels = _pairs(labels, "--label")
+    wanted = _kinds(controllers)
+    folder = workdir or Path(tempfile.mkdtemp(prefix="pykueue-dev-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        cluster = KubeCluster(find_bin_dir(), folder)
+    except ControlPlaneError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    try:
+        typer.echo("starting etcd, kube-apiserver, controller-manager, scheduler and kwok ...")
+        cluster.start_apiserver()
+        cluster.start_controllers()
+        cluster.start_kwok()
+        asyncio.run(_install_crds(cluster))
+        frameworks: list[str] = [*integrations.DEFAULT_FRAMEWORKS, *POD_FRAMEWORKS]
+        for name in wanted:
+            spec, served = kinds.BY_NAME[name]
+            typer.echo(f"starting the {name} controller (built on first use; see hack/kind-controllers) ...")
+            kinds.start(cluster, spec)
+            frameworks.extend(served)
+        capacity = {"cpu": cpu, "memory": memory, "pods": "110"}
+        if gpus:
+            capacity[gpu_resource] = str(gpus)
+        cluster.create_nodes(
+            NodeSpec(name=f"kwok-node-{i}", labels=node_labels, taints=[], capacity=capacity)
+            for i in range(nodes)
+        )
+        cluster.create_namespace("pykueue-system")
+        shutil.copyfile(cluster.kubeconfig, kubeconfig_out)
+        typer.echo(f"{nodes} node(s) with {capacity}" + (f", labels {node_labels}" if node_labels else ""))
+        typer.echo(f"logs: {cluster.logs_dir}")
+        typer.echo(f"export KUBECONFIG={kubeconfig_out.resolve()}")
+        local = running.LocalPykueue(
+            kubernetes.load_kubeconfig(cluster.kubeconfig),
+            webhook_namespace="pykueue-system",
+            frameworks=tuple(dict.fromkeys(frameworks)),
+            resync_seconds=1.0,
+        )
+        asyncio.run(_serve(local))
+    except (ControlPlaneError, PykueueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        cluster.stop()
+        typer.echo("stopped.")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `dev-cluster` to the app."""
+    app.command("dev-cluster")(dev_cluster)

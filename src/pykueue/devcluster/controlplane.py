@@ -1,0 +1,796 @@
+"""A real Kubernetes control plane on loopback, for the tests that need one.
+
+etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok run as child processes,
+each in its own process group, built beforehand by ``hack/kube-binaries``. Credentials (a CA, the
+apiserver's serving certificate, an admin client certificate, a bearer token and the
+service-account signing key) are generated at start with the ``openssl`` command line tool.
+
+The kube tests' pytest fixtures (tests/kube/conftest.py) and ``pykueue dev-cluster`` both start
+their control plane with this module; it uses the standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+# The build scripts live in the checkout (src/pykueue/devcluster/ -> the repository root).
+REPO_ROOT = Path(__file__).resolve().parents[3]
+KUBE_BINARIES_SCRIPT = REPO_ROOT / "hack" / "kube-binaries"
+KWOK_STAGES = Path(__file__).resolve().parent / "kwok-stages.yaml"
+BIN_DIR_ENV = "PYKUEUE_KUBE_BIN"
+REQUIRED_BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
+SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
+KUBERNETES_SERVICE_IP = "10.96.0.1"
+# Annotation with which kwok recognises the nodes it manages (see kwok-stages.yaml).
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+# Taints that the node lifecycle controller keeps on nodes that are not (yet) Ready.
+NODE_CONDITION_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+T = TypeVar("T")
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be built, started or reached."""
+
+
+class ApiError(ControlPlaneError):
+    """The apiserver answered with an HTTP error status."""
+
+    def __init__(self, method: str, path: str, status: int, body: Any) -> None:
+        message = body.get("message") if isinstance(body, dict) else body
+        super().__init__(f"{method} {path} -> HTTP {status}: {message}")
+        self.status = status
+        self.body = body
+
+
+# --------------------------------------------------------------------------------------------
+# Binaries
+
+
+def find_bin_dir() -> Path:
+    """The folder holding the control plane's binaries, or ControlPlaneError telling how to build it.
+
+    ``$PYKUEUE_KUBE_BIN`` wins (the Makefile exports it); otherwise ``hack/kube-binaries --print-dir``
+    names the cache folder for the pinned versions.
+    """
+    configured = os.environ.get(BIN_DIR_ENV)
+    if configured:
+        bin_dir = Path(configured)
+    else:
+        try:
+            out = subprocess.run(
+                ["bash", str(KUBE_BINARIES_SCRIPT), "--print-dir"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=30,
+            ).stdout
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ControlPlaneError(f"could not run {KUBE_BINARIES_SCRIPT} --print-dir: {exc}") from exc
+        bin_dir = Path(out.strip().splitlines()[-1])
+    missing = [name for name in REQUIRED_BINARIES if not os.access(bin_dir / name, os.X_OK)]
+    if missing:
+        raise ControlPlaneError(
+            f"the Kubernetes test binaries {', '.join(missing)} are missing from {bin_dir}. "
+            "Run `make kube-binaries` first (it builds them from Go modules and caches them; "
+            f"the first build takes a long while), or point ${BIN_DIR_ENV} at a folder that has them."
+        )
+    return bin_dir
+
+
+# --------------------------------------------------------------------------------------------
+# Small utilities
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports on 127.0.0.1 that nobody listens on right now."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    return free_ports(1)[0]
+
+
+def wait_for(
+    probe: Callable[[], T | None],
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.2,
+    watch: Iterable[Process] = (),
+) -> T:
+    """Call ``probe`` until it returns something truthy; fail after ``timeout`` seconds.
+
+    The processes in ``watch`` are checked on every round: if one of them exits, waiting
+    stops at once with the tail of its log.
+    """
+    deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
+    watched = list(watch)
+    while True:
+        for proc in watched:
+            proc.check_running()
+        try:
+            result = probe()
+        except (OSError, ControlPlaneError, ValueError) as exc:
+            last_error, result = exc, None
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last_error})" if last_error else ""
+            raise ControlPlaneError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
+        time.sleep(interval)
+
+
+def _set_parent_death_signal() -> None:
+    """In the child before exec: die with SIGKILL if the test process dies without cleaning up."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------------------------
+# Child processes
+
+
+_LIVE_PROCESSES: list[Process] = []
+
+
+@dataclass
+class Process:
+    """A control plane component, started in a process group of its own, logging to a file."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    popen: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+
+    def start(self) -> Process:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.popen = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_set_parent_death_signal,
+            )
+        self.started_at = time.monotonic()
+        _LIVE_PROCESSES.append(self)
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    def running(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def check_running(self) -> None:
+        if self.popen is not None and self.popen.poll() is not None:
+            raise ControlPlaneError(
+                f"{self.name} exited with code {self.popen.returncode}; last lines of {self.log_path}:\n"
+                f"{self.log_tail()}"
+            )
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM to the whole process group, then SIGKILL if it has not exited after ``grace``."""
+        if self.popen is None:
+            return
+        with contextlib.suppress(ValueError):
+            _LIVE_PROCESSES.remove(self)
+        pgid = self.popen.pid  # start_new_session: the child leads its own group
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.popen.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+            # The leader is gone; anything else left in its group goes too.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+            break
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=5.0)
+
+
+def stop_all_processes() -> None:
+    """Stop every component still running, newest first (a safety net for aborted sessions)."""
+    for proc in reversed(list(_LIVE_PROCESSES)):
+        proc.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# Credentials
+
+
+_OPENSSL_CONFIG = """\
+[req]
+distinguished_name = dn
+prompt = no
+
+[dn]
+CN = unused
+
+[ca_ext]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign, digitalSignature
+subjectKeyIdentifier = hash
+
+[server_ext]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = {sans}
+authorityKeyIdentifier = keyid
+
+[client_ext]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = clientAuth
+authorityKeyIdentifier = keyid
+"""
+
+
+@dataclass
+class Credentials:
+    ca_cert: Path
+    ca_key: Path
+    serving_cert: Path
+    serving_key: Path
+    admin_cert: Path
+    admin_key: Path
+    front_proxy_cert: Path
+    front_proxy_key: Path
+    sa_key: Path
+    sa_pub: Path
+    token: str
+    token_file: Path
+
+
+def _openssl(*args: str) -> None:
+    try:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError as exc:
+        raise ControlPlaneError("the `openssl` command is needed to create the test certificates") from exc
+    except subprocess.CalledProcessError as exc:
+        raise ControlPlaneError(f"openssl {' '.join(args)} failed: {exc.stderr}") from exc
+
+
+def make_credentials(directory: Path) -> Credentials:
+    """Create a CA, the apiserver's serving cert, an admin client cert, a token and the SA key pair."""
+    directory.mkdir(parents=True, exist_ok=True)
+    sans = ", ".join(
+        [
+            "DNS:localhost",
+            "DNS:kubernetes",
+            "DNS:kubernetes.default",
+            "DNS:kubernetes.default.svc",
+            "DNS:kubernetes.default.svc.cluster.local",
+            "IP:127.0.0.1",
+            f"IP:{KUBERNETES_SERVICE_IP}",
+        ]
+    )
+    config = directory / "openssl.cnf"
+    config.write_text(_OPENSSL_CONFIG.format(sans=sans))
+
+    def key(name: str) -> Path:
+        path = directory / f"{name}.key"
+        _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", str(path))
+        return path
+
+    def signed(name: str, subject: str, extensions: str, serial: int) -> tuple[Path, Path]:
+        private = key(name)
+        csr = directory / f"{name}.csr"
+        cert = directory / f"{name}.crt"
+        _openssl(
+            "req", "-new", "-key", str(private), "-subj", subject, "-config", str(config), "-out", str(csr)
+        )
+        _openssl(
+            "x509", "-req", "-in", str(csr), "-CA", str(ca_cert), "-CAkey", str(ca_key),
+            "-set_serial", str(serial), "-days", "7", "-sha256",
+            "-extfile", str(config), "-extensions", extensions, "-out", str(cert),
+        )  # fmt: skip
+        return cert, private
+
+    ca_key = key("ca")
+    ca_cert = directory / "ca.crt"
+    _openssl(
+        "req", "-x509", "-new", "-key", str(ca_key), "-subj", "/CN=pykueue-test-ca", "-days", "7",
+        "-sha256", "-config", str(config), "-extensions", "ca_ext", "-out", str(ca_cert),
+    )  # fmt: skip
+    serving_cert, serving_key = signed("apiserver", "/CN=kube-apiserver", "server_ext", 2)
+    admin_cert, admin_key = signed("admin", "/O=system:masters/CN=pykueue-admin", "client_ext", 3)
+    # The apiserver's identity when it proxies to aggregated API servers (APIService objects).
+    front_proxy_cert, front_proxy_key = signed(
+        "front-proxy-client", "/CN=front-proxy-client", "client_ext", 4
+    )
+    sa_key = key("service-account")
+    sa_pub = directory / "service-account.pub"
+    _openssl("pkey", "-in", str(sa_key), "-pubout", "-out", str(sa_pub))
+
+    token = secrets.token_hex(24)
+    token_file = directory / "tokens.csv"
+    token_file.write_text(f'{token},pykueue-admin,pykueue-admin,"system:masters"\n')
+    for path in directory.iterdir():
+        path.chmod(0o600)
+    return Credentials(
+        ca_cert=ca_cert,
+        ca_key=ca_key,
+        serving_cert=serving_cert,
+        serving_key=serving_key,
+        admin_cert=admin_cert,
+        admin_key=admin_key,
+        front_proxy_cert=front_proxy_cert,
+        front_proxy_key=front_proxy_key,
+        sa_key=sa_key,
+        sa_pub=sa_pub,
+        token=token,
+        token_file=token_file,
+    )
+
+
+def write_kubeconfig(path: Path, server: str, creds: Credentials) -> Path:
+    """A kubeconfig (JSON is valid YAML) for the admin user, authenticating with its client cert."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "pykueue-test",
+                "cluster": {"server": server, "certificate-authority": str(creds.ca_cert)},
+            }
+        ],
+        "users": [
+            {
+                "name": "pykueue-admin",
+                "user": {
+                    "client-certificate": str(creds.admin_cert),
+                    "client-key": str(creds.admin_key),
+                },
+            }
+        ],
+        "contexts": [
+            {"name": "pykueue-test", "context": {"cluster": "pykueue-test", "user": "pykueue-admin"}}
+        ],
+        "current-context": "pykueue-test",
+        "preferences": {},
+    }
+    path.write_text(json.dumps(config, indent=2))
+    path.chmod(0o600)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# The cluster
+
+
+@dataclass
+class NodeSpec:
+    """A fake node for kwok to run: its labels, taints and capacity."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: list[Mapping[str, str]] = field(default_factory=list)
+    capacity: Mapping[str, str] = field(default_factory=dict)
+
+    def manifest(self) -> dict[str, Any]:
+        capacity = {"cpu": "8", "memory": "32Gi", "pods": "110", **self.capacity}
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": self.name,
+                "labels": {
+                    "kubernetes.io/hostname": self.name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "type": "kwok",
+                    **self.labels,
+                },
+                "annotations": {KWOK_NODE_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            },
+            "spec": {"taints": [dict(t) for t in self.taints]},
+            "status": {"capacity": capacity, "allocatable": capacity},
+        }
+
+
+class KubeCluster:
+    """etcd + kube-apiserver, and on demand the controller-manager, the scheduler and kwok."""
+
+    def __init__(self, bin_dir: Path, workdir: Path) -> None:
+        self.bin_dir = bin_dir
+        self.workdir = workdir
+        self.logs_dir = workdir / "logs"
+        self.processes: dict[str, Process] = {}
+        self.ports: dict[str, int] = {}
+        self.timings: dict[str, float] = {}
+        self.creds: Credentials | None = None
+        self.server = ""
+        self.kubeconfig = workdir / "kubeconfig"
+        self._ssl: ssl.SSLContext | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _spawn(self, name: str, argv: list[str]) -> Process:
+        proc = Process(name, argv, self.logs_dir / f"{name}.log").start()
+        self.processes[name] = proc
+        return proc
+
+    def start_apiserver(self, timeout: float = 120.0, profiling: bool = False) -> None:
+        """Start etcd and kube-apiserver and wait until /readyz answers ok.
+
+        ``profiling`` serves Go's /debug/pprof on the apiserver (the cluster benchmark's
+        ``--profile-apiserver`` reads a CPU profile from it).
+        """
+        begin = time.monotonic()
+        self.creds = creds = make_credentials(self.workdir / "pki")
+        self.timings["credentials"] = time.monotonic() - begin
+
+        client_port, peer_port = free_ports(2)
+        etcd_url = f"http://127.0.0.1:{client_port}"
+        peer_url = f"http://127.0.0.1:{peer_port}"
+        etcd = self._spawn(
+            "etcd",
+            [
+                str(self.bin_dir / "etcd"),
+                "--name=pykueue",
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=pykueue={peer_url}",
+                "--initial-cluster-state=new",
+                # Test data need not survive a crash; skipping fsync makes etcd much faster.
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
+        wait_for(
+            lambda: _http_json(f"{etcd_url}/health").get("health") == "true",
+            timeout=timeout,
+            what="etcd /health",
+            watch=[etcd],
+        )
+        self.timings["etcd"] = time.monotonic() - begin
+
+        port = free_port()
+        self.server = f"https://127.0.0.1:{port}"
+        apiserver = self._spawn(
+            "kube-apiserver",
+            [
+                str(self.bin_dir / "kube-apiserver"),
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={self.workdir / 'apiserver-certs'}",
+                f"--tls-cert-file={creds.serving_cert}",
+                f"--tls-private-key-file={creds.serving_key}",
+                f"--client-ca-file={creds.ca_cert}",
+                f"--token-auth-file={creds.token_file}",
+                # Front proxy, so that aggregated API servers can authenticate the apiserver.
+                f"--requestheader-client-ca-file={creds.ca_cert}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={creds.front_proxy_cert}",
+                f"--proxy-client-key-file={creds.front_proxy_key}",
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={creds.sa_pub}",
+                f"--service-account-signing-key-file={creds.sa_key}",
+                f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+                "--allow-privileged=true",
+                # Endpoints may not hold a loopback address, and nothing here reaches the
+                # apiserver through the `kubernetes` Service anyway.
+                "--endpoint-reconciler-type=none",
+                f"--profiling={'true' if profiling else 'false'}",
+                "--v=1",
+            ],
+        )
+        write_kubeconfig(self.kubeconfig, self.server, creds)
+        wait_for(
+            lambda: self._readyz(),
+            timeout=timeout,
+            what="kube-apiserver /readyz",
+            watch=[etcd, apiserver],
+        )
+        self.timings["kube-apiserver"] = time.monotonic() - begin
+
+    def _readyz(self) -> bool:
+        try:
+            return bool(self.request("GET", "/readyz", raw=True) == "ok")
+        except ApiError:
+            return False
+
+    def _component_flags(self, name: str) -> list[str]:
+        port = free_port()
+        self.ports[name] = port
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={self.workdir / (name + '-certs')}",
+            "--leader-elect=false",
+            "--v=1",
+        ]
+
+    def _wait_healthz(self, name: str, timeout: float) -> None:
+        """Wait for a component's own /healthz (served over TLS with a self-signed cert)."""
+        url = f"https://127.0.0.1:{self.ports[name]}/healthz"
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        wait_for(
+            lambda: _http_text(url, context=insecure) == "ok",
+            timeout=timeout,
+            what=f"{name} /healthz",
+            watch=[self.processes[name]],
+        )
+
+    def start_controllers(self, timeout: float = 120.0) -> None:
+        """Start kube-controller-manager and kube-scheduler; wait for both to be healthy."""
+        assert self.creds is not None, "start_apiserver() first"
+        begin = time.monotonic()
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(self.bin_dir / "kube-controller-manager"),
+                *self._component_flags("kube-controller-manager"),
+                "--controllers=*",
+                f"--service-account-private-key-file={self.creds.sa_key}",
+                f"--root-ca-file={self.creds.ca_cert}",
+                "--use-service-account-credentials=false",
+                "--cluster-name=pykueue-test",
+            ],
+        )
+        self._spawn(
+            "kube-scheduler",
+            [str(self.bin_dir / "kube-scheduler"), *self._component_flags("kube-scheduler")],
+        )
+        self._wait_healthz("kube-controller-manager", timeout)
+        self._wait_healthz("kube-scheduler", timeout)
+        # The service-account controller runs: namespaces get their `default` ServiceAccount,
+        # which pods need before the ServiceAccount admission plugin lets them in.
+        wait_for(
+            lambda: self.get_or_none("/api/v1/namespaces/default/serviceaccounts/default"),
+            timeout=timeout,
+            what="the default ServiceAccount of namespace default",
+            watch=[self.processes["kube-controller-manager"]],
+        )
+        self.timings["controllers"] = time.monotonic() - begin
+
+    def start_kwok(self, timeout: float = 60.0, stages: Path = KWOK_STAGES) -> None:
+        """Start kwok, which runs every node annotated kwok.x-k8s.io/node=fake and its pods."""
+        begin = time.monotonic()
+        port = free_port()
+        self.ports["kwok"] = port
+        kwok = self._spawn(
+            "kwok",
+            [
+                str(self.bin_dir / "kwok"),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={stages}",
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
+                "--cidr=10.244.0.1/16",
+                "--node-ip=127.0.0.1",
+                "--node-lease-duration-seconds=40",
+                f"--server-address=127.0.0.1:{port}",
+            ],
+        )
+        wait_for(
+            lambda: _http_text(f"http://127.0.0.1:{port}/healthz") == "ok",
+            timeout=timeout,
+            what="kwok /healthz",
+            watch=[kwok],
+        )
+        self.timings["kwok"] = time.monotonic() - begin
+
+    def stop(self) -> None:
+        """Stop every component, the most recently started first."""
+        for proc in reversed(list(self.processes.values())):
+            proc.stop()
+
+    def stop_components(self, *names: str) -> None:
+        """Stop the named components (in the order given) and forget them."""
+        for name in names:
+            proc = self.processes.pop(name, None)
+            if proc is not None:
+                proc.stop()
+
+    def running(self, name: str) -> bool:
+        proc = self.processes.get(name)
+        return proc is not None and proc.running()
+
+    # -- talking to the apiserver ------------------------------------------------------------
+
+    @property
+    def token(self) -> str:
+        assert self.creds is not None
+        return self.creds.token
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            assert self.creds is not None
+            self._ssl = ssl.create_default_context(cafile=str(self.creds.ca_cert))
+        return self._ssl
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        raw: bool = False,
+        timeout: float = 30.0,
+    ) -> Any:
+        """One call to the apiserver with the admin token; JSON in and out (or text with raw)."""
+        data = None
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            headers["Content-Type"] = content_type
+        req = urllib.request.Request(self.server + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, context=self._ssl_context(), timeout=timeout) as resp:
+                text = resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            payload = exc.read().decode(errors="replace")
+            try:
+                parsed: Any = json.loads(payload)
+            except ValueError:
+                parsed = payload
+            raise ApiError(method, path, exc.code, parsed) from None
+        if raw:
+            return text
+        return json.loads(text) if text else None
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def get_or_none(self, path: str) -> Any:
+        try:
+            return self.request("GET", path)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def create(self, path: str, body: Mapping[str, Any]) -> Any:
+        return self.request("POST", path, dict(body))
+
+    def delete(self, path: str, *, missing_ok: bool = True) -> Any:
+        try:
+            return self.request("DELETE", path, {"propagationPolicy": "Background"})
+        except ApiError as exc:
+            if exc.status == 404 and missing_ok:
+                return None
+            raise
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0) -> str:
+        """Run kubectl against the cluster and return its stdout."""
+        result = subprocess.run(
+            [str(self.bin_dir / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and result.returncode != 0:
+            raise ControlPlaneError(f"kubectl {' '.join(args)} failed ({result.returncode}): {result.stderr}")
+        return result.stdout
+
+    # -- helpers for tests -------------------------------------------------------------------
+
+    def create_namespace(self, name: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Create a Namespace; when the controller-manager runs, wait for its default ServiceAccount."""
+        ns = self.create(
+            "/api/v1/namespaces",
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "labels": dict(labels or {})},
+            },
+        )
+        if self.running("kube-controller-manager"):
+            wait_for(
+                lambda: self.get_or_none(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
+                timeout=60,
+                what=f"the default ServiceAccount of namespace {name}",
+            )
+        return dict(ns)
+
+    def create_nodes(self, specs: Iterable[NodeSpec], timeout: float = 60.0) -> list[dict[str, Any]]:
+        """Create fake nodes and wait until kwok made them Ready and schedulable."""
+        names = []
+        for spec in specs:
+            self.create("/api/v1/nodes", spec.manifest())
+            names.append(spec.name)
+        return [self.wait_node_ready(name, timeout) for name in names]
+
+    def wait_node_ready(self, name: str, timeout: float = 60.0) -> dict[str, Any]:
+        """Wait for the node's Ready condition and, with the controller-manager, no not-ready taint."""
+        watch = [p for p in self.processes.values() if p.name in ("kwok", "kube-controller-manager")]
+
+        def ready() -> dict[str, Any] | None:
+            node = self.get_or_none(f"/api/v1/nodes/{name}")
+            if node is None:
+                return None
+            conditions = {c["type"]: c["status"] for c in conditions_of(node)}
+            if conditions.get("Ready") != "True":
+                return None
+            taints = node.get("spec", {}).get("taints") or []
+            if self.running("kube-controller-manager") and any(
+                t["key"] in NODE_CONDITION_TAINTS for t in taints
+            ):
+                return None
+            return dict(node)
+
+        return wait_for(ready, timeout=timeout, what=f"node {name} to be Ready", watch=watch)
+
+    def delete_nodes(self, names: Iterable[str], timeout: float = 60.0) -> None:
+        names = list(names)
+        for name in names:
+            self.delete(f"/api/v1/nodes/{name}")
+        wait_for(
+            lambda: all(self.get_or_none(f"/api/v1/nodes/{n}") is None for n in names),
+            timeout=timeout,
+            what=f"nodes {names} to be deleted",
+        )
+
+
+def conditions_of(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``status.conditions`` of an object, [] when the status or its conditions are absent or null."""
+    return list((obj.get("status") or {}).get("conditions") or [])
+
+
+def _http_text(url: str, *, context: ssl.SSLContext | None = None, timeout: float = 5.0) -> str:
+    with urllib.request.urlopen(url, context=context, timeout=timeout) as resp:
+        return str(resp.read().decode())
+
+
+def _http_json(url: str, timeout: float = 5.0) -> dict[str, Any]:
+    return dict(json.loads(_http_text(url, timeout=timeout)))

@@ -1,0 +1,190 @@
+"""The job framework's contract, kind by kind neutral: which jobs are managed and the Workload made of them.
+
+Run against the in-memory store (the same reconciler runs on the API server in tests/kube).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from pykueue.api import configuration
+from pykueue.api.meta import LabelSelector, LabelSelectorRequirement
+from pykueue.cli import controller_command
+from pykueue.controllers import integrations, jobframework
+from pykueue.controllers.job_reconciler import JobReconciler
+from pykueue.errors import ValidationError
+from pykueue.store.base import WatchEvent
+from pykueue.store.memory import MemoryStore
+
+
+def job(
+    name: str,
+    *,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    namespace: str = "team-a",
+    owner: dict[str, Any] | None = None,
+    suspend: bool = True,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": dict(labels or {}),
+        "annotations": dict(annotations or {}),
+    }
+    if owner is not None:
+        meta["ownerReferences"] = [owner]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {
+            "suspend": suspend,
+            "parallelism": 2,
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}},
+        },
+    }
+
+
+async def reconcile(
+    store: MemoryStore, reconciler: JobReconciler, *objs: dict[str, Any]
+) -> list[dict[str, Any]]:
+    for obj in objs:
+        await store.create(obj)
+    await reconciler.sync()
+    await reconciler.reconcile()
+    workloads, _ = await store.list("Workload")
+    return workloads
+
+
+def run(
+    settings: jobframework.Settings,
+    *objs: dict[str, Any],
+    namespaces: dict[str, dict[str, str]] | None = None,
+    frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
+) -> list[dict[str, Any]]:
+    store = MemoryStore()
+    reconciler = JobReconciler(
+        store,
+        integrations.registry(frameworks),
+        flavors=dict,
+        settings=settings,
+        namespace_labels=lambda ns: (namespaces or {}).get(ns),
+    )
+    return asyncio.run(reconcile(store, reconciler, *objs))
+
+
+QUEUED = {jobframework.QUEUE_NAME_LABEL: "main"}
+
+
+def test_queue_name_from_the_label_or_the_old_annotation() -> None:
+    workloads = run(
+        jobframework.Settings(),
+        job("labelled", labels=QUEUED),
+        job("annotated", annotations={jobframework.QUEUE_NAME_ANNOTATION: "legacy"}),
+        job("plain"),
+    )
+    queues = sorted(w["spec"].get("queueName") for w in workloads)
+    assert queues == ["legacy", "main"]
+
+
+def test_manage_jobs_without_queue_name_holds_every_job() -> None:
+    store = MemoryStore()
+    reconciler = JobReconciler(
+        store,
+        integrations.registry(),
+        dict,
+        settings=jobframework.Settings(manage_jobs_without_queue_name=True),
+    )
+
+    async def two_passes() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        await store.create(job("plain", suspend=False))
+        await reconciler.sync()
+        await reconciler.reconcile()  # suspended first
+        held = await store.get("Job", "team-a", "plain")
+        reconciler.handle(WatchEvent("MODIFIED", held, str(held["metadata"]["resourceVersion"])))
+        await reconciler.reconcile()  # then queued
+        return held, (await store.list("Workload"))[0]
+
+    held, workloads = asyncio.run(two_passes())
+    assert held["spec"]["suspend"] is True
+    assert len(workloads) == 1
+    assert "queueName" not in workloads[0]["spec"]  # waits until the job names a queue
+
+
+def test_namespace_selector_leaves_other_namespaces_alone() -> None:
+    selector = LabelSelector(match_labels={"kueue": "on"})
+    workloads = run(
+        jobframework.Settings(namespace_selector=selector),
+        job("in", labels=QUEUED, namespace="opted-in"),
+        job("out", labels=QUEUED, namespace="opted-out"),
+        namespaces={"opted-in": {"kueue": "on"}, "opted-out": {}},
+    )
+    assert [w["metadata"]["namespace"] for w in workloads] == ["opted-in"]
+
+
+def test_default_selector_skips_kube_system_and_the_controllers_namespace() -> None:
+    selector = configuration.default().namespace_selector()
+    assert not selector.matches({"kubernetes.io/metadata.name": "kube-system"})
+    assert not selector.matches({"kubernetes.io/metadata.name": "kueue-system"})
+    assert selector.matches({"kubernetes.io/metadata.name": "team-a"})
+
+
+def test_max_exec_time_priority_class_and_copied_labels_reach_the_workload() -> None:
+    labels = {
+        **QUEUED,
+        jobframework.MAX_EXEC_TIME_LABEL: "600",
+        jobframework.PRIORITY_CLASS_LABEL: "high",
+        "team": "vision",
+        "other": "not-copied",
+    }
+    [workload] = run(jobframework.Settings(label_keys_to_copy=("team",)), job("j", labels=labels))
+    assert workload["spec"]["maximumExecutionTimeSeconds"] == 600
+    assert workload["spec"]["priorityClassRef"]["name"] == "high"
+    assert workload["metadata"]["labels"]["team"] == "vision"
+    assert "other" not in workload["metadata"]["labels"]
+
+
+def test_a_job_owned_by_a_managed_kind_gets_no_workload_of_its_own() -> None:
+    parent = {"apiVersion": "batch/v1", "kind": "Job", "name": "parent", "uid": "p-uid", "controller": True}
+    workloads = run(jobframework.Settings(), job("child", labels=QUEUED, owner=parent))
+    assert workloads == []
+
+
+def test_unknown_framework_is_refused_by_name() -> None:
+    with pytest.raises(jobframework.UnknownFramework, match=r"'acme\.io/widget'"):
+        integrations.registry(["batch/job", "acme.io/widget"])
+
+
+def test_configuration_file_read_with_field_paths(tmp_path: Any) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "manageJobsWithoutQueueName: true\n"
+        "integrations:\n  frameworks: [batch/job]\n  labelKeysToCopy: [team]\n"
+        "webhook: {port: 9443}\n"
+    )
+    cfg = configuration.load(path)
+    jobs = controller_command.jobs_of(cfg)
+    assert jobs.settings.manage_jobs_without_queue_name
+    assert jobs.settings.label_keys_to_copy == ("team",)
+    assert jobs.registry.kinds() == ["Job"]
+    assert cfg.ignored_sections() == ["webhook"]
+    path.write_text(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nintegrations: {frameworks: 3}\n"
+    )
+    with pytest.raises(ValidationError) as err:
+        configuration.load(path)
+    assert err.value.problems[0].path == "integrations.frameworks"
+
+
+def test_selector_expressions_from_the_configuration() -> None:
+    selector = LabelSelector(
+        match_expressions=[LabelSelectorRequirement(key="tier", operator="In", values=["ml"])]
+    )
+    assert jobframework.Settings(namespace_selector=selector).namespace_managed({"tier": "ml"})
+    assert not jobframework.Settings(namespace_selector=selector).namespace_managed({"tier": "web"})
+    assert jobframework.Settings(namespace_selector=selector).namespace_managed(None)

@@ -1,0 +1,152 @@
+"""DRA on the real control plane: upstream's ResourceClaimTemplate sample charged through deviceClassMappings.
+
+kube-scheduler allocates the devices for real: a DeviceClass and a ResourceSlice published
+for a kwok node stand in for a DRA driver (no driver runs here), so the pods are placed only
+where a device is free, and pykueue admits only what the ClusterQueue's device quota allows.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from pykueue.controllers import jobframework
+
+from ..controlplane import KubeCluster
+from ..upstream_examples import example
+from .conftest import ControllerThread, Kueue, condition, is_true, wait
+from .kinds import create, workload_of
+
+DRIVER = "gpu.example.com"
+RESOURCE = "/apis/resource.k8s.io/v1"
+
+
+def _devices(cluster: KubeCluster, node: str, count: int) -> None:
+    cluster.create(
+        f"{RESOURCE}/deviceclasses",
+        {
+            "metadata": {"name": DRIVER},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+        },
+    )
+    cluster.create(
+        f"{RESOURCE}/resourceslices",
+        {
+            "metadata": {"name": f"{node}-gpus"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": f"gpu-{i}"} for i in range(count)],
+            },
+        },
+    )
+
+
+def _queues(kueue: Kueue, namespace: str, tag: str) -> str:
+    cq = f"dra-{tag}"
+    kueue.apply(
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": f"rf-{tag}"}}
+    )
+    kueue.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": cq},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory", "example.com/gpu"],
+                        "flavors": [
+                            {
+                                "name": f"rf-{tag}",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": 40},
+                                    {"name": "memory", "nominalQuota": "200Gi"},
+                                    {"name": "example.com/gpu", "nominalQuota": 1},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        }
+    )
+    kueue.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "user-queue", "namespace": namespace},
+            "spec": {"clusterQueue": cq},
+        }
+    )
+    return cq
+
+
+def _gpu_reserved(kueue: Kueue, cq: str) -> str:
+    for flavor in (kueue.cluster_queue(cq).get("status") or {}).get("flavorsReservation") or []:
+        for resource in flavor.get("resources") or []:
+            if resource["name"] == "example.com/gpu":
+                return str(resource.get("total"))
+    return "0"
+
+
+def test_upstream_dra_sample_is_charged_device_quota(
+    kwok_cluster: KubeCluster, kueue: Kueue, kube_namespace: str, fake_nodes: Any
+) -> None:
+    cluster = kwok_cluster
+    tag = secrets.token_hex(3)
+    [node] = fake_nodes(1)
+    _devices(cluster, node["metadata"]["name"], 2)
+    cq = _queues(kueue, kube_namespace, tag)
+    settings = jobframework.Settings(device_classes={DRIVER: "example.com/gpu"})
+    system = _system(cluster)
+    thread = ControllerThread(str(cluster.kubeconfig), webhook_namespace=system, settings=settings).start()
+    try:
+        sample = example("dra/sample-dra-rct-job.yaml")
+        template, first = create(cluster, kube_namespace, sample)
+        assert template["kind"] == "ResourceClaimTemplate" and first["spec"]["suspend"] is True
+        second = create(cluster, kube_namespace, "\n---\n".join(sample.split("\n---\n")[1:]))[0]
+        wait(
+            lambda: is_true(workload_of(cluster, kube_namespace, first["metadata"]["uid"]), "Admitted"),
+            60,
+            "first",
+        )
+        workload = workload_of(cluster, kube_namespace, first["metadata"]["uid"])
+        assert workload is not None
+        assert workload["spec"]["podSets"][0]["template"]["spec"]["overhead"] == {"example.com/gpu": "1"}
+        # The first runs: kube-scheduler allocates a device for its claim, kwok runs the pod.
+        wait(
+            lambda: is_true(kueue.job(kube_namespace, first["metadata"]["name"]), "Complete"),
+            90,
+            "first done",
+        )
+        wait(
+            lambda: is_true(workload_of(cluster, kube_namespace, second["metadata"]["uid"]), "Admitted"),
+            60,
+            "second",
+        )
+        wait(
+            lambda: is_true(kueue.job(kube_namespace, second["metadata"]["name"]), "Complete"),
+            90,
+            "second done",
+        )
+        # The quota is one device: the second was admitted only once the first had finished.
+        done = condition(workload_of(cluster, kube_namespace, first["metadata"]["uid"]), "Finished")
+        later = condition(workload_of(cluster, kube_namespace, second["metadata"]["uid"]), "Admitted")
+        assert done is not None and later is not None
+        assert later["lastTransitionTime"] >= done["lastTransitionTime"]
+        wait(lambda: _gpu_reserved(kueue, cq) == "0", 30, "device quota released")
+    finally:
+        thread.stop()
+        cluster.delete(f"{RESOURCE}/resourceslices/{node['metadata']['name']}-gpus")
+        cluster.delete(f"{RESOURCE}/deviceclasses/{DRIVER}")
+        kueue.cluster.kubectl("delete", "jobs", "--all", "-n", kube_namespace, "--wait=false", check=False)
+        cluster.delete(f"/api/v1/namespaces/{system}")
+
+
+def _system(cluster: KubeCluster) -> str:
+    name = f"pykueue-system-{secrets.token_hex(3)}"
+    cluster.create_namespace(name)
+    return name
