@@ -8,7 +8,7 @@ from typing import Any
 from pykueue.api import manifests
 from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.job_reconciler import JobReconciler
-from pykueue.engine import intake
+from pykueue.engine import pod_requests
 from pykueue.store.memory import MemoryStore
 
 MAPPINGS = {"gpu.example.com": "example.com/gpu"}
@@ -73,9 +73,9 @@ def test_each_pod_is_charged_the_mapped_resource_times_count() -> None:
     assert pod_set["count"] == 3
     # The engine reads it as the pod's request, beside the containers' own.
     parsed = manifests.parse_object(workload)
-    requests, problem = intake.pod_requests(parsed.spec.pod_sets[0].template.spec, [])  # type: ignore[union-attr]
-    assert problem == ""
-    assert requests["example.com/gpu"] == 3000 and requests["cpu"] == 1000  # milli-units
+    pod = pod_requests.compute(parsed.spec.pod_sets[0].template.spec, "spec", [])  # type: ignore[union-attr]
+    assert pod.invalid == [] and pod.outside_limit_range == []
+    assert pod.requests["example.com/gpu"] == 3000 and pod.requests["cpu"] == 1000  # milli-units
 
 
 def test_an_unmapped_device_class_or_all_mode_gets_no_workload() -> None:
