@@ -231,16 +231,20 @@ def _kueue_rules(operations: list[str], extra: tuple[str, ...] = ()) -> list[Doc
     ]
 
 
-def mutating_webhook_configuration(client: crd.WebhookClientConfig, namespace: str = "kueue-system") -> Doc:
-    job_rules = [
+def _job_rules(operations: list[str]) -> list[Doc]:
+    return [
         {
             "apiGroups": ["batch"],
             "apiVersions": ["v1"],
-            "operations": ["CREATE"],
+            "operations": operations,
             "resources": ["jobs"],
             "scope": "Namespaced",
         }
     ]
+
+
+def mutating_webhook_configuration(client: crd.WebhookClientConfig, namespace: str = "kueue-system") -> Doc:
+    job_rules = _job_rules(["CREATE"])
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
@@ -267,7 +271,13 @@ def validating_webhook_configuration(client: crd.WebhookClientConfig, namespace:
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": _meta(VALIDATING_WEBHOOK),
-        "webhooks": [_webhook("vkueue.pykueue.io", client, webhooks.VALIDATE_KUEUE_PATH, rules, namespace)],
+        "webhooks": [
+            # A running Job's queue-name is immutable (upstream's Job webhook).
+            _webhook(
+                "vjob.pykueue.io", client, webhooks.VALIDATE_JOB_PATH, _job_rules(["UPDATE"]), namespace
+            ),
+            _webhook("vkueue.pykueue.io", client, webhooks.VALIDATE_KUEUE_PATH, rules, namespace),
+        ],
     }
 
 

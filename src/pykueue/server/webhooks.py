@@ -2,6 +2,8 @@
 
     POST /mutate-batch-v1-job     suspend queue-named Jobs at creation; give Jobs without a
                                   queue the namespace's LocalQueue ``default`` (when it exists)
+    POST /validate-batch-v1-job   refuse a queue-name change of a running Job, and removing the
+                                  queue-name where the namespace has a ``default`` LocalQueue
     POST /mutate-kueue            fill in defaults our models have (for objects written in
                                   v1beta1, whose schema cannot default them)
     POST /validate-kueue          upstream's webhook rules (`pykueue.api.validation`): what
@@ -53,6 +55,7 @@ LocalQueueLookup = Callable[[str, str], Awaitable[bool]]
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 JOB_PATH: Final = "/mutate-batch-v1-job"
+VALIDATE_JOB_PATH: Final = "/validate-batch-v1-job"
 MUTATE_KUEUE_PATH: Final = "/mutate-kueue"
 VALIDATE_KUEUE_PATH: Final = "/validate-kueue"
 CONVERT_PATH: Final = "/convert"
@@ -177,6 +180,44 @@ async def mutate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLook
     return _allowed(request, patch)
 
 
+QUEUE_NAME_PATH: Final = f"metadata.labels[{QUEUE_NAME_LABEL}]"
+
+
+async def validate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLookup | None) -> Doc:
+    """Upstream's Job update rules for the queue-name label.
+
+    A running (unsuspended) Job keeps its queue: its Workload is admitted in that queue, and
+    moving it would leave Job and Workload disagreeing. A suspended Job may move; the job
+    reconciler then moves its Workload. Dropping the label where the namespace has the
+    default LocalQueue is refused too, as the defaulting webhook would only put it back.
+    """
+    if request.get("operation") != "UPDATE":
+        return _allowed(request)
+    new, old = request.get("object") or {}, request.get("oldObject") or {}
+    if _managed_by_owner(new):
+        return _allowed(request)
+
+    def queue_of(job: Doc) -> str:
+        return str(((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL, ""))
+
+    new_queue, old_queue = queue_of(new), queue_of(old)
+    problems: list[FieldProblem] = []
+    if not (new.get("spec") or {}).get("suspend") and new_queue != old_queue:
+        problems.append(FieldProblem(QUEUE_NAME_PATH, "field is immutable"))
+    namespace = (new.get("metadata") or {}).get("namespace") or request.get("namespace") or ""
+    if (
+        not new_queue
+        and old_queue
+        and config.local_queue_defaulting
+        and queues is not None
+        and await queues(namespace, config.default_queue_name)
+    ):
+        problems.append(
+            FieldProblem(QUEUE_NAME_PATH, "queue-name must not be empty in namespace with default queue")
+        )
+    return _denied(request, problems) if problems else _allowed(request)
+
+
 # --- Kueue objects ----------------------------------------------------------------------------
 
 
@@ -271,6 +312,14 @@ def create_app(config: WebhookConfig, queues: LocalQueueLookup | None, ready: Ca
         except ValueError as exc:
             return bad_request(exc)
         return admission_review(await mutate_job(review, config, queues))
+
+    @app.post(VALIDATE_JOB_PATH)
+    async def validate_job_webhook(request: Request) -> Any:
+        try:
+            review = await review_of(request)
+        except ValueError as exc:
+            return bad_request(exc)
+        return admission_review(await validate_job(review, config, queues))
 
     @app.post(MUTATE_KUEUE_PATH)
     async def mutate_kueue(request: Request) -> Any:

@@ -1,0 +1,149 @@
+"""Issue 23: what a user of upstream Kueue expects of a drop-in, on the real control plane.
+
+Queue-name changes of Jobs, Workloads whose queues do not exist, invalid ClusterQueues,
+every pending Workload explained, and a controller started before its API server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..conftest import NodeFactory
+from ..controlplane import ApiError
+from .conftest import QUEUE_LABEL, ControllerThread, Kueue, condition, is_true, job_manifest, wait
+from .test_job_integration import _cluster_queue, _flavor, _local_queue
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def _relabel(kueue: Kueue, namespace: str, name: str, queue: str) -> Any:
+    return kueue.cluster.request(
+        "PATCH",
+        f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}",
+        {"metadata": {"labels": {QUEUE_LABEL: queue}}},
+        content_type=MERGE_PATCH,
+    )
+
+
+def _queues(kueue: Kueue, ns: str) -> None:
+    """Two LocalQueues: ``empty`` (a ClusterQueue without quota), ``full`` (4 CPUs)."""
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-empty", f"{ns}-flavor", "0"))
+    kueue.apply(_cluster_queue(f"{ns}-full", f"{ns}-flavor", "4"))
+    kueue.apply(_local_queue(ns, "empty", f"{ns}-empty"))
+    kueue.apply(_local_queue(ns, "full", f"{ns}-full"))
+
+
+def test_a_suspended_jobs_new_queue_name_reaches_its_workload_which_is_then_admitted(
+    kueue: Kueue, controller: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    fake_nodes(1)
+    ns = kube_namespace
+    _queues(kueue, ns)
+    job = kueue.create_job(ns, job_manifest("mover", "empty"))
+    pending = wait(
+        lambda: (wl := kueue.workload_of(job)) and condition(wl, "QuotaReserved") and wl,
+        30,
+        "the Workload pending in the queue without quota",
+    )
+    assert pending["spec"]["queueName"] == "empty"
+    _relabel(kueue, ns, "mover", "full")
+    moved = wait(
+        lambda: (wl := kueue.workload_of(job)) and wl["spec"]["queueName"] == "full" and wl,
+        30,
+        "the Workload's spec.queueName to follow the Job's label",
+    )
+    assert moved["metadata"]["uid"] == pending["metadata"]["uid"], "the same Workload, updated"
+    wait(lambda: is_true(kueue.workload_of(job), "Admitted"), 30, "the moved Workload admitted")
+    admitted = kueue.workload_of(job)
+    assert admitted is not None and admitted["status"]["admission"]["clusterQueue"] == f"{ns}-full"
+    wait(lambda: is_true(kueue.job(ns, "mover"), "Complete"), 60, "the Job to run to the end")
+
+
+def test_the_webhook_refuses_a_queue_name_change_of_a_running_job(
+    kueue: Kueue, controller_with_webhooks: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    fake_nodes(1)
+    ns = kube_namespace
+    _queues(kueue, ns)
+    job = kueue.create_job(ns, job_manifest("runner", "full", run_duration="120s"))
+    wait(lambda: kueue.job(ns, "runner")["spec"].get("suspend") is False, 30, "the Job running")
+    with pytest.raises(ApiError) as refused:
+        _relabel(kueue, ns, "runner", "empty")
+    assert refused.value.status in (400, 403, 422), refused.value
+    message = str(refused.value)
+    assert "metadata.labels[kueue.x-k8s.io/queue-name]" in message and "immutable" in message, message
+    assert kueue.job(ns, "runner")["metadata"]["labels"][QUEUE_LABEL] == "full"
+    workload = kueue.workload_of(job)
+    assert workload is not None and workload["spec"]["queueName"] == "full"
+    # While suspended the label may change (the case the reconciler follows).
+    kueue.cluster.request(
+        "PATCH",
+        f"/apis/batch/v1/namespaces/{ns}/jobs/runner",
+        {"spec": {"suspend": True}, "metadata": {"labels": {QUEUE_LABEL: "empty"}}},
+        content_type=MERGE_PATCH,
+    )
+    assert kueue.job(ns, "runner")["metadata"]["labels"][QUEUE_LABEL] == "empty"
+
+
+def _reserved_false(kueue: Kueue, ns: str, name: str) -> dict[str, Any] | None:
+    wl = kueue.cluster.get_or_none(f"{KUEUE}/namespaces/{ns}/workloads/{name}")
+    cond = condition(wl, "QuotaReserved")
+    return cond if cond is not None and cond["status"] == "False" else None
+
+
+def _workload(ns: str, name: str, queue: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "queueName": queue,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+                            ],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def test_a_workload_whose_queues_do_not_exist_says_so_as_upstream(
+    kueue: Kueue, controller: ControllerThread, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    kueue.apply(_workload(ns, "lost", "nowhere"))
+    no_lq = wait(lambda: _reserved_false(kueue, ns, "lost"), 30, "QuotaReserved=False on the lost Workload")
+    assert (no_lq["reason"], no_lq["message"]) == ("Misconfigured", "LocalQueue nowhere doesn't exist")
+
+    kueue.apply(_local_queue(ns, "dangling", f"{ns}-missing-cq"))
+    kueue.apply(_workload(ns, "dangling", "dangling"))
+    no_cq = wait(
+        lambda: _reserved_false(kueue, ns, "dangling"), 30, "QuotaReserved=False on the dangling Workload"
+    )
+    assert (no_cq["reason"], no_cq["message"]) == (
+        "Misconfigured",
+        f"ClusterQueue {ns}-missing-cq doesn't exist",
+    )
+
+    # Once the queue exists the workload is admitted.
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-missing-cq", f"{ns}-flavor", "2"))
+    wait(
+        lambda: is_true(kueue.cluster.get(f"{KUEUE}/namespaces/{ns}/workloads/dangling"), "Admitted"),
+        30,
+        "the Workload admitted once its ClusterQueue exists",
+    )
+
