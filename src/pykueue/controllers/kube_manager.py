@@ -152,7 +152,9 @@ class KubeManager:
                 self.on_pass(self.admission.state)
             self.admission.state.events.clear()
             self._forget_gone()
-        writes += await self.statuses.write(self.admission.state, self.admission.cache)
+        writes += await self.statuses.write(
+            self.admission.state, self.admission.cache, self.admission.rejected
+        )
         writes += await self.jobs.reconcile()
         return writes
 

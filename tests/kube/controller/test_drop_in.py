@@ -147,3 +147,48 @@ def test_a_workload_whose_queues_do_not_exist_says_so_as_upstream(
         "the Workload admitted once its ClusterQueue exists",
     )
 
+
+def test_a_cluster_queue_the_controller_refuses_says_why_in_its_active_condition(
+    kueue: Kueue, controller: ControllerThread, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    # No webhook here: the API server's schema accepts what only upstream's webhook refuses.
+    bad = _cluster_queue(f"{ns}-bad", f"{ns}-flavor", "1", cohort=f"{ns}-cohort")
+    bad["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["lendingLimit"] = "5"
+    kueue.apply(bad)
+    inactive = wait(
+        lambda: (c := condition(kueue.cluster_queue(f"{ns}-bad"), "Active")) and c["status"] == "False" and c,
+        30,
+        "Active=False on the invalid ClusterQueue",
+    )
+    assert inactive["reason"] == "Invalid", inactive
+    assert "lendingLimit" in inactive["message"], inactive
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-bad"))
+    kueue.apply(_workload(ns, "waits", "queue"))
+    waiting = wait(lambda: _reserved_false(kueue, ns, "waits"), 30, "the Workload's QuotaReserved=False")
+    assert waiting["reason"] == "Misconfigured", waiting
+
+    # Fixed, it becomes active and admits.
+    del bad["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["lendingLimit"]
+    kueue.cluster.request(
+        "PUT",
+        f"{KUEUE}/clusterqueues/{ns}-bad",
+        {
+            **bad,
+            "metadata": {
+                **bad["metadata"],
+                "resourceVersion": kueue.cluster_queue(f"{ns}-bad")["metadata"]["resourceVersion"],
+            },
+        },
+    )
+    wait(
+        lambda: (c := condition(kueue.cluster_queue(f"{ns}-bad"), "Active")) and c["status"] == "True",
+        30,
+        "Active=True once the ClusterQueue is valid",
+    )
+    wait(
+        lambda: is_true(kueue.cluster.get(f"{KUEUE}/namespaces/{ns}/workloads/waits"), "Admitted"),
+        30,
+        "the Workload admitted",
+    )
