@@ -229,6 +229,12 @@ def controller(
         raise typer.Exit(1)
 
 
+# Feature gates whose Kubernetes-mode default differs from upstream's (docs/kubernetes.md):
+# every pending Workload gets a QuotaReserved condition at once, not only those a scheduling
+# cycle tried, so that `kubectl get workloads` explains each one.
+KUBERNETES_GATES: dict[str, bool] = {"UnadmittedWorkloadsExplicitStatus": True}
+
+
 def engine_config(path: Path | None, fair_sharing: bool, nominal_first: bool) -> EngineConfig:
     """The engine's configuration: the --config file's, the flags on top.
 
@@ -237,11 +243,14 @@ def engine_config(path: Path | None, fair_sharing: bool, nominal_first: bool) ->
     """
     options: dict[str, Any] = {"nominal_first": nominal_first, "async_evictions": True}
     if path is None:
-        return EngineConfig(fair_sharing=FairSharing(enable=fair_sharing), **options)
+        config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing), **options)
+        return dataclasses.replace(config, feature_gates=dict(KUBERNETES_GATES))
     loaded = kueue_configuration.load(path, **options)
     if loaded.unused:
         log.warning("%s: not used by pykueue (yet): %s", path, ", ".join(loaded.unused))
     config = loaded.engine
+    # The file's own featureGates win over our Kubernetes-mode defaults.
+    config = dataclasses.replace(config, feature_gates={**KUBERNETES_GATES, **config.feature_gates})
     if fair_sharing and not config.fair_sharing.enable:
         config = dataclasses.replace(
             config, fair_sharing=dataclasses.replace(config.fair_sharing, enable=True)

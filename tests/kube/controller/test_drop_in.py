@@ -192,3 +192,51 @@ def test_a_cluster_queue_the_controller_refuses_says_why_in_its_active_condition
         30,
         "the Workload admitted",
     )
+
+
+@pytest.mark.parametrize("strategy", ["BestEffortFIFO", "StrictFIFO"])
+def test_every_pending_workload_says_why_it_waits(
+    kueue: Kueue, controller: ControllerThread, kube_namespace: str, strategy: str
+) -> None:
+    ns = kube_namespace
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-cq", f"{ns}-flavor", "2", queueingStrategy=strategy))
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
+    count = 40
+    for i in range(count):
+        kueue.apply(_workload(ns, f"wl-{i:02d}", "queue"))
+
+    def explained() -> list[dict[str, Any]] | None:
+        items = kueue.cluster.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]
+        pending = [w for w in items if not (w.get("status") or {}).get("admission")]
+        if len(items) != count or len(pending) != count - 2:
+            return None
+        return pending if all(condition(w, "QuotaReserved") for w in pending) else None
+
+    try:
+        pending = wait(explained, 60, "a QuotaReserved condition on every pending Workload")
+    except AssertionError:
+        items = kueue.cluster.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]
+        bare = [w["metadata"]["name"] for w in items if not condition(w, "QuotaReserved")]
+        raise AssertionError(f"{len(bare)} of {len(items)} Workloads without QuotaReserved: {bare}") from None
+    for wl in pending:
+        reserved = condition(wl, "QuotaReserved")
+        assert reserved is not None and reserved["status"] == "False" and reserved["message"], wl
+    if strategy == "BestEffortFIFO":
+        # One of the twins was tried and did not fit; the others say they were skipped for it.
+        def reasons() -> set[tuple[str, bool]] | None:
+            items = kueue.cluster.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]
+            conds = [
+                condition(w, "QuotaReserved") for w in items if not (w.get("status") or {}).get("admission")
+            ]
+            found = {(c["reason"], c["message"].startswith("Bypassed")) for c in conds if c}
+            return found if found == {("WaitingForQuota", False), ("WaitingForQuota", True)} else None
+
+        try:
+            wait(reasons, 30, "every pending Workload's reason: WaitingForQuota, tried or bypassed")
+        except AssertionError:
+            items = kueue.cluster.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]
+            seen = sorted(
+                {(c["reason"], c["message"]) for w in items if (c := condition(w, "QuotaReserved"))}
+            )
+            raise AssertionError(f"reasons seen: {seen}") from None
