@@ -17,10 +17,12 @@ CRDs, for a controller run outside the cluster; ``-f`` applies files.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
 import signal
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,7 @@ from pykueue.controllers import kueue_configuration, leader, metrics
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig, FairSharing
-from pykueue.errors import PykueueError
+from pykueue.errors import PykueueError, StoreError
 from pykueue.server import deploy, health, webhooks
 from pykueue.store import kubernetes
 from pykueue.store.base import Key
@@ -74,6 +76,23 @@ def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> we
     return exists
 
 
+async def _until_reachable(start: Callable[[], Awaitable[None]], stop: asyncio.Event, what: str) -> None:
+    """Run ``start``, again and again while the API server cannot be reached (or until ``stop``):
+    a controller started before its API server waits for it, as `KubeManager.run` does."""
+    delay = 1.0
+    while not stop.is_set():
+        try:
+            await start()
+            return
+        except StoreError as exc:
+            if not exc.retryable:
+                raise
+            log.warning("cannot %s yet (%s); retrying in %.0fs", what, exc, delay)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=delay)
+        delay = min(delay * 2, 30.0)
+
+
 async def _run_controller(
     store: kubernetes.KubernetesStore,
     resync: float,
@@ -111,7 +130,10 @@ async def _run_controller(
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
         server = webhooks.WebhookServer(webhook_config, store, cached_queues(manager, store))
-        await server.start()
+        await _until_reachable(server.start, stop, "start the webhook server")
+        if stop.is_set():
+            await store.close()
+            return True
     side = None
     if ops.metrics_port:
         app = health.create_app(

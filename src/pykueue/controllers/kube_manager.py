@@ -80,6 +80,10 @@ class KubeManager:
     # local SQLite file, keeps them inline.
     pipeline_writes: bool = True
     full_resync_seconds: float = 30.0
+    # The first list is retried while the API server is unreachable: first after this many
+    # seconds, doubling up to the maximum (see `_first_sync`).
+    sync_retry_seconds: float = 1.0
+    sync_retry_max_seconds: float = 30.0
     admission: AdmissionController = field(init=False)
     jobs: JobReconciler = field(init=False)
     statuses: QueueStatusWriter = field(init=False)
@@ -190,9 +194,32 @@ class KubeManager:
         versions.update({k: v for k, v in job_versions.items() if k not in versions})
         return versions
 
+    async def _first_sync(self, stop: asyncio.Event) -> dict[str, str] | None:
+        """List everything, retrying while the API server cannot answer; None once stopped.
+
+        A controller may start before its API server (a node reboot, a control-plane upgrade):
+        like an informer, it waits and tries again, with a doubling delay up to
+        ``sync_retry_max_seconds``, instead of exiting. An answer that will not change by
+        waiting (a refused credential, a missing CRD) still ends the run.
+        """
+        delay = self.sync_retry_seconds
+        while not stop.is_set():
+            try:
+                return await self.sync()
+            except StoreError as exc:
+                if not exc.retryable:
+                    raise
+                log.warning("cannot list from the API server yet (%s); retrying in %.0fs", exc, delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+            delay = min(delay * 2, self.sync_retry_max_seconds)
+        return None
+
     async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
         """List, then follow every kind and reconcile until ``stop`` is set."""
-        versions = await self.sync()
+        versions = await self._first_sync(stop)
+        if versions is None:
+            return
         events: asyncio.Queue[WatchEvent] = asyncio.Queue()
         # Status writes travel in the background from here on; what they learn comes back
         # as events on the same queue as the watches'.

@@ -6,12 +6,20 @@ every pending Workload explained, and a controller started before its API server
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import socket
+import threading
+import time
+import urllib.parse
 from typing import Any
 
 import pytest
 
+from pykueue.store import kubernetes
+
 from ..conftest import NodeFactory
-from ..controlplane import ApiError
+from ..controlplane import ApiError, KubeCluster
 from .conftest import QUEUE_LABEL, ControllerThread, Kueue, condition, is_true, job_manifest, wait
 from .test_job_integration import _cluster_queue, _flavor, _local_queue
 
@@ -240,3 +248,75 @@ def test_every_pending_workload_says_why_it_waits(
                 {(c["reason"], c["message"]) for w in items if (c := condition(w, "QuotaReserved"))}
             )
             raise AssertionError(f"reasons seen: {seen}") from None
+
+
+class _Forwarder:
+    """A TCP port on 127.0.0.1 that forwards to the API server once opened: until then,
+    connections to it are refused, as to an API server that is not up yet."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = int(probe.getsockname()[1])
+        probe.close()  # nothing listens there until open()
+        self._server: socket.socket | None = None
+
+    def open(self) -> None:
+        server = socket.create_server(("127.0.0.1", self.port))
+        self._server = server
+        threading.Thread(target=self._accept, args=(server,), daemon=True).start()
+
+    def _accept(self, server: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+
+def test_a_controller_started_before_its_api_server_waits_and_then_works(
+    kueue: Kueue, kwok_cluster: KubeCluster, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    real = kubernetes.load_kubeconfig(kwok_cluster.kubeconfig)
+    address = urllib.parse.urlsplit(real.server)
+    forwarder = _Forwarder((address.hostname or "127.0.0.1", address.port or 443))
+    config = dataclasses.replace(real, server=f"https://127.0.0.1:{forwarder.port}")
+    thread = ControllerThread(config).launch()
+    try:
+        # The API server "is down": the controller keeps trying instead of exiting.
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            assert thread.alive(), f"the controller exited: {thread.error!r}"
+            time.sleep(0.2)
+        assert not thread.ready.is_set()
+        forwarder.open()
+        assert thread.ready.wait(60), f"the controller never became ready: {thread.error!r}"
+        kueue.apply(_flavor(f"{ns}-flavor"))
+        kueue.apply(_cluster_queue(f"{ns}-cq", f"{ns}-flavor", "2"))
+        kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
+        kueue.apply(_workload(ns, "late", "queue"))
+        wait(
+            lambda: is_true(kueue.cluster.get(f"{KUEUE}/namespaces/{ns}/workloads/late"), "Admitted"),
+            30,
+            "the Workload admitted by the controller that waited",
+        )
+    finally:
+        thread.stop()
+        forwarder.close()
