@@ -35,8 +35,8 @@ from pykueue.controllers import kueue_configuration, leader, metrics
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig, FairSharing
-from pykueue.errors import PykueueError, StoreError
-from pykueue.server import deploy, health, webhooks
+from pykueue.errors import AlreadyExists, PykueueError, StoreError
+from pykueue.server import certs, deploy, health, webhooks
 from pykueue.store import kubernetes
 from pykueue.store.base import Key
 
@@ -76,6 +76,44 @@ def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> we
     return exists
 
 
+async def start_local_webhooks(
+    store: kubernetes.KubernetesStore,
+    queues: webhooks.LocalQueueLookup,
+    host: str = "127.0.0.1",
+    port: int = 9443,
+    namespace: str = "kueue-system",
+    convert: bool = True,
+) -> webhooks.WebhookServer:
+    """The webhook server for a controller outside the cluster, registered by URL.
+
+    Its certificate is for ``host`` (a self-signed CA kept in the Secret
+    ``pykueue-webhook-server-cert`` of ``namespace``, created when missing, so a restart
+    keeps it); the Mutating/ValidatingWebhookConfigurations of `pykueue manifests` are
+    applied pointing at ``https://<host>:<port>`` with that CA, and, with ``convert``, the
+    CRDs too (v1beta1 served, converted by this server). They stay registered when the
+    controller stops: as with upstream's Deployment, Jobs and Kueue objects are refused
+    (failurePolicy Fail) rather than let through unchecked while it is down.
+    """
+    with contextlib.suppress(AlreadyExists):
+        await store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    config = webhooks.WebhookConfig(
+        host=host, port=port, certs=certs.CertConfig(namespace=namespace, hosts=(host, "localhost"))
+    )
+    server = webhooks.WebhookServer(config, store, queues)
+    await server.start()
+    assert server.certificates is not None
+    bracketed = f"[{host}]" if ":" in host else host
+    client = crd.WebhookClientConfig(
+        url=f"https://{bracketed}:{server.port}", ca_bundle=server.certificates.ca_bundle
+    )
+    await store.apply(deploy.mutating_webhook_configuration(client, namespace))
+    await store.apply(deploy.validating_webhook_configuration(client, namespace))
+    if convert:
+        await apply_all(store, crd.crds(client))
+    log.info("local webhooks registered at %s", client.url)
+    return server
+
+
 async def _until_reachable(start: Callable[[], Awaitable[None]], stop: asyncio.Event, what: str) -> None:
     """Run ``start``, again and again while the API server cannot be reached (or until ``stop``):
     a controller started before its API server waits for it, as `KubeManager.run` does."""
@@ -99,8 +137,12 @@ async def _run_controller(
     webhook_config: webhooks.WebhookConfig | None,
     config: EngineConfig,
     ops: Operations | None = None,
+    local_webhooks: tuple[str, int] | None = None,
 ) -> bool:
-    """Run until SIGTERM/SIGINT (True) or until the lease is lost (False)."""
+    """Run until SIGTERM/SIGINT (True) or until the lease is lost (False).
+
+    ``local_webhooks`` (host, port): serve the webhooks outside the cluster (`start_local_webhooks`).
+    """
     ops = ops or Operations()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -126,7 +168,7 @@ async def _run_controller(
         on_pass=registry.observe_pass,
         events=EventRecorder(writer),
     )
-    server = None
+    server: webhooks.WebhookServer | None = None
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
         server = webhooks.WebhookServer(webhook_config, store, cached_queues(manager, store))
@@ -134,6 +176,15 @@ async def _run_controller(
         if stop.is_set():
             await store.close()
             return True
+    elif local_webhooks is not None:
+        host, port = local_webhooks
+        queues = cached_queues(manager, store)
+
+        async def start_local() -> None:
+            nonlocal server
+            server = await start_local_webhooks(store, queues, host, port, ops.lease_namespace)
+
+        await _until_reachable(start_local, stop, "register the local webhooks")
     side = None
     if ops.metrics_port:
         app = health.create_app(
@@ -188,6 +239,17 @@ def controller(
     serve_webhooks: bool = typer.Option(
         False, "--webhooks", help="Also serve the webhooks (Job suspension, validation, conversion)."
     ),
+    local_webhooks: bool = typer.Option(
+        False,
+        "--local-webhooks",
+        help="Outside the cluster: serve the webhooks on --webhook-host and register them (and the CRDs' "
+        "v1beta1 conversion) by URL, with a self-signed certificate.",
+    ),
+    webhook_host: str = typer.Option(
+        "127.0.0.1",
+        "--webhook-host",
+        help="With --local-webhooks: the address the API server reaches this process at.",
+    ),
     webhook_port: int = typer.Option(9443, "--webhook-port", help="HTTPS port of the webhook server."),
     config_file: Path | None = typer.Option(
         None,
@@ -241,7 +303,12 @@ def controller(
             min_pass_seconds=min_pass,
             max_admissions_ahead=max_ahead,
         )
-        stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops))
+        if local_webhooks and serve_webhooks:
+            raise PykueueError(
+                "--webhooks (in a pod, behind the Service) and --local-webhooks exclude each other"
+            )
+        local = (webhook_host, webhook_port) if local_webhooks else None
+        stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops, local))
     except PykueueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -288,7 +355,9 @@ def default_manifests(
 ) -> list[dict[str, Any]]:
     """What `install` applies without ``-f``: `pykueue manifests`' output, or only the CRDs."""
     if crds_only:
-        return crd.crds()
+        # No conversion webhook yet: v1beta1 is refused rather than silently stripped of its
+        # renamed fields; `pykueue controller --local-webhooks` serves it (with conversion).
+        return crd.crds(v1beta1_served=False)
     config = deploy.DeployConfig(namespace=namespace, image=image or deploy.DEFAULT_IMAGE)
     return deploy.render(config)
 

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import secrets
+import signal
 import socket
+import subprocess
 import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +24,18 @@ import pytest
 from pykueue.store import kubernetes
 
 from ..conftest import NodeFactory
-from ..controlplane import ApiError, KubeCluster
-from .conftest import QUEUE_LABEL, ControllerThread, Kueue, condition, is_true, job_manifest, wait
+from ..controlplane import ApiError, ControlPlaneError, KubeCluster
+from .conftest import (
+    QUEUE_LABEL,
+    WEBHOOK_CONFIGURATIONS,
+    ControllerThread,
+    Kueue,
+    condition,
+    is_true,
+    job_manifest,
+    wait,
+)
+from .test_cli import PYKUEUE
 from .test_job_integration import _cluster_queue, _flavor, _local_queue
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -320,3 +335,109 @@ def test_a_controller_started_before_its_api_server_waits_and_then_works(
     finally:
         thread.stop()
         forwarder.close()
+
+
+V1BETA1_CLUSTER_QUEUE = """
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata:
+  name: {name}
+spec:
+  cohort: {cohort}
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: ["cpu", "memory"]
+    flavors:
+    - name: {flavor}
+      resources:
+      - name: cpu
+        nominalQuota: "2"
+        borrowingLimit: "1"
+      - name: memory
+        nominalQuota: 1Gi
+"""
+
+
+def test_after_install_crds_only_a_v1beta1_object_is_refused_not_stripped(
+    kueue: Kueue, kwok_cluster: KubeCluster, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    # The session's CRDs are what `pykueue install --crds-only` applies.
+    manifest = V1BETA1_CLUSTER_QUEUE.format(name=f"{ns}-old", cohort=f"{ns}-co", flavor=f"{ns}-flavor")
+    with pytest.raises(ControlPlaneError) as refused:
+        kwok_cluster.kubectl("apply", "--server-side", "-f", "-", input=manifest)
+    assert "v1beta1" in str(refused.value), refused.value
+    assert kwok_cluster.get_or_none(f"{KUEUE}/clusterqueues/{ns}-old") is None
+
+
+@pytest.fixture
+def local_webhook_controller(
+    kwok_cluster: KubeCluster, kueue_crds: list[str], tmp_path: Path
+) -> Iterator[subprocess.Popen[str]]:
+    system = f"pykueue-local-{secrets.token_hex(3)}"
+    log_path = tmp_path / "controller.log"
+    log = log_path.open("w")
+    args = ["--kubeconfig", str(kwok_cluster.kubeconfig), "--resync-seconds", "0.3"]
+    process = subprocess.Popen(
+        [
+            PYKUEUE,
+            "controller",
+            *args,
+            "--local-webhooks",
+            "--webhook-port",
+            "0",
+            "--lease-namespace",
+            system,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait(
+            lambda: "pykueue controller is running" in log_path.read_text() or process.poll() is not None,
+            60,
+            "the controller with local webhooks to start",
+        )
+        assert process.poll() is None, log_path.read_text()
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(15)
+        log.close()
+        # Back to the session's CRDs and no webhooks, for the tests after this one.
+        for kind, name in WEBHOOK_CONFIGURATIONS:
+            plural = f"{kind.lower()}s"
+            kwok_cluster.delete(f"/apis/admissionregistration.k8s.io/v1/{plural}/{name}")
+        subprocess.run(
+            [PYKUEUE, "install", "--crds-only", "--kubeconfig", str(kwok_cluster.kubeconfig)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        kwok_cluster.delete(f"/api/v1/namespaces/{system}")
+
+
+def test_out_of_cluster_with_local_webhooks_jobs_are_suspended_at_creation_and_v1beta1_converts(
+    kueue: Kueue,
+    local_webhook_controller: subprocess.Popen[str],
+    fake_nodes: NodeFactory,
+    kube_namespace: str,
+) -> None:
+    fake_nodes(1)
+    ns = kube_namespace
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    # A v1beta1 ClusterQueue goes through the local conversion webhook: nothing is lost.
+    manifest = V1BETA1_CLUSTER_QUEUE.format(name=f"{ns}-old", cohort=f"{ns}-co", flavor=f"{ns}-flavor")
+    kueue.cluster.kubectl("apply", "--server-side", "-f", "-", input=manifest)
+    kueue.applied.append(f"clusterqueue/{ns}-old")
+    stored = kueue.cluster_queue(f"{ns}-old")
+    assert stored["spec"]["cohortName"] == f"{ns}-co"
+    cpu = stored["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    assert (cpu["nominalQuota"], cpu["borrowingLimit"]) == ("2", "1")
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-old"))
+    # A queue-named Job created running, as upstream's sample: suspended by the webhook.
+    job = kueue.create_job(ns, job_manifest("sample", "queue", suspend=False))
+    assert job["spec"]["suspend"] is True
+    wait(lambda: is_true(kueue.job(ns, "sample"), "Complete"), 60, "the Job run to the end once admitted")
