@@ -106,8 +106,12 @@ async def start_local_webhooks(
     client = crd.WebhookClientConfig(
         url=f"https://{bracketed}:{server.port}", ca_bundle=server.certificates.ca_bundle
     )
-    await store.apply(deploy.mutating_webhook_configuration(client, namespace))
-    await store.apply(deploy.validating_webhook_configuration(client, namespace))
+    await store.apply(
+        deploy.mutating_webhook_configuration(client, namespace), field_manager=INSTALL_FIELD_MANAGER
+    )
+    await store.apply(
+        deploy.validating_webhook_configuration(client, namespace), field_manager=INSTALL_FIELD_MANAGER
+    )
     if convert:
         await apply_all(store, crd.crds(client))
     log.info("local webhooks registered at %s", client.url)
@@ -362,6 +366,12 @@ def default_manifests(
     return deploy.render(config)
 
 
+# `kubectl apply --server-side`'s own default field manager: an install followed by the
+# documented `kubectl apply --server-side -f pykueue.yaml` (or the other way round) is one
+# manager changing its own fields, never a conflict.
+INSTALL_FIELD_MANAGER = "kubectl"
+
+
 def read_manifests(paths: list[Path]) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     for path in paths:
@@ -376,14 +386,23 @@ def read_manifests(paths: list[Path]) -> list[dict[str, Any]]:
 
 
 async def apply_all(
-    store: kubernetes.KubernetesStore, docs: list[dict[str, Any]], timeout: float = 60.0
+    store: kubernetes.KubernetesStore,
+    docs: list[dict[str, Any]],
+    timeout: float = 60.0,
+    field_manager: str = "",
 ) -> list[str]:
-    """Apply CRDs, wait until they are Established, then apply the rest; the names applied."""
+    """Apply CRDs, wait until they are Established, then apply the rest; the names applied.
+
+    As ``field_manager``, by default `INSTALL_FIELD_MANAGER` (kubectl's): whoever installs
+    (`pykueue install`, the local webhooks, `kubectl apply --server-side`) owns the fields as
+    one manager, so none of them conflicts with another.
+    """
+    field_manager = field_manager or INSTALL_FIELD_MANAGER
     crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
     rest = [d for d in docs if d.get("kind") != "CustomResourceDefinition"]
     applied: list[str] = []
     for doc in crds:
-        await store.apply(doc)
+        await store.apply(doc, field_manager=field_manager)
         applied.append(f"CustomResourceDefinition/{doc['metadata']['name']}")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -398,7 +417,7 @@ async def apply_all(
                 raise PykueueError(f"CustomResourceDefinition {name} is not Established after {timeout:.0f}s")
             await asyncio.sleep(0.2)
     for doc in rest:
-        await store.apply(doc)
+        await store.apply(doc, field_manager=field_manager)
         meta = doc.get("metadata") or {}
         where = f"{meta['namespace']}/" if meta.get("namespace") else ""
         applied.append(f"{doc.get('kind')}/{where}{meta.get('name')}")
@@ -419,6 +438,12 @@ def install(
     crds_only: bool = typer.Option(False, "--crds-only", help="Only the CRDs (a controller run elsewhere)."),
     namespace: str = typer.Option("kueue-system", "--namespace", help="Namespace of the controller."),
     image: str = typer.Option("", "--image", help="Controller image (default: the release image)."),
+    field_manager: str = typer.Option(
+        INSTALL_FIELD_MANAGER,
+        "--field-manager",
+        help="Server-side apply field manager (default: kubectl's, so `kubectl apply --server-side` "
+        "of the same objects later does not conflict).",
+    ),
 ) -> None:
     """Apply pykueue's manifests to a cluster (server-side apply), CRDs first."""
     docs = read_manifests(filenames) if filenames else default_manifests(crds_only, namespace, image)
@@ -426,7 +451,7 @@ def install(
     async def go() -> list[str]:
         store = _connect(kubeconfig, context)
         try:
-            return await apply_all(store, docs)
+            return await apply_all(store, docs, field_manager=field_manager)
         finally:
             await store.close()
 

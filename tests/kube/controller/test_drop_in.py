@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pykueue.store import kubernetes
 
@@ -441,3 +442,37 @@ def test_out_of_cluster_with_local_webhooks_jobs_are_suspended_at_creation_and_v
     job = kueue.create_job(ns, job_manifest("sample", "queue", suspend=False))
     assert job["spec"]["suspend"] is True
     wait(lambda: is_true(kueue.job(ns, "sample"), "Complete"), 60, "the Job run to the end once admitted")
+
+
+def test_install_crds_only_then_a_full_server_side_apply_does_not_conflict(
+    kwok_cluster: KubeCluster, kueue_crds: list[str], tmp_path: Path
+) -> None:
+    def install(*extra: str) -> None:
+        result = subprocess.run(
+            [PYKUEUE, "install", *extra, "--kubeconfig", str(kwok_cluster.kubeconfig)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+
+    install("--crds-only")
+    # The documented full install, by kubectl: the CRDs change (v1beta1 served, webhook
+    # conversion), which another field manager would refuse as a conflict.
+    rendered = subprocess.run([PYKUEUE, "manifests"], capture_output=True, text=True, check=True).stdout
+    crds = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "CustomResourceDefinition"]
+    path = tmp_path / "crds.yaml"
+    path.write_text(yaml.safe_dump_all(crds))
+    try:
+        kwok_cluster.kubectl("apply", "--server-side", "-f", str(path))
+        stored = kwok_cluster.get(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterqueues.kueue.x-k8s.io"
+        )
+        assert stored["spec"]["conversion"]["strategy"] == "Webhook"
+        # And back: `pykueue install --crds-only` over kubectl's apply.
+    finally:
+        install("--crds-only")
+    stored = kwok_cluster.get(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterqueues.kueue.x-k8s.io"
+    )
+    assert stored["spec"]["conversion"]["strategy"] == "None"
