@@ -361,7 +361,8 @@ def default_manifests(
     if crds_only:
         # No conversion webhook yet: v1beta1 is refused rather than silently stripped of its
         # renamed fields; `pykueue controller --local-webhooks` serves it (with conversion).
-        return crd.crds(v1beta1_served=False)
+        # The user-facing roles come along: without them a namespace editor sees no Workload.
+        return [*crd.crds(v1beta1_served=False), *deploy.user_roles()]
     config = deploy.DeployConfig(namespace=namespace, image=image or deploy.DEFAULT_IMAGE)
     return deploy.render(config)
 
@@ -435,7 +436,11 @@ def install(
         "--filename",
         help="Manifest files to apply instead of the built-in ones.",
     ),
-    crds_only: bool = typer.Option(False, "--crds-only", help="Only the CRDs (a controller run elsewhere)."),
+    crds_only: bool = typer.Option(
+        False,
+        "--crds-only",
+        help="Only the CRDs and the user-facing roles (for a controller run outside the cluster).",
+    ),
     namespace: str = typer.Option("kueue-system", "--namespace", help="Namespace of the controller."),
     image: str = typer.Option("", "--image", help="Controller image (default: the release image)."),
     field_manager: str = typer.Option(

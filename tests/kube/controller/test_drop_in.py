@@ -476,3 +476,52 @@ def test_install_crds_only_then_a_full_server_side_apply_does_not_conflict(
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterqueues.kueue.x-k8s.io"
     )
     assert stored["spec"]["conversion"]["strategy"] == "None"
+
+
+def test_upstreams_user_roles_let_a_namespace_editor_see_its_workloads_and_queues(
+    kwok_cluster: KubeCluster, kueue_crds: list[str], kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    for user, role in (("alice", "edit"), ("bob", "kueue-batch-user-role")):
+        kwok_cluster.create(
+            f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": user},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+            },
+        )
+
+    def can(user: str, verb: str, resource: str) -> bool:
+        out = kwok_cluster.kubectl("auth", "can-i", verb, resource, "-n", ns, f"--as={user}", check=False)
+        return out.strip() == "yes"
+
+    # Aggregation into the built-in roles is the controller-manager's work: wait for it.
+    wait(lambda: can("alice", "list", "workloads.kueue.x-k8s.io"), 30, "edit to include the workload viewer")
+    assert can("alice", "get", "localqueues.kueue.x-k8s.io")
+    # kueuectl's pending-workloads view (the visibility API's subresource).
+    review = kwok_cluster.create(
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": "alice",
+                "resourceAttributes": {
+                    "group": "visibility.kueue.x-k8s.io",
+                    "resource": "localqueues",
+                    "subresource": "pendingworkloads",
+                    "verb": "get",
+                    "namespace": ns,
+                },
+            },
+        },
+    )
+    assert review["status"].get("allowed") is True, review["status"]
+    assert not can("alice", "create", "localqueues.kueue.x-k8s.io")  # queues are the batch admin's
+    assert not can("alice", "list", "clusterqueues.kueue.x-k8s.io")  # cluster-wide: not for edit
+    wait(lambda: can("bob", "create", "jobs.batch"), 30, "the batch user role aggregated")
+    assert can("bob", "list", "workloads.kueue.x-k8s.io")
+    assert not can("bob", "delete", "workloads.kueue.x-k8s.io")
