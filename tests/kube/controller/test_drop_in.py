@@ -525,3 +525,28 @@ def test_upstreams_user_roles_let_a_namespace_editor_see_its_workloads_and_queue
     wait(lambda: can("bob", "create", "jobs.batch"), 30, "the batch user role aggregated")
     assert can("bob", "list", "workloads.kueue.x-k8s.io")
     assert not can("bob", "delete", "workloads.kueue.x-k8s.io")
+
+
+def test_a_local_queues_flavors_reservation_and_usage_list_every_flavor_and_resource(
+    kueue: Kueue, controller: ControllerThread, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    flavor = f"{ns}-flavor"
+    kueue.apply(_flavor(flavor))
+    kueue.apply(_cluster_queue(f"{ns}-cq", flavor, "4"))
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
+
+    def status_with(cpu: str) -> dict[str, Any] | None:
+        status = kueue.local_queue(ns, "queue").get("status") or {}
+        usage = status.get("flavorsUsage") or []
+        cpus = [r["total"] for f in usage for r in f["resources"] if r["name"] == "cpu"]
+        return status if cpus == [cpu] else None
+
+    empty = wait(lambda: status_with("0"), 30, "the LocalQueue's status with zero usage")
+    zero = [{"name": flavor, "resources": [{"name": "cpu", "total": "0"}, {"name": "memory", "total": "0"}]}]
+    assert empty["flavorsReservation"] == zero and empty["flavorsUsage"] == zero
+    kueue.apply(_workload(ns, "user", "queue"))
+    used = wait(lambda: status_with("1"), 30, "the LocalQueue's usage with the admitted Workload")
+    assert used["flavorsReservation"] == [
+        {"name": flavor, "resources": [{"name": "cpu", "total": "1"}, {"name": "memory", "total": "0"}]}
+    ]
