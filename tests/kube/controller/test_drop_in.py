@@ -550,3 +550,62 @@ def test_a_local_queues_flavors_reservation_and_usage_list_every_flavor_and_reso
     assert used["flavorsReservation"] == [
         {"name": flavor, "resources": [{"name": "cpu", "total": "1"}, {"name": "memory", "total": "0"}]}
     ]
+
+
+def test_a_deactivated_workload_says_it_is_not_requeued(
+    kueue: Kueue, controller: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    fake_nodes(1)
+    ns = kube_namespace
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-cq", f"{ns}-flavor", "4"))
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
+    job = kueue.create_job(ns, job_manifest("switched-off", "queue", run_duration="120s"))
+    admitted = wait(
+        lambda: (wl := kueue.workload_of(job)) and is_true(wl, "Admitted") and wl, 30, "admission"
+    )
+    kueue.cluster.request(
+        "PATCH",
+        f"{KUEUE}/namespaces/{ns}/workloads/{admitted['metadata']['name']}",
+        {"spec": {"active": False}},
+        content_type=MERGE_PATCH,
+    )
+
+    def requeued_false() -> dict[str, Any] | None:
+        cond = condition(kueue.workload_of(job), "Requeued")
+        return cond if cond is not None and cond["status"] == "False" else None
+
+    try:
+        requeued = wait(requeued_false, 30, "Requeued=False on the deactivated Workload")
+    except AssertionError:
+        raise AssertionError(f"status: {(kueue.workload_of(job) or {}).get('status')}") from None
+    assert requeued["reason"] == "Deactivated", requeued
+    evicted = condition(kueue.workload_of(job), "Evicted")
+    assert evicted is not None and evicted["reason"] == "Deactivated", evicted
+    assert kueue.job(ns, "switched-off")["spec"]["suspend"] is True
+
+
+def test_a_pending_workload_deactivated_is_evicted_and_not_requeued_then_reactivated(
+    kueue: Kueue, controller: ControllerThread, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    _queues(kueue, ns)
+    job = kueue.create_job(ns, job_manifest("waiting", "empty"))
+    pending = wait(
+        lambda: (wl := kueue.workload_of(job)) and condition(wl, "QuotaReserved") and wl, 30, "pending"
+    )
+    path = f"{KUEUE}/namespaces/{ns}/workloads/{pending['metadata']['name']}"
+
+    def activate(active: bool) -> None:
+        kueue.cluster.request("PATCH", path, {"spec": {"active": active}}, content_type=MERGE_PATCH)
+
+    def with_condition(kind: str, status: str, reason: str) -> dict[str, Any] | None:
+        cond = condition(kueue.cluster.get(path), kind)
+        return cond if cond is not None and (cond["status"], cond["reason"]) == (status, reason) else None
+
+    activate(False)
+    wait(lambda: with_condition("Requeued", "False", "Deactivated"), 30, "Requeued=False, Deactivated")
+    assert with_condition("Evicted", "True", "Deactivated")
+    assert with_condition("QuotaReserved", "False", "Deactivated")
+    activate(True)
+    wait(lambda: with_condition("Requeued", "True", "Reactivated"), 30, "Requeued=True, Reactivated")
