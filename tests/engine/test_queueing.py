@@ -109,6 +109,31 @@ def test_a_new_twin_of_a_parked_shape_is_parked_on_arrival_and_freed_with_it() -
     assert c.pending_names("cq") == {"twin-1", "twin-2", "twin-3", "other"}
 
 
+def _reserved(c: Cluster, name: str) -> tuple[str, str] | None:
+    cond = c.state.workloads[f"team/{name}"].conditions.get("QuotaReserved")
+    return None if cond is None else (cond.reason, cond.message)
+
+
+def test_with_explicit_status_parked_twins_say_they_were_bypassed_even_those_arriving_later() -> None:
+    bypassed = "Bypassed scheduling evaluation because an equivalent workload recently failed"
+    c = twins_cluster({"UnadmittedWorkloadsExplicitStatus": True})
+    # Explicit status: a workload no cycle looked at yet says it waits for one.
+    assert _reserved(c, "twin-2") == (
+        "PendingEvaluation",
+        "Workload is pending evaluation in the scheduling queue",
+    )
+    c.cycle()
+    tried = _reserved(c, "twin-1")
+    assert tried is not None and tried[0] == "WaitingForQuota" and tried[1] != bypassed
+    assert _reserved(c, "twin-2") == ("WaitingForQuota", bypassed)
+    c.pending("twin-3", "cq", cpu=3, priority=1, created=4)
+    assert _reserved(c, "twin-3") == ("WaitingForQuota", bypassed)
+    # Without the gate (upstream's default) a twin nobody tried has no condition.
+    plain = twins_cluster()
+    plain.cycle()
+    assert _reserved(plain, "twin-2") is None
+
+
 def test_a_workload_of_other_priority_is_not_a_twin() -> None:
     c = twins_cluster()
     c.pending("cousin", "cq", cpu=3, priority=0, created=0)

@@ -37,10 +37,11 @@ def test_cli_prints_every_piece_once(kube_namespace: str) -> None:
     _, docs = _render(kube_namespace)
     kinds = [doc["kind"] for doc in docs]
     assert kinds.count("CustomResourceDefinition") == 11
+    # The manager's role, upstream's user-facing roles and the two that aggregate them.
+    assert kinds.count("ClusterRole") == 1 + len(deploy.USER_ROLES) + 2
     for kind in (
         "Namespace",
         "ServiceAccount",
-        "ClusterRole",
         "ClusterRoleBinding",
         "Role",
         "RoleBinding",

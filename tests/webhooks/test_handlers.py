@@ -128,6 +128,44 @@ def _group(cpu: dict[str, str], covered: str = "cpu", flavor: str = "f") -> dict
     }
 
 
+def _job_update(old_queue: str, new_queue: str, suspend: bool) -> dict[str, Any]:
+    def job(queue: str, suspended: bool) -> dict[str, Any]:
+        labels = {QUEUE: queue} if queue else {}
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "j", "namespace": "team-a", "labels": labels},
+            "spec": {"suspend": suspended, "template": {}},
+        }
+
+    return {
+        "uid": "u2",
+        "operation": "UPDATE",
+        "namespace": "team-a",
+        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+        "object": job(new_queue, suspend),
+        "oldObject": job(old_queue, True),
+    }
+
+
+def _validate_job(review: dict[str, Any], queues: Any = None) -> dict[str, Any]:
+    return asyncio.run(webhooks.validate_job(review, CONFIG, queues))
+
+
+def test_a_running_jobs_queue_name_is_immutable_a_suspended_jobs_is_not() -> None:
+    refused = _validate_job(_job_update("a", "b", suspend=False))
+    assert refused["allowed"] is False
+    assert refused["status"]["message"] == (
+        'Job.batch "j" is invalid: metadata.labels[kueue.x-k8s.io/queue-name]: field is immutable'
+    )
+    assert _validate_job(_job_update("a", "b", suspend=True))["allowed"] is True
+    assert _validate_job(_job_update("a", "a", suspend=False))["allowed"] is True
+    # Dropping the label is refused only where the default LocalQueue would put it back.
+    assert _validate_job(_job_update("a", "", suspend=True), _lookup())["allowed"] is True
+    emptied = _validate_job(_job_update("a", "", suspend=True), _lookup(("team-a", "default")))
+    assert emptied["allowed"] is False and "default queue" in emptied["status"]["message"]
+
+
 def test_validation_denies_with_the_field_path() -> None:
     review = _cq_review(
         {"cohortName": "c", "resourceGroups": [_group({"nominalQuota": "1", "lendingLimit": "2"})]}

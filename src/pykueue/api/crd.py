@@ -663,14 +663,16 @@ def _open_schema(kind: Kind) -> Schema:
     return schema
 
 
-def crd(kind: Kind, webhook: WebhookClientConfig | None = None) -> dict[str, Any]:
-    """The CustomResourceDefinition of one kind."""
+def crd(
+    kind: Kind, webhook: WebhookClientConfig | None = None, v1beta1_served: bool = True
+) -> dict[str, Any]:
+    """The CustomResourceDefinition of one kind (``v1beta1_served``: see `crds`)."""
     versions = []
     for version in SERVED_VERSIONS:
         stored = version == STORED_VERSION
         entry: dict[str, Any] = {
             "name": version,
-            "served": True,
+            "served": stored or v1beta1_served,
             "storage": stored,
             "schema": {"openAPIV3Schema": object_schema(kind) if stored else _open_schema(kind)},
         }
@@ -713,13 +715,16 @@ def crd(kind: Kind, webhook: WebhookClientConfig | None = None) -> dict[str, Any
     }
 
 
-def crds(webhook: WebhookClientConfig | None = None) -> list[dict[str, Any]]:
+def crds(webhook: WebhookClientConfig | None = None, v1beta1_served: bool = True) -> list[dict[str, Any]]:
     """A CustomResourceDefinition for every Kueue kind, in a stable order.
 
     With `webhook`, v1beta1 is converted by pykueue's conversion webhook at
-    ``<webhook>/convert``; without, the conversion strategy is ``None``.
+    ``<webhook>/convert``; without, the conversion strategy is ``None``, which only
+    renames the apiVersion: a v1beta1 object's renamed fields (ClusterQueue ``cohort``...)
+    would be pruned. ``v1beta1_served=False`` (what `pykueue install --crds-only` applies)
+    has the API server refuse v1beta1 instead, until a conversion webhook is there.
     """
-    return [crd(kind, webhook) for kind in KINDS]
+    return [crd(kind, webhook, v1beta1_served) for kind in KINDS]
 
 
 def crd_names() -> list[str]:

@@ -17,10 +17,12 @@ CRDs, for a controller run outside the cluster; ``-f`` applies files.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
 import signal
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,8 +35,8 @@ from pykueue.controllers import integrations, jobframework, kueue_configuration,
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig, FairSharing
-from pykueue.errors import PykueueError
-from pykueue.server import deploy, health, webhooks
+from pykueue.errors import AlreadyExists, PykueueError, StoreError
+from pykueue.server import certs, deploy, health, webhooks
 from pykueue.store import kubernetes
 from pykueue.store.base import Key
 
@@ -99,6 +101,74 @@ def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> we
     return exists
 
 
+async def start_local_webhooks(
+    store: kubernetes.KubernetesStore,
+    queues: webhooks.LocalQueueLookup,
+    host: str = "127.0.0.1",
+    port: int = 9443,
+    namespace: str = "kueue-system",
+    convert: bool = True,
+    jobs: Jobs | None = None,
+) -> webhooks.WebhookServer:
+    """The webhook server for a controller outside the cluster, registered by URL.
+
+    Its certificate is for ``host`` (a self-signed CA kept in the Secret
+    ``pykueue-webhook-server-cert`` of ``namespace``, created when missing, so a restart
+    keeps it); the Mutating/ValidatingWebhookConfigurations of `pykueue manifests` are
+    applied pointing at ``https://<host>:<port>`` with that CA, and, with ``convert``, the
+    CRDs too (v1beta1 served, converted by this server). They stay registered when the
+    controller stops: as with upstream's Deployment, Jobs and Kueue objects are refused
+    (failurePolicy Fail) rather than let through unchecked while it is down.
+    """
+    with contextlib.suppress(AlreadyExists):
+        await store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    jobs = jobs or jobs_of(configuration.default())
+    frameworks = jobs.frameworks
+    config = webhooks.WebhookConfig(
+        host=host,
+        port=port,
+        certs=certs.CertConfig(namespace=namespace, hosts=(host, "localhost")),
+        frameworks=frameworks,
+        manage_jobs_without_queue_name=jobs.settings.manage_jobs_without_queue_name,
+    )
+    server = webhooks.WebhookServer(config, store, queues)
+    await server.start()
+    assert server.certificates is not None
+    bracketed = f"[{host}]" if ":" in host else host
+    client = crd.WebhookClientConfig(
+        url=f"https://{bracketed}:{server.port}", ca_bundle=server.certificates.ca_bundle
+    )
+    await store.apply(
+        deploy.mutating_webhook_configuration(client, namespace, frameworks),
+        field_manager=INSTALL_FIELD_MANAGER,
+    )
+    await store.apply(
+        deploy.validating_webhook_configuration(client, namespace, frameworks),
+        field_manager=INSTALL_FIELD_MANAGER,
+    )
+    if convert:
+        await apply_all(store, crd.crds(client))
+    log.info("local webhooks registered at %s", client.url)
+    return server
+
+
+async def _until_reachable(start: Callable[[], Awaitable[None]], stop: asyncio.Event, what: str) -> None:
+    """Run ``start``, again and again while the API server cannot be reached (or until ``stop``):
+    a controller started before its API server waits for it, as `KubeManager.run` does."""
+    delay = 1.0
+    while not stop.is_set():
+        try:
+            await start()
+            return
+        except StoreError as exc:
+            if not exc.retryable:
+                raise
+            log.warning("cannot %s yet (%s); retrying in %.0fs", what, exc, delay)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=delay)
+        delay = min(delay * 2, 30.0)
+
+
 async def _run_controller(
     store: kubernetes.KubernetesStore,
     resync: float,
@@ -106,8 +176,12 @@ async def _run_controller(
     config: EngineConfig,
     ops: Operations | None = None,
     jobs: Jobs | None = None,
+    local_webhooks: tuple[str, int] | None = None,
 ) -> bool:
-    """Run until SIGTERM/SIGINT (True) or until the lease is lost (False)."""
+    """Run until SIGTERM/SIGINT (True) or until the lease is lost (False).
+
+    ``local_webhooks`` (host, port): serve the webhooks outside the cluster (`start_local_webhooks`).
+    """
     ops = ops or Operations()
     jobs = jobs or jobs_of(configuration.default())
     stop = asyncio.Event()
@@ -136,11 +210,23 @@ async def _run_controller(
         on_pass=registry.observe_pass,
         events=EventRecorder(writer),
     )
-    server = None
+    server: webhooks.WebhookServer | None = None
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
         server = webhooks.WebhookServer(webhook_config, store, cached_queues(manager, store))
-        await server.start()
+        await _until_reachable(server.start, stop, "start the webhook server")
+        if stop.is_set():
+            await store.close()
+            return True
+    elif local_webhooks is not None:
+        host, port = local_webhooks
+        queues = cached_queues(manager, store)
+
+        async def start_local() -> None:
+            nonlocal server
+            server = await start_local_webhooks(store, queues, host, port, ops.lease_namespace, jobs=jobs)
+
+        await _until_reachable(start_local, stop, "register the local webhooks")
     side = None
     if ops.metrics_port:
         app = health.create_app(
@@ -194,6 +280,17 @@ def controller(
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
     serve_webhooks: bool = typer.Option(
         False, "--webhooks", help="Also serve the webhooks (Job suspension, validation, conversion)."
+    ),
+    local_webhooks: bool = typer.Option(
+        False,
+        "--local-webhooks",
+        help="Outside the cluster: serve the webhooks on --webhook-host and register them (and the CRDs' "
+        "v1beta1 conversion) by URL, with a self-signed certificate.",
+    ),
+    webhook_host: str = typer.Option(
+        "127.0.0.1",
+        "--webhook-host",
+        help="With --local-webhooks: the address the API server reaches this process at.",
     ),
     webhook_port: int = typer.Option(9443, "--webhook-port", help="HTTPS port of the webhook server."),
     config_file: Path | None = typer.Option(
@@ -263,7 +360,12 @@ def controller(
             min_pass_seconds=min_pass,
             max_admissions_ahead=max_ahead,
         )
-        stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops, jobs))
+        if local_webhooks and serve_webhooks:
+            raise PykueueError(
+                "--webhooks (in a pod, behind the Service) and --local-webhooks exclude each other"
+            )
+        local = (webhook_host, webhook_port) if local_webhooks else None
+        stopped = asyncio.run(_run_controller(store, resync, webhook_config, config, ops, jobs, local))
     except PykueueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -271,6 +373,12 @@ def controller(
         # As controller-runtime: a replica that lost its lease exits, and is restarted as a standby.
         typer.echo("error: leader election lost", err=True)
         raise typer.Exit(1)
+
+
+# Feature gates whose Kubernetes-mode default differs from upstream's (docs/kubernetes.md):
+# every pending Workload gets a QuotaReserved condition at once, not only those a scheduling
+# cycle tried, so that `kubectl get workloads` explains each one.
+KUBERNETES_GATES: dict[str, bool] = {"UnadmittedWorkloadsExplicitStatus": True}
 
 
 def engine_config(path: Path | None, fair_sharing: bool, nominal_first: bool) -> EngineConfig:
@@ -281,11 +389,14 @@ def engine_config(path: Path | None, fair_sharing: bool, nominal_first: bool) ->
     """
     options: dict[str, Any] = {"nominal_first": nominal_first, "async_evictions": True}
     if path is None:
-        return EngineConfig(fair_sharing=FairSharing(enable=fair_sharing), **options)
+        config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing), **options)
+        return dataclasses.replace(config, feature_gates=dict(KUBERNETES_GATES))
     loaded = kueue_configuration.load(path, **options)
     if loaded.unused:
         log.warning("%s: not used by pykueue (yet): %s", path, ", ".join(loaded.unused))
     config = loaded.engine
+    # The file's own featureGates win over our Kubernetes-mode defaults.
+    config = dataclasses.replace(config, feature_gates={**KUBERNETES_GATES, **config.feature_gates})
     if fair_sharing and not config.fair_sharing.enable:
         config = dataclasses.replace(
             config, fair_sharing=dataclasses.replace(config.fair_sharing, enable=True)
@@ -301,9 +412,18 @@ def default_manifests(
 ) -> list[dict[str, Any]]:
     """What `install` applies without ``-f``: `pykueue manifests`' output, or only the CRDs."""
     if crds_only:
-        return crd.crds()
+        # No conversion webhook yet: v1beta1 is refused rather than silently stripped of its
+        # renamed fields; `pykueue controller --local-webhooks` serves it (with conversion).
+        # The user-facing roles come along: without them a namespace editor sees no Workload.
+        return [*crd.crds(v1beta1_served=False), *deploy.user_roles()]
     config = deploy.DeployConfig(namespace=namespace, image=image or deploy.DEFAULT_IMAGE)
     return deploy.render(config)
+
+
+# `kubectl apply --server-side`'s own default field manager: an install followed by the
+# documented `kubectl apply --server-side -f pykueue.yaml` (or the other way round) is one
+# manager changing its own fields, never a conflict.
+INSTALL_FIELD_MANAGER = "kubectl"
 
 
 def read_manifests(paths: list[Path]) -> list[dict[str, Any]]:
@@ -320,14 +440,23 @@ def read_manifests(paths: list[Path]) -> list[dict[str, Any]]:
 
 
 async def apply_all(
-    store: kubernetes.KubernetesStore, docs: list[dict[str, Any]], timeout: float = 60.0
+    store: kubernetes.KubernetesStore,
+    docs: list[dict[str, Any]],
+    timeout: float = 60.0,
+    field_manager: str = "",
 ) -> list[str]:
-    """Apply CRDs, wait until they are Established, then apply the rest; the names applied."""
+    """Apply CRDs, wait until they are Established, then apply the rest; the names applied.
+
+    As ``field_manager``, by default `INSTALL_FIELD_MANAGER` (kubectl's): whoever installs
+    (`pykueue install`, the local webhooks, `kubectl apply --server-side`) owns the fields as
+    one manager, so none of them conflicts with another.
+    """
+    field_manager = field_manager or INSTALL_FIELD_MANAGER
     crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
     rest = [d for d in docs if d.get("kind") != "CustomResourceDefinition"]
     applied: list[str] = []
     for doc in crds:
-        await store.apply(doc)
+        await store.apply(doc, field_manager=field_manager)
         applied.append(f"CustomResourceDefinition/{doc['metadata']['name']}")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -342,7 +471,7 @@ async def apply_all(
                 raise PykueueError(f"CustomResourceDefinition {name} is not Established after {timeout:.0f}s")
             await asyncio.sleep(0.2)
     for doc in rest:
-        await store.apply(doc)
+        await store.apply(doc, field_manager=field_manager)
         meta = doc.get("metadata") or {}
         where = f"{meta['namespace']}/" if meta.get("namespace") else ""
         applied.append(f"{doc.get('kind')}/{where}{meta.get('name')}")
@@ -360,9 +489,19 @@ def install(
         "--filename",
         help="Manifest files to apply instead of the built-in ones.",
     ),
-    crds_only: bool = typer.Option(False, "--crds-only", help="Only the CRDs (a controller run elsewhere)."),
+    crds_only: bool = typer.Option(
+        False,
+        "--crds-only",
+        help="Only the CRDs and the user-facing roles (for a controller run outside the cluster).",
+    ),
     namespace: str = typer.Option("kueue-system", "--namespace", help="Namespace of the controller."),
     image: str = typer.Option("", "--image", help="Controller image (default: the release image)."),
+    field_manager: str = typer.Option(
+        INSTALL_FIELD_MANAGER,
+        "--field-manager",
+        help="Server-side apply field manager (default: kubectl's, so `kubectl apply --server-side` "
+        "of the same objects later does not conflict).",
+    ),
 ) -> None:
     """Apply pykueue's manifests to a cluster (server-side apply), CRDs first."""
     docs = read_manifests(filenames) if filenames else default_manifests(crds_only, namespace, image)
@@ -370,7 +509,7 @@ def install(
     async def go() -> list[str]:
         store = _connect(kubeconfig, context)
         try:
-            return await apply_all(store, docs)
+            return await apply_all(store, docs, field_manager=field_manager)
         finally:
             await store.close()
 

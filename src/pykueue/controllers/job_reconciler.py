@@ -260,7 +260,28 @@ class JobReconciler:
             self._report_pods_ready(adapter, job, workload)
             return await self._sync_reclaimable(adapter, job, workload)
         self._pods_ready.pop(Key.of(workload), None)
+        if adapter.is_suspended(job) and not (workload.get("status") or {}).get("admission"):
+            moved = await self._follow_queue_name(adapter, job, workload)
+            if moved:
+                return moved
         return await self._stop_or_check(adapter, job, workload)
+
+    async def _follow_queue_name(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> int:
+        """A waiting job was moved to another LocalQueue: its Workload follows (as upstream).
+
+        Only while the job is suspended and the Workload holds no reservation: the webhook
+        refuses the change on a running job, and a reserved Workload's queue is immutable.
+        """
+        wanted = adapter.queue_name(job)
+        spec = workload.get("spec") or {}
+        if spec.get("queueName") == wanted:
+            return 0
+        updated = copy.deepcopy(workload)
+        updated["spec"]["queueName"] = wanted
+        written = await self.store.update(updated)
+        self._put_workload(written)
+        log.info("%s moved from LocalQueue %s to %s", Key.of(workload), spec.get("queueName"), wanted)
+        return 1
 
     async def _stop_evicted(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> int:
         """Evicted but still holding its quota: stop the job, and say when its pods are gone."""

@@ -93,6 +93,10 @@ class KubeManager:
     # The ProvisioningRequest admission check: a cluster's autoscaler answers it; standalone
     # mode has none and turns it off.
     provisioning_checks: bool = True
+    # The first list is retried while the API server is unreachable: first after this many
+    # seconds, doubling up to the maximum (see `_first_sync`).
+    sync_retry_seconds: float = 1.0
+    sync_retry_max_seconds: float = 30.0
     admission: AdmissionController = field(init=False)
     jobs: JobReconciler = field(init=False)
     # Pods queued alone or in groups (the "pod" framework); None when it is not enabled.
@@ -189,7 +193,9 @@ class KubeManager:
                 self.on_pass(self.admission.state)
             self.admission.state.events.clear()
             self._forget_gone()
-        writes += await self.statuses.write(self.admission.state, self.admission.cache)
+        writes += await self.statuses.write(
+            self.admission.state, self.admission.cache, self.admission.rejected
+        )
         writes += await self.jobs.reconcile()
         if self.provisioning_checks:
             writes += await self.provisioning.reconcile()
@@ -238,9 +244,32 @@ class KubeManager:
         versions.update(await self.provisioning.sync())
         return versions
 
+    async def _first_sync(self, stop: asyncio.Event) -> dict[str, str] | None:
+        """List everything, retrying while the API server cannot answer; None once stopped.
+
+        A controller may start before its API server (a node reboot, a control-plane upgrade):
+        like an informer, it waits and tries again, with a doubling delay up to
+        ``sync_retry_max_seconds``, instead of exiting. An answer that will not change by
+        waiting (a refused credential, a missing CRD) still ends the run.
+        """
+        delay = self.sync_retry_seconds
+        while not stop.is_set():
+            try:
+                return await self.sync()
+            except StoreError as exc:
+                if not exc.retryable:
+                    raise
+                log.warning("cannot list from the API server yet (%s); retrying in %.0fs", exc, delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+            delay = min(delay * 2, self.sync_retry_max_seconds)
+        return None
+
     async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
         """List, then follow every kind and reconcile until ``stop`` is set."""
-        versions = await self.sync()
+        versions = await self._first_sync(stop)
+        if versions is None:
+            return
         events: asyncio.Queue[WatchEvent] = asyncio.Queue()
         # Status writes travel in the background from here on; what they learn comes back
         # as events on the same queue as the watches'.

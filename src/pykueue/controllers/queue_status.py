@@ -24,7 +24,7 @@ import asyncio
 import copy
 import logging
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -68,6 +68,29 @@ def merge_status(stored: Manifest | None, desired: Manifest, generation: Any, no
     return result
 
 
+# Queue kinds whose stored object the engine refused get a condition saying so.
+INVALID_REPORTED = frozenset({"ClusterQueue", "LocalQueue"})
+INVALID_REASON = "Invalid"
+
+
+def invalid_status(desired: Manifest | None, problem: str) -> Manifest:
+    """``Active=False`` (reason ``Invalid``) for a queue whose stored spec the controller refused.
+
+    Without the validating webhook (a controller run outside the cluster) the API server
+    accepts specs only upstream's webhook refuses (a lendingLimit above the nominal quota,
+    a resource in two groups...). The controller leaves such a spec out; an earlier valid
+    spec of the same queue, if it had one, stays in effect, and the message says so.
+    """
+    status = copy.deepcopy(desired) if desired is not None else {}
+    message = f"the spec is invalid: {problem}"
+    if desired is not None:
+        message += "; the last valid spec stays in effect"
+    others = [c for c in status.get("conditions") or [] if c.get("type") != "Active"]
+    active = {"type": "Active", "status": "False", "reason": INVALID_REASON, "message": message[:32768]}
+    status["conditions"] = [active, *others]
+    return status
+
+
 def _queue_keys(state: State) -> list[Key]:
     """The queue objects the engine knows (the cache also holds thousands of workloads)."""
     keys = [Key("ClusterQueue", "", name) for name in state.cluster_queues]
@@ -108,7 +131,9 @@ class QueueStatusWriter:
             return engine_status.cohort_status(state, key.name) or None
         return None
 
-    async def write(self, state: State, cache: MutableMapping[Key, Manifest]) -> int:
+    async def write(
+        self, state: State, cache: MutableMapping[Key, Manifest], rejected: Mapping[Key, str] | None = None
+    ) -> int:
         """Write every changed status that is due; the written objects replace the cached ones.
 
         A queue whose status was written, or found unchanged, less than ``min_interval_seconds``
@@ -118,9 +143,12 @@ class QueueStatusWriter:
         now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
         at = self.monotonic()
         due = at - self.min_interval_seconds
+        rejected = {k: v for k, v in (rejected or {}).items() if k.kind in INVALID_REPORTED}
+        known = _queue_keys(state)
+        seen = set(known)
         keys = [
             key
-            for key in _queue_keys(state)
+            for key in [*known, *(k for k in rejected if k not in seen)]
             if key in cache
             and key not in self._in_flight
             and max(self._written_at.get(key, float("-inf")), self._checked_at.get(key, float("-inf"))) <= due
@@ -133,6 +161,8 @@ class QueueStatusWriter:
             stored = cache[key]
             self._checked_at[key] = at
             desired = self._desired(state, key, local)
+            if key in rejected:
+                desired = invalid_status(desired, rejected[key])
             if desired is None:
                 continue
             generation = (stored.get("metadata") or {}).get("generation")

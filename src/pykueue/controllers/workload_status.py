@@ -18,7 +18,7 @@ import copy
 from typing import Any
 
 from pykueue.api import quantity
-from pykueue.engine import intake
+from pykueue.engine import evictions, intake
 from pykueue.engine.workloads import Workload
 
 OWNED_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued", "PodsReady")
@@ -59,8 +59,9 @@ def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any
     owned = []
     for kind in owned_kinds:
         if never_held and kind in EVICTION_CONDITIONS:
-            if kind in stored_owned:
-                owned.append(stored_owned[kind])
+            written = _pending_deactivation(wl, kind, stored_owned.get(kind))
+            if written is not None:
+                owned.append(written)
             continue
         cond = wl.conditions.get(kind)
         if cond is None:
@@ -88,6 +89,47 @@ def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any
     _checks(wl, status)
     _eviction_counts(wl, status)
     return status
+
+
+def _pending_deactivation(wl: Workload, kind: str, stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Evicted/Requeued of a workload deactivated before any admission was written.
+
+    As upstream: deactivating a pending workload evicts it too (``Evicted=True``, reason
+    ``Deactivated``) and says it is not requeued (``Requeued=False``, same reason), so
+    `kubectl get workloads` tells a switched-off workload from a waiting one; reactivated,
+    ``Requeued`` turns True (reason ``Reactivated``). Otherwise the stored conditions stay.
+    """
+    blocked = wl.conditions.get("QuotaReserved")
+    if blocked is None:
+        return stored  # not explained yet: nothing to date these by
+    since = _time(blocked.last_transition)
+    if not wl.active and kind in ("Evicted", "Requeued"):
+        status = "True" if kind == "Evicted" else "False"
+        if stored is not None and (stored.get("status"), stored.get("reason")) == (
+            status,
+            evictions.DEACTIVATED,
+        ):
+            return stored
+        return {
+            "type": kind,
+            "status": status,
+            "reason": evictions.DEACTIVATED,
+            "message": evictions.DEACTIVATED_MESSAGE,
+            "lastTransitionTime": since,
+        }
+    switched_off = stored is not None and (stored.get("status"), stored.get("reason")) == (
+        "False",
+        evictions.DEACTIVATED,
+    )
+    if wl.active and kind == "Requeued" and switched_off:
+        return {
+            "type": kind,
+            "status": "True",
+            "reason": evictions.REACTIVATED,
+            "message": evictions.REACTIVATED_MESSAGE,
+            "lastTransitionTime": since,
+        }
+    return stored
 
 
 def _checks(wl: Workload, status: dict[str, Any]) -> None:

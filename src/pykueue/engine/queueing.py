@@ -257,6 +257,21 @@ class ClusterQueueQueue:
         if park_twins and self.strategy == specs.BEST_EFFORT_FIFO:
             self._parked[wl.shape] = None
 
+    def parked_twins(self, wl: Workload) -> list[Workload]:
+        """The other workloads of ``wl``'s shape, when that shape is parked."""
+        shape = self._shape_of.get(wl.key, wl.shape)
+        if shape not in self._parked:
+            return []
+        return [twin for key, twin in self._groups.get(shape, {}).items() if key != wl.key]
+
+    def twins(self, wl: Workload) -> Iterator[Workload]:
+        """The other inadmissible workloads of ``wl``'s shape, lazily: the held ones first (the
+        one whose failed try parked the shape is among them), then the parked group."""
+        for key, held in self._held.items():
+            if key != wl.key and held.shape == wl.shape:
+                yield held
+        yield from self.parked_twins(wl)
+
     def unpark_all(self, still_waiting: Callable[[Workload], bool] | None = None) -> bool:
         """Parked shapes and held workloads back to the heaps, but those ``still_waiting`` (backoff)."""
         moved = False

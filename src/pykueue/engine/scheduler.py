@@ -45,7 +45,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from pykueue.engine import admission_checks, aging, cohort_tree, contract, evictions, fair_sharing, specs
+from pykueue.engine import (
+    admission_checks,
+    aging,
+    cohort_tree,
+    contract,
+    evictions,
+    fair_sharing,
+    specs,
+    waiting,
+)
 from pykueue.engine.entries import (
     ASSUMED,
     FAILED_AFTER_NOMINATION,
@@ -62,7 +71,7 @@ from pykueue.engine.entries import (
 from pykueue.engine.flavor_assigner import Assignment, FlavorAssigner, Mode, Possibility
 from pykueue.engine.preemption import Preemptor
 from pykueue.engine.resources import FlavorResource, Quantities
-from pykueue.engine.state import ADMITTED, PENDING, PREEMPTED, Event, State
+from pykueue.engine.state import ADMITTED, EXPLICIT_STATUS, PENDING, PREEMPTED, Event, State
 from pykueue.engine.targets import HUMAN_REASONS, Target, can_always_reclaim
 from pykueue.engine.waiting import NAMESPACE_MISMATCH_MESSAGE
 from pykueue.engine.workloads import Admission, PodSetAssignment, Workload
@@ -538,6 +547,14 @@ def _requeue(state: State, entry: Entry) -> None:
     if evictions.unreserve(wl, reason, message, state.now):
         state.touched.add(wl.key)
         state.events.append(Event(state.cycle, wl.key, PENDING, message, reason))
+    if park_twins and state.config.gate(EXPLICIT_STATUS):
+        # Parked with it, its twins are never tried: they say so, with its reason (upstream's
+        # workload controller answers them from the equivalence cache under this gate).
+        for twin in queue.parked_twins(wl):
+            if twin.admission is None and evictions.unreserve(
+                twin, reason, waiting.BYPASSED_MESSAGE, state.now
+            ):
+                state.touched.add(twin.key)
 
 
 def _evict_target(state: State, target: Target, entry: Entry) -> None:

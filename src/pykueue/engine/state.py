@@ -62,6 +62,8 @@ EVICTED = "Evicted"
 CHECKS_PASSED = "AdmissionChecksPassed"
 # PodsReady became True (reason Started or Recovered; waited: since Admitted).
 PODS_READY = "PodsReady"
+# Upstream's gate: every pending workload gets QuotaReserved=False at once (Kubernetes mode turns it on).
+EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
 
 
 @dataclass(frozen=True, slots=True)
@@ -719,7 +721,13 @@ class State:
         if self.backing_off(wl):
             self.queues[cq].park(wl)
             return
-        self.queues[cq].push(wl)
+        queue = self.queues[cq]
+        queue.push(wl)
+        if self.config.gate(EXPLICIT_STATUS) and wl.admission is None and wl.key in queue.inadmissible:
+            # It joined a shape parked as not fitting: it says so, with its twins' reason.
+            reason = waiting.twin_reason(queue.twins(wl))
+            if reason is not None and evictions.unreserve(wl, reason, waiting.BYPASSED_MESSAGE, self.now):
+                self.touched.add(wl.key)
 
     def unpark(self, wl: Workload) -> None:
         """A held pending workload that may be admissible again goes back to its active queue."""
@@ -829,7 +837,7 @@ class State:
 
     def _explain_waiting(self, wl: Workload) -> None:
         if wl.admission is None and waiting.explain(
-            wl, self.blocker(wl), self.config.gate("UnadmittedWorkloadsExplicitStatus"), self.now
+            wl, self.blocker(wl), self.config.gate(EXPLICIT_STATUS), self.now
         ):
             self.touched.add(wl.key)
 

@@ -137,11 +137,28 @@ def _local_queue_status(state: State, key: str, pending: int, reserving: list[Wo
     else:
         reason, message = "Ready", "Can submit new workloads to localQueue"
 
+    cq = state.cluster_queues.get(lq.cluster_queue)
+    # As upstream: every flavor of the ClusterQueue in its order, each with every resource it
+    # covers (sorted by name), zeros included, so `kubectl get -o yaml` shows the whole shape.
+    keys: list[tuple[str, str]] = list(cq.quotas) if cq is not None else []
+    cq_keys = set(keys)
+
     def flavors(usage: Quantities) -> list[Any]:
         grouped: dict[str, list[dict[str, str]]] = {}
+        for flavor, resource in keys:
+            grouped.setdefault(flavor, []).append(
+                {"name": resource, "total": quantity.format_milli(usage.get((flavor, resource), 0))}
+            )
+        # Usage in a flavor the ClusterQueue no longer lists (changed under admitted workloads).
         for (flavor, resource), value in sorted(usage.items()):
-            grouped.setdefault(flavor, []).append({"name": resource, "total": quantity.format_milli(value)})
-        return [{"name": flavor, "resources": resources} for flavor, resources in grouped.items()]
+            if (flavor, resource) not in cq_keys:
+                grouped.setdefault(flavor, []).append(
+                    {"name": resource, "total": quantity.format_milli(value)}
+                )
+        return [
+            {"name": flavor, "resources": sorted(resources, key=lambda r: r["name"])}
+            for flavor, resources in grouped.items()
+        ]
 
     return {
         "conditions": [

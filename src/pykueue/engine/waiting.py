@@ -18,6 +18,8 @@ off by default, stamps PendingEvaluation on creation).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pykueue.engine import evictions, specs
 from pykueue.engine.workloads import Workload
 
@@ -35,6 +37,8 @@ SCHEDULER_REASONS = frozenset(
 )
 GATED = "AdmissionGated"
 GATE_CLEARED_MESSAGE = "AdmissionGatedBy cleared, waiting for quota reservation"
+# A twin of a workload that did not fit, parked with it and not tried itself.
+BYPASSED_MESSAGE = "Bypassed scheduling evaluation because an equivalent workload recently failed"
 NAMESPACE_MISMATCH_MESSAGE = "workload namespace doesn't match ClusterQueue selector"
 
 
@@ -62,6 +66,16 @@ def blocker(
         return "Misconfigured", wl.invalid_reason
     if wl.gated_by:
         return GATED, f"Admission is gated by: {wl.gated_by}"
+    return None
+
+
+def twin_reason(twins: Iterable[Workload]) -> str | None:
+    """The reason the scheduler gave a parked shape's tried workload, if one of them has it."""
+    for twin in twins:
+        cond = twin.conditions.get("QuotaReserved")
+        tried = cond is not None and cond.status == "False" and cond.reason in SCHEDULER_REASONS
+        if tried and cond is not None and cond.reason != evictions.PENDING_EVALUATION:
+            return cond.reason
     return None
 
 

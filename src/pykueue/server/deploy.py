@@ -249,6 +249,109 @@ def rbac(config: DeployConfig) -> list[Doc]:
     ]
 
 
+# --- user-facing roles -----------------------------------------------------------------------
+
+# Upstream's names (its kustomize prefix ``kueue-``), so RoleBindings written for upstream's
+# roles keep working.
+ROLE_PREFIX: Final = "kueue-"
+_AGGREGATE: Final = "rbac.authorization.k8s.io/aggregate-to-"
+_BATCH_ADMIN: Final = "rbac.kueue.x-k8s.io/batch-admin"
+_BATCH_USER: Final = "rbac.kueue.x-k8s.io/batch-user"
+_EDIT: Final = ["create", "delete", "get", "list", "patch", "update", "watch"]
+VISIBILITY_GROUP: Final = "visibility.kueue.x-k8s.io"
+
+
+@dataclass(frozen=True)
+class UserRole:
+    """One of upstream's end-user ClusterRoles and where it is aggregated."""
+
+    name: str  # without the prefix, e.g. "localqueue-viewer"
+    group: str
+    resource: str
+    verbs: tuple[str, ...]
+    status: bool  # also get on <resource>/status
+    batch_user: bool  # in kueue-batch-user-role (every one is in kueue-batch-admin-role)
+    aggregate_to: tuple[str, ...]  # of the built-in view, edit, admin
+
+
+_NAMESPACE_FACING: Final = ("view", "edit", "admin")
+USER_ROLES: Final = (
+    # Namespaced things a tenant works with: readable by view/edit/admin of the namespace.
+    UserRole("localqueue-viewer", crd.GROUP, "localqueues", tuple(_READ), True, True, _NAMESPACE_FACING),
+    UserRole("localqueue-editor", crd.GROUP, "localqueues", tuple(_EDIT), True, False, ()),
+    UserRole("workload-viewer", crd.GROUP, "workloads", tuple(_READ), True, True, _NAMESPACE_FACING),
+    UserRole("workload-editor", crd.GROUP, "workloads", tuple(_EDIT), True, False, ()),
+    UserRole("job-viewer", "batch", "jobs", tuple(_READ), True, True, _NAMESPACE_FACING),
+    UserRole("job-editor", "batch", "jobs", tuple(_EDIT), True, True, ()),
+    UserRole(
+        "pending-workloads-lq-viewer",
+        VISIBILITY_GROUP,
+        "localqueues/pendingworkloads",
+        tuple(_READ),
+        False,
+        True,
+        _NAMESPACE_FACING,
+    ),
+    UserRole(
+        "pending-workloads-cq-viewer",
+        VISIBILITY_GROUP,
+        "clusterqueues/pendingworkloads",
+        tuple(_READ),
+        False,
+        False,
+        _NAMESPACE_FACING,
+    ),
+    # Cluster-scoped queue configuration: read by a namespace admin, written by batch admins.
+    UserRole("clusterqueue-viewer", crd.GROUP, "clusterqueues", tuple(_READ), True, False, ("admin",)),
+    UserRole("clusterqueue-editor", crd.GROUP, "clusterqueues", tuple(_EDIT), True, False, ()),
+    UserRole("cohort-viewer", crd.GROUP, "cohorts", tuple(_READ), False, False, ("admin",)),
+    UserRole("cohort-editor", crd.GROUP, "cohorts", tuple(_EDIT), False, False, ()),
+    UserRole("resourceflavor-viewer", crd.GROUP, "resourceflavors", tuple(_READ), False, False, ("admin",)),
+    UserRole("resourceflavor-editor", crd.GROUP, "resourceflavors", tuple(_EDIT), False, False, ()),
+    UserRole("topology-viewer", crd.GROUP, "topologies", tuple(_READ), False, False, ("admin",)),
+    UserRole("topology-editor", crd.GROUP, "topologies", tuple(_EDIT), False, False, ()),
+)
+
+
+def user_roles() -> list[Doc]:
+    """Upstream's end-user ClusterRoles, and the two that aggregate them.
+
+    ``kueue-batch-admin-role`` gathers every one; ``kueue-batch-user-role`` what a tenant
+    needs (jobs, reading its LocalQueues, Workloads and pending positions). The viewers of
+    namespaced things are also aggregated into the built-in ``view``, ``edit`` and
+    ``admin`` roles, so a namespace editor lists its Workloads and LocalQueues.
+    """
+    docs: list[Doc] = []
+    for role in USER_ROLES:
+        labels = {"rbac.kueue.x-k8s.io/role": role.name, _BATCH_ADMIN: "true", **LABELS}
+        if role.batch_user:
+            labels[_BATCH_USER] = "true"
+        labels.update({f"{_AGGREGATE}{name}": "true" for name in role.aggregate_to})
+        rules = [_rule([role.group], [role.resource], list(role.verbs))]
+        if role.status:
+            rules.append(_rule([role.group], [f"{role.resource}/status"], ["get"]))
+        docs.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": f"{ROLE_PREFIX}{role.name}-role", "labels": labels},
+                "rules": rules,
+            }
+        )
+    for name, label in (("batch-admin", _BATCH_ADMIN), ("batch-user", _BATCH_USER)):
+        docs.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": f"{ROLE_PREFIX}{name}-role", "labels": dict(LABELS)},
+                "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]},
+                # Filled in by the API server's aggregation controller.
+                "rules": [],
+            }
+        )
+    return docs
+
+
 # --- webhook configurations ------------------------------------------------------------------
 
 
@@ -496,6 +599,7 @@ def render(config: DeployConfig | None = None) -> list[Doc]:
         namespace(config),
         *crd.crds(client),
         *rbac(config),
+        *user_roles(),
         secret(config),
         *([config_map(config)] if config.configuration else []),
         mutating_webhook_configuration(client, config.namespace, config.frameworks),

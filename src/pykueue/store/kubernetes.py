@@ -501,12 +501,14 @@ class KubernetesStore:
         written = await self.request("PUT", path, body, {"fieldManager": self.field_manager}, str(key))
         return _named(written, key.kind, res)
 
-    async def apply(self, obj: Manifest, force: bool = True) -> Manifest:
-        """Server-side apply (not part of `Store`): create or update the fields we own."""
+    async def apply(self, obj: Manifest, force: bool = True, field_manager: str = "") -> Manifest:
+        """Server-side apply (not part of `Store`): create or update the fields we own
+        (as ``field_manager``, default the store's)."""
         key, res = Key.of(obj), resource_of(str(obj.get("kind")))
         namespace = key.namespace or ("default" if res.namespaced else "")
         path = res.path(namespace, key.name)
-        params = {"fieldManager": self.field_manager, "force": "true" if force else "false"}
+        manager = field_manager or self.field_manager
+        params = {"fieldManager": manager, "force": "true" if force else "false"}
         data = orjson.dumps(obj)
         for attempt in range(self.retry.attempts):
             try:

@@ -106,6 +106,14 @@ class ControllerThread:
         self._stop: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._run, name="pykueue-controller", daemon=True)
 
+    def launch(self) -> ControllerThread:
+        """Start the thread without waiting for the controller to be ready."""
+        self._thread.start()
+        return self
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def start(self, timeout: float = 30.0) -> ControllerThread:
         self._thread.start()
         if not self.ready.wait(timeout):
