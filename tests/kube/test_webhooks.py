@@ -189,9 +189,22 @@ def test_job_rules_are_enforced_by_the_api_server(harness: Harness, kube_namespa
     message = wait_for(refused, timeout=30, what="the label change refused")
     assert "metadata.labels[kueue.x-k8s.io/queue-name]: field is immutable" in message
     # A held Job may move to another queue.
-    held = _create_job(cluster, kube_namespace, _job("held", {"kueue.x-k8s.io/queue-name": "user-queue"}))
-    held["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "other-queue"
-    moved = cluster.request("PUT", f"/apis/batch/v1/namespaces/{kube_namespace}/jobs/held", held)
+    _create_job(cluster, kube_namespace, _job("held", {"kueue.x-k8s.io/queue-name": "user-queue"}))
+    held_path = f"/apis/batch/v1/namespaces/{kube_namespace}/jobs/held"
+
+    def move() -> dict[str, Any] | None:
+        # Kubernetes' job controller may write the Job meanwhile: read it again on a conflict.
+        held = cluster.get(held_path)
+        held["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "other-queue"
+        try:
+            moved: dict[str, Any] = cluster.request("PUT", held_path, held)
+        except ApiError as exc:
+            if exc.status == 409 and "modified" in str(exc.body):
+                return None
+            raise
+        return moved
+
+    moved = wait_for(move, timeout=30, what="the held Job moved")
     assert moved["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "other-queue"
 
 

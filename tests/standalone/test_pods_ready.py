@@ -39,10 +39,14 @@ def test_a_job_that_never_gets_ready_is_requeued_then_deactivated_and_a_ready_on
     assert server.apply([never, fine]).status_code == 200
 
     def workload(name: str) -> dict[str, Any]:
+        # {} until the job reconciler has made it (the first poll may come first).
         return next(
-            w
-            for w in server.api("GET", "/api/v1/objects/Workload")
-            if w["metadata"]["name"].startswith(f"job-{name}-")
+            (
+                w
+                for w in server.api("GET", "/api/v1/objects/Workload")
+                if w["metadata"]["name"].startswith(f"job-{name}-")
+            ),
+            {},
         )
 
     def condition(name: str, kind: str) -> dict[str, Any]:
@@ -58,7 +62,7 @@ def test_a_job_that_never_gets_ready_is_requeued_then_deactivated_and_a_ready_on
         lambda: (c := condition("never", "Evicted")).get("reason") == "PodsReadyTimeout" and c, timeout=60
     )
     assert "Exceeded the PodsReady timeout" in evicted["message"]
-    wait_until(lambda: workload("never")["spec"].get("active") is False, timeout=90)
+    wait_until(lambda: workload("never").get("spec", {}).get("active") is False, timeout=90)
     described = server.cli("describe", "workload", "never")
     assert "State:     Inactive" in described.stdout, described.stdout
     wait_until(lambda: server.jobs()["default/never"]["active"] == 0, timeout=30)

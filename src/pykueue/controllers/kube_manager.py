@@ -132,6 +132,7 @@ class KubeManager:
             self.pods = PodGroupReconciler(
                 self.store, self.flavors, self.clock, self.priority_of, settings=self.settings
             )
+            self.pods.on_stopped = self.admission.complete_eviction
         self.statuses = QueueStatusWriter(self.store, self.clock)
         self.provisioning = ProvisioningController(self.store, self.config, self.flavors, self.clock)
 

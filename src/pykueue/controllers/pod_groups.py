@@ -89,6 +89,10 @@ class PodGroupReconciler:
     workloads: dict[Key, Manifest] = field(default_factory=dict)
     members: dict[Key, set[Key]] = field(default_factory=dict)
     dirty: set[Key] = field(default_factory=set)
+    # An evicted Workload's pods are all stopped: the admission controller releases its quota
+    # (asynchronous evictions, as for jobs: a victim holds its quota until it really stopped).
+    on_stopped: Callable[[Key], None] | None = None
+    _stopped: dict[Key, str] = field(default_factory=dict)  # the eviction last reported, per workload
 
     def kinds(self) -> list[str]:
         return ["Workload", "Pod"]
@@ -181,9 +185,24 @@ class PodGroupReconciler:
         ended = self._finished(live)
         if ended is not None:
             return await self._finish(workload, ended)
+        if _true(workload, "Evicted") and (workload.get("status") or {}).get("admission"):
+            return await self._stop_evicted(key, workload, live)
         if _admitted(workload):
             return await self._ungate(workload, live)
         return await self._evict(key, live)
+
+    async def _stop_evicted(self, key: Key, workload: Manifest, live: list[Manifest]) -> int:
+        """Evicted but still holding its quota: stop its pods, and say when none runs any more."""
+        stopped = await self._evict(key, live)
+        if stopped:
+            return stopped  # their deletions come back as events, and this is looked at again
+        conditions: list[Manifest] = (workload.get("status") or {}).get("conditions") or []
+        evicted: Manifest = next((c for c in conditions if c.get("type") == "Evicted"), {})
+        marker = f"{(workload.get('metadata') or {}).get('uid', '')}/{evicted.get('lastTransitionTime', '')}"
+        if self.on_stopped is not None and self._stopped.get(key) != marker:
+            self._stopped[key] = marker
+            self.on_stopped(key)
+        return 0
 
     # -- pieces
 
