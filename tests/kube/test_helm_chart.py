@@ -126,6 +126,28 @@ def test_chart_applies_to_the_api_server_and_grants_the_kinds_it_manages(
     try:
         out = kube_apiserver.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(real))
         assert "deployment.apps/pykueue-controller-manager serverside-applied" in out
+
+        # Applied again (an upgrade) after the aggregation controller filled in the aggregated
+        # roles' rules (written here as that controller writes them, under its field manager: this
+        # API server runs no controller-manager): the chart must not claim those rules, or the
+        # apply conflicts with it.
+        filled = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "kueue-batch-admin-role"},
+            "rules": [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["get"]}],
+        }
+        kube_apiserver.kubectl(
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=clusterrole-aggregation-controller",
+            "-f",
+            "-",
+            input=yaml.safe_dump(filled),
+        )
+        again = kube_apiserver.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(real))
+        assert "clusterrole.rbac.authorization.k8s.io/kueue-batch-admin-role serverside-applied" in again
         out = kube_apiserver.kubectl(
             # (forced: in a full run the CRDs are there already, applied by another field manager)
             "apply",

@@ -154,7 +154,7 @@ def test_operations_flags_turned_off() -> None:
 
 def test_rbac_has_no_wildcards() -> None:
     _, docs = _render("kueue-system")
-    rules = [rule for d in docs if d["kind"] in ("ClusterRole", "Role") for rule in d["rules"]]
+    rules = [rule for d in docs if d["kind"] in ("ClusterRole", "Role") for rule in d.get("rules", [])]
     assert rules
     for rule in rules:
         for key in ("apiGroups", "resources", "verbs", "resourceNames"):

@@ -344,9 +344,10 @@ def user_roles() -> list[Doc]:
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "ClusterRole",
                 "metadata": {"name": f"{ROLE_PREFIX}{name}-role", "labels": dict(LABELS)},
+                # No `rules`: the API server's aggregation controller fills them in and owns
+                # them; naming them here (even empty) makes a server-side apply of the
+                # manifests conflict with it once the role exists.
                 "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]},
-                # Filled in by the API server's aggregation controller.
-                "rules": [],
             }
         )
     return docs
