@@ -293,9 +293,7 @@ class JobReconciler:
             return await self._write_job(job, adapter.suspend)
         if adapter.is_active(job):
             return 0  # its pods are still terminating; their status changes bring it back here
-        # Reported once per eviction (the Evicted condition's time tells evictions apart).
-        evicted = condition(workload, "Evicted") or {}
-        marker = f"{_uid(workload)}/{evicted.get('lastTransitionTime', '')}"
+        marker = jobframework.eviction_marker(workload)
         key = Key.of(workload)
         if self.on_job_stopped is not None and self._stopped.get(key) != marker:
             self._stopped[key] = marker
@@ -469,20 +467,7 @@ class JobReconciler:
         return 1
 
     async def _finish(self, workload: Manifest, finished: jobframework.Finished) -> int:
-        updated = copy.deepcopy(workload)
-        status = updated.setdefault("status", {})
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "Finished"]
-        conditions.append(
-            {
-                "type": "Finished",
-                "status": "True",
-                "reason": finished.reason,
-                "message": finished.message[:32768],
-                "lastTransitionTime": self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "observedGeneration": (workload.get("metadata") or {}).get("generation", 0),
-            }
-        )
-        status["conditions"] = conditions
+        updated = finished.on(workload, self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
         written = await self.store.update_status(updated)
         self._put_workload(written)
         log.info("%s finished: %s", Key.of(workload), finished.reason)

@@ -38,6 +38,7 @@ so no annotation on the job is needed to remember the original.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -224,6 +225,32 @@ class Finished:
     @property
     def reason(self) -> str:
         return "Succeeded" if self.succeeded else "Failed"
+
+    def on(self, workload: Manifest, now: str) -> Manifest:
+        """A copy of ``workload`` with ``Finished=True`` (the status to write; ``now`` RFC 3339)."""
+        updated = copy.deepcopy(workload)
+        status = updated.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "Finished"]
+        conditions.append(
+            {
+                "type": "Finished",
+                "status": "True",
+                "reason": self.reason,
+                "message": self.message[:32768],
+                "lastTransitionTime": now,
+                "observedGeneration": (workload.get("metadata") or {}).get("generation", 0),
+            }
+        )
+        status["conditions"] = conditions
+        return updated
+
+
+def eviction_marker(workload: Manifest) -> str:
+    """Tells one eviction of a Workload from the next (its uid and the Evicted condition's time),
+    so that a reconciler reports a stopped job once per eviction."""
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    evicted: Manifest = next((c for c in conditions if c.get("type") == "Evicted"), {})
+    return f"{(workload.get('metadata') or {}).get('uid', '')}/{evicted.get('lastTransitionTime', '')}"
 
 
 class JobAdapter(Protocol):

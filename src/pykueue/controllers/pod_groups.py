@@ -196,9 +196,7 @@ class PodGroupReconciler:
         stopped = await self._evict(key, live)
         if stopped:
             return stopped  # their deletions come back as events, and this is looked at again
-        conditions: list[Manifest] = (workload.get("status") or {}).get("conditions") or []
-        evicted: Manifest = next((c for c in conditions if c.get("type") == "Evicted"), {})
-        marker = f"{(workload.get('metadata') or {}).get('uid', '')}/{evicted.get('lastTransitionTime', '')}"
+        marker = jobframework.eviction_marker(workload)
         if self.on_stopped is not None and self._stopped.get(key) != marker:
             self._stopped[key] = marker
             self.on_stopped(key)
@@ -316,20 +314,7 @@ class PodGroupReconciler:
         return None
 
     async def _finish(self, workload: Manifest, finished: jobframework.Finished) -> int:
-        updated = copy.deepcopy(workload)
-        status = updated.setdefault("status", {})
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "Finished"]
-        conditions.append(
-            {
-                "type": "Finished",
-                "status": "True",
-                "reason": finished.reason,
-                "message": finished.message[:32768],
-                "lastTransitionTime": self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "observedGeneration": (workload.get("metadata") or {}).get("generation", 0),
-            }
-        )
-        status["conditions"] = conditions
+        updated = finished.on(workload, self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"))
         written = await self.store.update_status(updated)
         self._put_workload(written)
         log.info("%s finished: %s", Key.of(workload), finished.reason)

@@ -41,6 +41,9 @@ def _podman_storage() -> list[str]:
 def image() -> str:
     check = subprocess.run([str(BUILD_IMAGE), "--check"], capture_output=True, text=True)
     if check.returncode != 0:
+        # Only where no daemonless builder can run at all (no buildah/podman, or a sandbox that
+        # refuses their storage or isolation): the reason is printed, and CI on this machine,
+        # where `hack/build-image --check` passes, runs the test (issue 21 asks for this).
         pytest.skip(f"no container builder can run here: {check.stdout.strip() or check.stderr.strip()}")
     # Cached layers make this quick after `make image`; from nothing it takes several minutes.
     built = subprocess.run([str(BUILD_IMAGE)], capture_output=True, text=True, timeout=1800)
