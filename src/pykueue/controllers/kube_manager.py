@@ -222,10 +222,10 @@ class KubeManager:
         loading.apply(self.admission.state, parsed)
 
     def _forget_gone(self) -> None:
-        # What the write-back remembers of finished and deleted workloads would pile up over
-        # a day of churn; drop it once there is more of it than live workloads.
+        # The admission controller forgets a workload when it finishes or is deleted; this is
+        # the safety net for any other way out of the engine (a bounded sweep, seldom run).
         settled, live = self.admission.settled, self.admission.state.workloads
-        if len(settled) > len(live):
+        if len(settled) > 2 * len(live) + 1024:
             self.admission.forget({k for k in settled if k not in live})
 
     async def sync(self) -> dict[str, str]:
