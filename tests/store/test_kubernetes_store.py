@@ -272,14 +272,14 @@ def test_waiting_requests_get_tokens_by_rank_not_by_arrival() -> None:
 
         await bucket.take()  # the burst is spent: everyone below waits
         await asyncio.gather(
-            request("explanation", (1, 0)),
-            request("small admission", (0, -50)),
-            request("unranked", (1,)),
-            request("large admission", (0, -200)),
+            request("explanation", (2, 0)),
+            request("small admission", (1, -50)),
+            request("unranked", (0,)),
+            request("large admission", (1, -200)),
         )
         return order
 
-    assert asyncio.run(scenario()) == ["large admission", "small admission", "unranked", "explanation"]
+    assert asyncio.run(scenario()) == ["unranked", "large admission", "small admission", "explanation"]
 
 
 def test_a_cancelled_waiter_gives_its_turn_to_the_next() -> None:

@@ -103,7 +103,7 @@ class WriteQueue:
         rank = self._sending[name][1]
         try:
             # Under a rate limit the writes of all slots wait for tokens: the best rank first.
-            base.request_rank.set((lane, *rank))
+            base.request_rank.set((1 + lane, *rank))  # after unranked requests (a job's Finished)
             count = await self._send(name)  # not `+=` over an await: other writes add meanwhile
             self.written += count
         except PykueueError as exc:

@@ -24,9 +24,9 @@ EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 # The rank of the requests made in this context. A store with a client-side rate limit
 # lets the lowest rank through first when requests wait for it; a caller that orders its
-# writes (the Workload status write queue) sets it around its call. Unranked requests
-# rank (1,): before any rank of (1, ...) or more, after (0, ...).
-request_rank: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("request_rank", default=(1,))
+# writes (the Workload status write queue, from (1, ...) on) sets it around its call.
+# Unranked requests rank (0,), first: a job's Finished, say, gives quota back.
+request_rank: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("request_rank", default=(0,))
 
 
 @dataclass(frozen=True, slots=True)
