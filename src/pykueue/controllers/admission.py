@@ -177,8 +177,9 @@ class AdmissionController:
         self.cache.clear()
         self.settled.clear()
         self.rescan = True
-        for kind in KINDS:
-            items, version = await self.store.list(kind)
+        # All kinds listed at once (a busy API server answers each slowly), applied in order.
+        listed = await asyncio.gather(*(self.store.list(kind) for kind in KINDS))
+        for kind, (items, version) in zip(KINDS, listed, strict=True):
             self.versions[kind] = version
             for obj in items:
                 self._apply(obj)

@@ -230,11 +230,11 @@ class KubeManager:
 
     async def sync(self) -> dict[str, str]:
         """List everything: the engine's kinds first, then Workloads and jobs for the job reconciler."""
-        await self.admission.sync()
+        # The kinds are listed together: a server busy with creates answers each list slowly.
+        pods = self.pods.sync() if self.pods is not None else asyncio.sleep(0, {})
+        _, job_versions, pod_versions = await asyncio.gather(self.admission.sync(), self.jobs.sync(), pods)
+        job_versions.update(pod_versions)
         versions = dict(self.admission.versions)
-        job_versions = await self.jobs.sync()
-        if self.pods is not None:
-            job_versions.update(await self.pods.sync())
         versions.update({k: v for k, v in job_versions.items() if k not in versions})
         if not self.provisioning_checks:
             return versions
