@@ -302,6 +302,28 @@ def test_a_cancelled_waiter_gives_its_turn_to_the_next() -> None:
     assert asyncio.run(scenario()) == ["next"]
 
 
+def test_a_controllers_list_is_served_from_the_watch_cache_at_once() -> None:
+    seen: list[dict[str, str]] = []
+
+    def handler(request: web.Request) -> web.Response:
+        seen.append(dict(request.query))
+        return web.json_response(
+            {
+                "kind": "NamespaceList",
+                "metadata": {"resourceVersion": "42"},
+                "items": [{"metadata": {"name": "a"}}],
+            }
+        )
+
+    async def use(store: kubernetes.KubernetesStore) -> tuple[list[Any], str]:
+        store.list_from_watch_cache = True
+        return await store.list("Namespace")
+
+    items, version = _against(handler, use)
+    assert [obj["metadata"]["name"] for obj in items] == ["a"] and version == "42"
+    assert seen == [{"resourceVersion": "0"}]  # no pages: the cache answers with everything
+
+
 def test_resource_of_an_api_path() -> None:
     assert kubernetes.resource_of_path("/api/v1/namespaces/a") == "/namespaces"
     assert kubernetes.resource_of_path("/api/v1/namespaces/a/pods/p?x=1") == "/pods"
