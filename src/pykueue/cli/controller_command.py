@@ -351,6 +351,8 @@ def controller(
     )
     try:
         store = _connect(kubeconfig, context, qps, burst)
+        # Lists that start watches come from the API server's watch cache, as informers' do.
+        store.list_from_watch_cache = True
         config = engine_config(config_file, fair_sharing, nominal_first)
         ops = Operations(
             leader_elect=leader_elect,
