@@ -155,3 +155,15 @@ def test_an_evicted_workload_in_its_requeue_backoff_is_backoff() -> None:
     assert _cause(state, "w") == pending_causes.BACKOFF
     state.now = wl.requeue_at
     assert _cause(state, "w") == pending_causes.EVALUATING
+
+
+def test_a_twin_parked_untried_with_a_workload_that_did_not_fit_shares_its_cause() -> None:
+    state = _state(
+        FLAVOR, _cq("cq", "1"), _lq("team", "cq"), _wl("runs", "1"), _wl("tried", "1"), _wl("twin", "1")
+    )
+    for _ in range(3):
+        scheduler.run_cycle(state)
+    state.explain_waiting()
+    assert state.workloads["team/twin"].conditions.get("QuotaReserved") is None  # never tried itself
+    assert _cause(state, "tried") == pending_causes.QUOTA
+    assert _cause(state, "twin") == pending_causes.QUOTA

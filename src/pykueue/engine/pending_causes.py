@@ -19,6 +19,9 @@ per queue and a dashboard can group by it:
     quota            it fits some day, but the quota is in use now
     evaluating       no cycle has tried it yet
 
+A workload parked untried because a twin of the same shape did not fit (upstream's
+equivalence hashing) carries no reason of its own: it gets its twin's cause.
+
 The first matching line wins, top to bottom: a stopped queue is the cause
 even when quota would also be short. A workload that runs has no cause
 (`cause_of` returns None).
@@ -26,7 +29,7 @@ even when quota would also be short. A workload that runs has no cause
 
 from __future__ import annotations
 
-from pykueue.engine import evictions
+from pykueue.engine import evictions, waiting
 from pykueue.engine.state import State
 from pykueue.engine.workloads import CHECK_READY, Workload
 
@@ -90,8 +93,18 @@ def cause_of(state: State, wl: Workload) -> str | None:
         return BACKOFF
     reserved = wl.conditions.get("QuotaReserved")
     if reserved is None or reserved.status != "False":
-        return EVALUATING
+        twin = _twin_reason(state, wl)
+        return _from_reason(twin, "") if twin is not None else EVALUATING
     return _from_reason(reserved.reason, reserved.message)
+
+
+def _twin_reason(state: State, wl: Workload) -> str | None:
+    """The reason of the twin whose failed try parked ``wl`` untried with it (equivalence hashing)."""
+    cq = state.route_of(wl)
+    queue = state.queues.get(cq) if cq is not None else None
+    if queue is None or wl.key not in queue.inadmissible:
+        return None
+    return waiting.twin_reason(queue.twins(wl))
 
 
 def _from_reason(reason: str, message: str) -> str:
