@@ -1,7 +1,8 @@
 """The web dashboard in real headless Chromium against a real `pykueue up`: live, and cut to the caller.
 
 One server, two tenants (alice in ``research``, bob in ``product``) sharing one
-ClusterQueue of one CPU. A job holds the CPU; alice's second job waits behind it.
+ClusterQueue of one CPU. A job holds the CPU; alice's second job waits behind it,
+and bob's, too big for the queue, waits for ever.
 The page must show the queue and the waiting workload with its cause and reason,
 then, with no reload, show it admitted once the first job is deleted. Neither
 tenant may see the other's workloads, on the page or in the JSON behind it.
@@ -108,7 +109,10 @@ def test_a_tenant_watches_its_workload_wait_for_quota_then_start_live(
     holder = _workload_of(server, "research", "holder")
     wait_until(lambda: server.explanation(*holder.split("/"))["state"] == "Admitted")
     assert server.apply([job("waiter", "sleep 600", namespace="research")], token=alice).status_code == 200
-    assert server.apply([job("secret", "sleep 600", namespace="product")], token=bob).status_code == 200
+    # Bob's job asks for more than the queue ever has: it waits too, for another cause, and never
+    # overtakes alice's (equal priority and creation second would leave their order to their uids).
+    secret_job = job("secret", "sleep 600", namespace="product", cpu="2")
+    assert server.apply([secret_job], token=bob).status_code == 200
     waiter = _workload_of(server, "research", "waiter")
     secret = _workload_of(server, "product", "secret")
 
@@ -134,7 +138,7 @@ def test_a_tenant_watches_its_workload_wait_for_quota_then_start_live(
     assert card == {
         "pending": "2",
         "admitted": "1",
-        "causes": ["quota"],
+        "causes": ["capacity", "quota"],
         "bars": ["default-flavor/cpu", "default-flavor/memory"],
     }
     assert browser.evaluate("!!document.querySelector('[data-cohort=\"org\"]')")

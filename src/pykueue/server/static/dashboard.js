@@ -19,7 +19,7 @@ function el(tag, attrs, ...children) {
     else node[key] = value;
   }
   for (const child of children) {
-    if (child === null || child === undefined) continue;
+    if (child === null || child === undefined || child === "") continue; // an empty cell stays :empty
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
   return node;
