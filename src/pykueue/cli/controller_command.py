@@ -234,6 +234,7 @@ async def _run_controller(
             state=lambda: manager.admission.state if manager.passes else None,
             ready=lambda: ready.is_set() or (elector is not None and not elector.leading),
             authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
+            workloads=lambda: [m for k, m in manager.admission.cache.items() if k.kind == "Workload"],
         )
         side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
         await side.start()

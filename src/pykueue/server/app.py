@@ -36,7 +36,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pykueue.api import defaults, manifests
@@ -47,7 +47,7 @@ from pykueue.controllers.node import Node
 from pykueue.controllers.standalone import StandaloneManager
 from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, ParseError, ValidationError
-from pykueue.server import applying, auth, dashboard_data, inputs, owners, views
+from pykueue.server import applying, auth, dashboard, dashboard_data, inputs, owners, views
 from pykueue.server.peer import PEER_STATE_KEY, Peer
 from pykueue.store.base import Key, Manifest
 
@@ -61,9 +61,6 @@ ROW_KINDS = {
 }
 OBJECT_KINDS = {*manifests.KNOWN_KINDS, auth.IDENTITY_KIND}
 HIDDEN_HOLDER = "a job of another namespace"
-STATIC = Path(__file__).parent / "static"
-# The page's files, by the name the page asks for (nothing else under static/ is served).
-DASHBOARD_FILES = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
 
 
 @dataclass
@@ -395,22 +392,12 @@ def create_app(ctx: ServerContext) -> FastAPI:
         await ctx.store.delete(auth.IDENTITY_KIND, "", name)
         return {"deleted": str(Key(auth.IDENTITY_KIND, "", name))}
 
-    @app.get("/dashboard")
-    async def dashboard_page() -> FileResponse:
-        return FileResponse(STATIC / "dashboard.html", media_type="text/html", headers=_PAGE_HEADERS)
-
-    @app.get("/dashboard/static/{name}")
-    async def dashboard_file(name: str) -> FileResponse:
-        media = DASHBOARD_FILES.get(name)
-        if media is None:
-            raise ApiError(404, f"no dashboard file {name[:64]!r}")
-        return FileResponse(STATIC / name, media_type=media, headers=_PAGE_HEADERS)
-
-    @app.get("/api/v1/dashboard")
-    async def dashboard(request: Request) -> dict[str, Any]:
+    async def dashboard_document(request: Request) -> dict[str, Any]:
         identity = await caller(request)
         workloads, _ = await ctx.store.list("Workload")
         return dashboard_data.build(ctx.admission.state, workloads, identity, ctx.history, time.time())
+
+    dashboard.add_routes(app, dashboard_document)
 
     # Last: a catch-all path must not shadow /api/v1/identities and the other fixed routes.
     @app.get("/api/v1/{rows}")
@@ -430,15 +417,6 @@ def create_app(ctx: ServerContext) -> FastAPI:
         return [views.job_row(i) for i in items]
 
     return app
-
-
-# The page holds no data; the token stays in the page's session storage, never in a URL sent.
-_PAGE_HEADERS = {
-    "Cache-Control": "no-cache",
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'",
-    "Referrer-Policy": "no-referrer",
-    "X-Content-Type-Options": "nosniff",
-}
 
 
 def _holder_namespace(holder: str) -> str:

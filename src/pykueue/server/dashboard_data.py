@@ -67,8 +67,15 @@ class UsageHistory:
     """Usage and pending counts per ClusterQueue, sampled every `HISTORY_INTERVAL` seconds."""
 
     samples: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=HISTORY_SAMPLES))
+    last: float | None = None
+
+    def sample_if_due(self, state: State, at: float) -> None:
+        """A sample when the last is an interval old (a server without its own sampling task)."""
+        if self.last is None or at - self.last >= HISTORY_INTERVAL:
+            self.sample(state, at)
 
     def sample(self, state: State, at: float) -> None:
+        self.last = at
         state.ensure_tree()
         queues: dict[str, Any] = {}
         for name, cq in state.cluster_queues.items():

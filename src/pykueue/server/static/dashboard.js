@@ -291,9 +291,11 @@ async function refresh() {
   const live = document.getElementById("live");
   try {
     const response = await fetch("/api/v1/dashboard", { headers: { Authorization: `Bearer ${token()}` }, cache: "no-store" });
-    if (response.status === 401) {
+    if (response.status === 401 || response.status === 403) {
+      // The standalone API says {"error"}; a cluster's side door answers a Kubernetes Status {"message"}.
+      const refusal = await response.json().catch(() => ({}));
       sessionStorage.removeItem(TOKEN_KEY);
-      showLogin((await response.json()).error || "the token was refused");
+      showLogin(refusal.error || refusal.message || "the token was refused");
       return;
     }
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
