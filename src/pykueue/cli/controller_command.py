@@ -43,7 +43,7 @@ from pykueue.store.base import Key
 log = logging.getLogger(__name__)
 
 
-def _connect(
+def connect(
     kubeconfig: Path | None, context: str | None, qps: float = 0.0, burst: int = 10
 ) -> kubernetes.KubernetesStore:
     config = kubernetes.load_kubeconfig(kubeconfig, context) if kubeconfig else kubernetes.in_cluster_config()
@@ -351,7 +351,7 @@ def controller(
         else None
     )
     try:
-        store = _connect(kubeconfig, context, qps, burst)
+        store = connect(kubeconfig, context, qps, burst)
         config = engine_config(config_file, fair_sharing, nominal_first)
         ops = Operations(
             leader_elect=leader_elect,
@@ -508,7 +508,7 @@ def install(
     docs = read_manifests(filenames) if filenames else default_manifests(crds_only, namespace, image)
 
     async def go() -> list[str]:
-        store = _connect(kubeconfig, context)
+        store = connect(kubeconfig, context)
         try:
             return await apply_all(store, docs, field_manager=field_manager)
         finally:
