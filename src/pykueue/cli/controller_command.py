@@ -43,7 +43,7 @@ from pykueue.store.base import Key
 log = logging.getLogger(__name__)
 
 
-def _connect(
+def connect(
     kubeconfig: Path | None, context: str | None, qps: float = 0.0, burst: int = 10
 ) -> kubernetes.KubernetesStore:
     config = kubernetes.load_kubeconfig(kubeconfig, context) if kubeconfig else kubernetes.in_cluster_config()
@@ -234,6 +234,7 @@ async def _run_controller(
             state=lambda: manager.admission.state if manager.passes else None,
             ready=lambda: ready.is_set() or (elector is not None and not elector.leading),
             authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
+            workloads=lambda: [m for k, m in manager.admission.cache.items() if k.kind == "Workload"],
         )
         side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
         await side.start()
@@ -350,7 +351,7 @@ def controller(
         else None
     )
     try:
-        store = _connect(kubeconfig, context, qps, burst)
+        store = connect(kubeconfig, context, qps, burst)
         # Lists that start watches come from the API server's watch cache, as informers' do.
         store.list_from_watch_cache = True
         config = engine_config(config_file, fair_sharing, nominal_first)
@@ -509,7 +510,7 @@ def install(
     docs = read_manifests(filenames) if filenames else default_manifests(crds_only, namespace, image)
 
     async def go() -> list[str]:
-        store = _connect(kubeconfig, context)
+        store = connect(kubeconfig, context)
         try:
             return await apply_all(store, docs, field_manager=field_manager)
         finally:
