@@ -48,7 +48,7 @@ class Estimate:
 
 def pending_keys(state: State) -> list[str]:
     """Workloads waiting in a ClusterQueue's queue (unrouted ones cannot be estimated)."""
-    keys = []
+    keys: list[str] = []
     for queue in state.queues.values():
         keys.extend(wl.key for wl in queue.active())
         keys.extend(queue.inadmissible)
