@@ -8,6 +8,7 @@ from typing import Any
 
 from pykueue.controllers import estimating
 from pykueue.controllers.admission import AdmissionController
+from pykueue.server import visibility
 from pykueue.store.memory import MemoryStore
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -159,5 +160,28 @@ def test_refreshes_wait_longer_when_a_refresh_is_slow() -> None:
         assert estimates.next_wait() == 10
         estimates.last_seconds = 7.0
         assert estimates.next_wait() == 21
+
+    asyncio.run(scenario())
+
+
+def test_visibility_items_carry_the_estimate() -> None:
+    async def scenario() -> None:
+        controller = await _controller(
+            _workload("running", NOW - timedelta(minutes=5), maximumExecutionTimeSeconds=600),
+            _workload("next", NOW - timedelta(minutes=4)),
+        )
+        estimates = estimating.StartEstimates(controller)
+        summary = visibility.cluster_queue_summary(
+            controller.state, "cq", estimated=estimates.estimated_start
+        )
+        assert summary is not None and "estimatedStart" not in summary["items"][0]  # not computed yet
+        await estimates.refresh()
+        summary = visibility.cluster_queue_summary(
+            controller.state, "cq", estimated=estimates.estimated_start
+        )
+        assert summary is not None
+        assert [(i["metadata"]["name"], i["estimatedStart"]["at"]) for i in summary["items"]] == [
+            ("next", "2026-01-01T12:10:00Z")
+        ]
 
     asyncio.run(scenario())

@@ -87,6 +87,7 @@ def create_app(
     state: Callable[[], State | None],
     ready: Callable[[], bool],
     authorizer: visibility.Authorizer | None = None,
+    estimated: visibility.EstimatedStart | None = None,
 ) -> FastAPI:
     """The app; ``authorizer`` None lets every caller read every queue (tests, trusted networks)."""
     app = FastAPI(title="pykueue controller", docs_url=None, redoc_url=None, openapi_url=None)
@@ -130,7 +131,7 @@ def create_app(
         engine = current()
         if engine is None:
             return _status(503, "ServiceUnavailable", "not the leader, or caches not synced")
-        summary = visibility.cluster_queue_summary(engine, name, offset, limit)
+        summary = visibility.cluster_queue_summary(engine, name, offset, limit, estimated)
         if summary is None:
             return _status(404, "NotFound", f'clusterqueues.kueue.x-k8s.io "{name}" not found')
         return JSONResponse(summary)
@@ -145,7 +146,7 @@ def create_app(
         engine = current()
         if engine is None:
             return _status(503, "ServiceUnavailable", "not the leader, or caches not synced")
-        summary = visibility.local_queue_summary(engine, namespace, name, offset, limit)
+        summary = visibility.local_queue_summary(engine, namespace, name, offset, limit, estimated)
         if summary is None:
             return _status(404, "NotFound", f'localqueues.kueue.x-k8s.io "{namespace}/{name}" not found')
         return JSONResponse(summary)
