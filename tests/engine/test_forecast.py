@@ -96,3 +96,17 @@ def test_a_workload_that_never_fits_gets_no_estimate() -> None:
     c.pending("huge", "a", cpu=8, created=5)
     estimates = forecast.estimate(forecast.snapshot(c.state), _model(10, 10, 10))
     assert "team/huge" not in estimates and "team/d" in estimates
+
+
+def test_a_snapshot_copies_every_field_and_owns_the_mutable_ones() -> None:
+    c = _cluster()
+    live = c.wl("b")
+    live.set_condition("QuotaReserved", "False", "Pending", "waiting", T0)
+    snap = forecast.snapshot(c.state)
+    copied = next(wl for wl in snap.workloads if wl.key == live.key)
+    for name in type(live).__slots__:
+        assert getattr(copied, name) == getattr(live, name), name
+    assert copied.conditions["QuotaReserved"].message == "waiting"
+    copied.conditions["QuotaReserved"].message = "changed"
+    copied.pod_sets.append(copied.pod_sets[0])
+    assert live.conditions["QuotaReserved"].message == "waiting" and len(live.pod_sets) == 1

@@ -162,21 +162,49 @@ def restore(snap: Snapshot) -> State:
     return state
 
 
-_WORKLOAD_SLOTS = tuple(Workload.__slots__)
-
-
 def _copy_workload(wl: Workload) -> Workload:
-    """A copy whose mutable parts are its own (copy.copy is several times slower here)."""
+    """A copy whose mutable parts are its own.
+
+    Field by field, written out: taking a snapshot holds the event loop, and this is
+    several times faster than `copy.copy` or a loop over the slots (a test checks that
+    every field is here).
+    """
     clone = Workload.__new__(Workload)
-    for name in _WORKLOAD_SLOTS:
-        setattr(clone, name, getattr(wl, name))
+    clone.namespace = wl.namespace
+    clone.name = wl.name
+    clone.queue_name = wl.queue_name
     clone.pod_sets = list(wl.pod_sets)
+    clone.priority = wl.priority
+    clone.priority_class = wl.priority_class
+    clone.aged = wl.aged
+    clone.created = wl.created
+    clone.uid = wl.uid
+    clone.seq = wl.seq
+    clone.active = wl.active
+    clone.admission = wl.admission
+    clone.admitted_at = wl.admitted_at
+    clone.borrowing = wl.borrowing
+    clone.evicted_at = wl.evicted_at
     clone.conditions = {kind: copy.copy(cond) for kind, cond in wl.conditions.items()}
-    if wl.checks:
-        clone.checks = {name: copy.copy(check) for name, check in wl.checks.items()}
     clone.reclaimable = dict(wl.reclaimable)
-    clone.eviction_counts = dict(wl.eviction_counts)
+    clone.requeue_at = wl.requeue_at
+    clone.requeue_count = wl.requeue_count
+    clone.runtime = wl.runtime
+    clone.finished = wl.finished
+    clone.invalid_reason = wl.invalid_reason
     clone.last_tried_flavor = None if wl.last_tried_flavor is None else dict(wl.last_tried_flavor)
+    clone.last_generation = wl.last_generation
+    clone.last_cycle = wl.last_cycle
+    clone.preemption_count = wl.preemption_count
+    clone.preempted_at = wl.preempted_at
+    clone.preempted_by = wl.preempted_by
+    clone.shape = wl.shape
+    clone.checks = {name: copy.copy(check) for name, check in wl.checks.items()} if wl.checks else {}
+    clone.gated_by = wl.gated_by
+    clone.eviction = wl.eviction
+    clone.eviction_counts = dict(wl.eviction_counts)
+    clone.key = wl.key
+    clone.queue_key = wl.queue_key
     return clone
 
 
