@@ -68,9 +68,10 @@ def ran_for(obj: Manifest) -> tuple[str, int] | None:
                 )
     start = times.get("QuotaReserved", times.get("Admitted"))
     end = times.get("Finished")
-    if start is None or end is None or end <= start:
+    if start is None or end is None or end < start:
         return None
-    return f"{meta.get('namespace') or 'default'}/{queue}", end - start
+    # Condition times are whole seconds: a run within one second counts as half of one.
+    return f"{meta.get('namespace') or 'default'}/{queue}", max(end - start, runtimes.SECOND // 2)
 
 
 def limit_of(obj: Manifest, job_by_uid: JobByUid | None) -> tuple[int, str] | None:
