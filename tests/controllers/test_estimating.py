@@ -129,6 +129,8 @@ def test_pending_workloads_get_estimates_from_learned_runtimes() -> None:
             "2026-01-01T13:00:00Z",
         )
         assert estimates.estimated_start("team/running") is None  # admitted: no estimate
+        await estimates.refresh()
+        assert list(estimates.model.samples["team/main"]) == [600_000_000, 1_200_000_000, 1_800_000_000]
 
     asyncio.run(scenario())
 

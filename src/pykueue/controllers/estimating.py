@@ -140,11 +140,12 @@ class StartEstimates:
     def learn(self) -> None:
         """Take running times from finished Workloads and limits from pending ones."""
         limits: dict[str, tuple[int, str]] = {}
+        seen: set[str] = set()
         for key, obj in self.admission.cache.items():
             if key.kind != "Workload":
                 continue
             if workload_status.is_finished(obj):
-                self._learn_finished(key, obj)
+                seen.add(self._learn_finished(key, obj))
             else:  # pending or running: a running one's limit says how much it has left
                 limit = limit_of(obj, self.job_by_uid)
                 if limit is not None:
@@ -153,15 +154,17 @@ class StartEstimates:
                         limit[1],
                     )
         self.model.limits = limits
+        self._learned &= seen  # forget deleted Workloads: the set stays as large as the store
 
-    def _learn_finished(self, key: Key, obj: Manifest) -> None:
+    def _learn_finished(self, key: Key, obj: Manifest) -> str:
         ident = str((obj.get("metadata") or {}).get("uid") or f"{key.namespace}/{key.name}")
         if ident in self._learned:
-            return
+            return ident
         self._learned.add(ident)
         found = ran_for(obj)
         if found is not None:
             self.model.learn(*found, size=_size(self.admission.state, obj))
+        return ident
 
     async def refresh(self) -> None:
         started = time.perf_counter()
