@@ -110,18 +110,3 @@ def test_a_snapshot_copies_every_field_and_owns_the_mutable_ones() -> None:
     copied.conditions["QuotaReserved"].message = "changed"
     copied.pod_sets.append(copied.pod_sets[0])
     assert live.conditions["QuotaReserved"].message == "waiting" and len(live.pod_sets) == 1
-
-
-def test_running_times_are_learned_per_size_within_a_queue() -> None:
-    c = _cluster(now=0)
-    model = runtimes.Model()
-    for _ in range(3):
-        model.learn(LQ, 10 * SECOND, size="cpu=4000")
-        model.learn(LQ, 2 * SECOND, size="cpu=2000")
-    assert runtimes.size_of(c.wl("d")) == "cpu=4000"
-    estimates = forecast.estimate(forecast.snapshot(c.state), model)
-    # The running 4-CPU job takes 10 s; b and c (2 CPUs) then take 2 s; d starts at 12.
-    assert (_at(estimates, "b"), _at(estimates, "c"), _at(estimates, "d")) == (10, 10, 12)
-    assert model.runtime("team/d", LQ, "cpu=4000").basis == "learned p50 of 3 finished of this size in team/a"
-    # A size never seen falls back to the whole queue's samples.
-    assert model.runtime("team/x", LQ, "cpu=8000").basis == "learned p50 of 6 finished in team/a"

@@ -28,13 +28,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pykueue.api import manifests
-from pykueue.api.workload import Workload as ApiWorkload
 from pykueue.controllers import workload_status
 from pykueue.controllers.admission import AdmissionController
-from pykueue.engine import forecast, intake, loading, runtimes
-from pykueue.engine.state import State
-from pykueue.errors import InputError
+from pykueue.engine import forecast, intake, runtimes
 from pykueue.store.base import Key, Manifest
 
 log = logging.getLogger(__name__)
@@ -95,17 +91,6 @@ def limit_of(obj: Manifest, job_by_uid: JobByUid | None) -> tuple[int, str] | No
     return None
 
 
-def _size(state: State, obj: Manifest) -> str:
-    """The size a finished Workload had (`runtimes.size_of`, LimitRange defaults included); "" if unreadable."""
-    try:
-        parsed = manifests.parse_object(obj)
-        if not isinstance(parsed, ApiWorkload):
-            return ""
-        return runtimes.size_of(loading.workload(state, parsed))
-    except (InputError, ValueError, KeyError):
-        return ""
-
-
 @dataclass
 class StartEstimates:
     """The latest estimates for the pending workloads of one admission controller."""
@@ -163,7 +148,7 @@ class StartEstimates:
         self._learned.add(ident)
         found = ran_for(obj)
         if found is not None:
-            self.model.learn(*found, size=_size(self.admission.state, obj))
+            self.model.learn(*found)
         return ident
 
     async def refresh(self) -> None:

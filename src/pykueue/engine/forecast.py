@@ -25,7 +25,7 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from pykueue.engine import admission_fair_sharing, lifecycle, runtimes, scheduler, specs
+from pykueue.engine import admission_fair_sharing, lifecycle, scheduler, specs
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.runtimes import SECOND, Model
 from pykueue.engine.state import State
@@ -225,8 +225,7 @@ class _Run:
         for admitted in state.admitted.values():
             for wl in sorted(admitted.values(), key=lambda wl: wl.seq):
                 ran = max(now - wl.admitted_at, 0)
-                left = model.remaining(wl.key, wl.queue_key, ran, which, runtimes.size_of(wl))
-                self._schedule(wl.key, now + left)
+                self._schedule(wl.key, now + model.remaining(wl.key, wl.queue_key, ran, which))
 
     def play(self) -> dict[str, int]:
         now = self.state.now
@@ -278,7 +277,7 @@ class _Run:
                 if key in self.waiting:
                     self.waiting.discard(key)
                     self.started[key] = now
-                runtime = self.model.runtime(key, wl.queue_key, runtimes.size_of(wl)).pick(self.which)
+                runtime = self.model.runtime(key, wl.queue_key).pick(self.which)
                 self._schedule(key, now + max(runtime, 1))
             state.events.clear()
             state.touched.clear()

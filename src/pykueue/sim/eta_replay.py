@@ -109,8 +109,7 @@ class _ReplayLoop(driver._Loop):
     def complete(self, now: int, dirty: set[str]) -> None:
         for at, _, i, epoch in self.completions:
             if at == now and self.live[i].epoch == epoch:
-                size = runtimes.size_of(self.state.workloads[self.jobs[i].key])
-                self.model.learn(self.jobs[i].queue_key, now - self.live[i].started, size)
+                self.model.learn(self.jobs[i].queue_key, now - self.live[i].started)
         super().complete(now, dirty)
 
     def submit(self, now: int, dirty: set[str]) -> None:
