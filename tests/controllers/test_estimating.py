@@ -143,12 +143,12 @@ def test_a_declared_limit_is_used_for_the_workload_that_declares_it() -> None:
         )
         estimates = estimating.StartEstimates(controller)
         await estimates.refresh()
-        # Nothing learned yet: "next" has the default basis, but "running" ends by its limit.
+        # Nothing learned, but "running" ends by its limit, and that decides when "next" starts.
         assert _at(estimates.estimated_start("team/next")) == (
             "2026-01-01T12:10:00Z",
             "2026-01-01T12:10:00Z",
             "2026-01-01T12:10:00Z",
-            "default",
+            "maximumExecutionTimeSeconds",
         )
 
     asyncio.run(scenario())

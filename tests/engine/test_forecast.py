@@ -53,6 +53,10 @@ def test_a_declared_limit_overrides_what_was_learned() -> None:
     model.set_limit("team/c", 5)
     estimates = forecast.estimate(forecast.snapshot(c.state), model)
     assert _at(estimates, "d") == 15  # b and c are cut at 5 s, so d starts at 10 + 5
+    # The basis is the running time that let each one in: the running one's learned time for
+    # b, b's declared limit for d.
+    assert estimates["team/b"].basis == "learned p50 of 3 finished in team/a"
+    assert estimates["team/d"].basis == "maximumExecutionTimeSeconds"
 
 
 def test_range_comes_from_the_percentiles() -> None:
@@ -89,6 +93,7 @@ def test_preemption_in_the_forward_run_is_played() -> None:
     estimates = forecast.estimate(forecast.snapshot(c.state), _model(10, 10, 10))
     # "high" preempts "low" at once; "low" (older) then runs before "after".
     assert (_at(estimates, "high"), _at(estimates, "after")) == (0, 20)
+    assert estimates["team/high"].basis == forecast.FITS_NOW
 
 
 def test_a_workload_that_never_fits_gets_no_estimate() -> None:

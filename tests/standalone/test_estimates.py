@@ -20,7 +20,7 @@ def _seconds(rfc3339: str) -> float:
     return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
 
 
-def test_pending_job_gets_an_estimate_from_the_running_jobs_deadline(
+def test_estimates_come_from_a_jobs_deadline_and_from_learned_running_times(
     tmp_path: Path, start_server: Callable[..., Server]
 ) -> None:
     queues = cluster_queue("main", cpu="1") + "---\n" + flavor_and_queue("a100", "main", "default")
@@ -37,22 +37,38 @@ def test_pending_job_gets_an_estimate_from_the_running_jobs_deadline(
     wait_until(lambda: server.jobs().get("default/running", {}).get("state") == "Running", timeout=30)
     started = time.time()
     assert server.apply([job("waiting", "sleep 30")]).status_code == 200
+    assert server.apply([job("third", "sleep 30")]).status_code == 200
 
-    def estimated() -> dict[str, str] | None:
-        found: dict[str, str] | None = _describe(server, "waiting").get("estimatedStart")
-        return found if found and found["basis"].startswith("learned") else None
+    def estimated(name: str) -> dict[str, str] | None:
+        return _describe(server, name).get("estimatedStart")
 
-    estimate = wait_until(estimated, timeout=40)
-    # The running job ends by its 40 s deadline: the waiting one starts then, not after the
-    # learned running time (2-3 s) nor the default hour.
-    assert started + 30 <= _seconds(estimate["at"]) <= started + 45
-    assert estimate["basis"] == "learned p50 of 3 finished in default/main"
-    assert _seconds(estimate["low"]) <= _seconds(estimate["at"]) <= _seconds(estimate["high"])
+    # Created in the same second, the two are ordered by uid: whichever goes first starts
+    # when the running job ends, the other one after it.
+    first, second = sorted(
+        (
+            wait_until(lambda: estimated("waiting"), timeout=40),
+            wait_until(lambda: estimated("third"), timeout=40),
+        ),
+        key=lambda estimate: estimate["at"],
+    )
+    # The running job ends by its 40 s deadline, not after the learned running time (2-3 s)
+    # nor the default hour: the deadline is the first one's basis.
+    assert started + 30 <= _seconds(first["at"]) <= started + 45
+    assert first["basis"] == "activeDeadlineSeconds"
+    # The second waits for the first, expected to run as long as the three before it.
+    assert second["basis"] == "learned p50 of 3 finished in default/main"
+    assert 1 <= _seconds(second["at"]) - _seconds(first["at"]) <= 5
+    assert _seconds(second["low"]) <= _seconds(second["at"]) <= _seconds(second["high"])
     listed = server.cli("get", "workloads")
     assert "ESTIMATED START" in listed.stdout
     described = server.cli("describe", "workload", "waiting")
-    assert "Estimated: starts" in described.stdout and "learned p50 of 3" in described.stdout
+    assert "Estimated: starts" in described.stdout and "running times:" in described.stdout
     # Once it is admitted it has no estimate any more.
     server.request("DELETE", "/api/v1/objects/Job/default/running")
-    wait_until(lambda: server.jobs().get("default/waiting", {}).get("state") == "Running", timeout=60)
-    assert _describe(server, "waiting").get("estimatedStart") is None
+    running = wait_until(
+        lambda: [
+            n for n in ("waiting", "third") if server.jobs().get(f"default/{n}", {}).get("state") == "Running"
+        ],
+        timeout=60,
+    )
+    assert _describe(server, running[0]).get("estimatedStart") is None

@@ -34,11 +34,17 @@ from pykueue.engine.workloads import Workload
 HORIZON = 7 * 24 * 3600 * SECOND  # no estimate beyond a week ahead
 MAX_INSTANTS = 200_000  # event instants one forward run may visit (a bound on its cost)
 MIN_CYCLE_BUDGET = 1_000  # cycles at one instant before moving on (a preemption ping-pong)
+FITS_NOW = "fits now"  # the basis of a start that waits for no running workload's end
 
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """An estimated start (microseconds since the epoch) with its range and its basis."""
+    """An estimated start (microseconds since the epoch) with its range and its basis.
+
+    The basis names the source of the running time that decided the start: that of
+    the workload whose end lets this one in (a limit, learned, or the default; see
+    `runtimes`), or FITS_NOW when it waits for no end.
+    """
 
     at: int
     low: int
@@ -116,14 +122,14 @@ def estimate(
     """
     wanted = set(snap.pending if targets is None else targets) & set(snap.queue_of)
     end = snap.now + horizon
-    expected = starts(snap, model, "expected", wanted, end)
+    run = _Run(restore(snap), model, "expected", wanted, end)
+    expected = run.play()
     low = starts(snap, model, "low", set(expected), end) if ranges else expected
     high = starts(snap, model, "high", set(expected), end) if ranges else expected
-    result = {}
-    for key, at in expected.items():
-        basis = model.runtime("", snap.queue_of[key]).basis
-        result[key] = Estimate(at, min(at, low.get(key, at)), max(at, high.get(key, end)), basis)
-    return result
+    return {
+        key: Estimate(at, min(at, low.get(key, at)), max(at, high.get(key, end)), run.because[key])
+        for key, at in expected.items()
+    }
 
 
 def starts(snap: Snapshot, model: Model, which: str, targets: set[str], end: int) -> dict[str, int]:
@@ -218,6 +224,11 @@ class _Run:
         self.waiting = {key for key in targets if key in state.workloads}
         self.end = end
         self.started: dict[str, int] = {}
+        # Why each target started when it did: the basis of the running time of the
+        # workload whose end let it in (or FITS_NOW).
+        self.because: dict[str, str] = {}
+        self._basis_of: dict[str, str] = {}  # workload key -> the basis of its scheduled end
+        self._freed: list[str] = []  # the bases of the ends applied at the current instant
         self.completions: list[tuple[int, int, str, int]] = []  # (time, sequence, key, epoch)
         self.epoch: dict[str, int] = {}
         self.sequence = 0
@@ -225,7 +236,8 @@ class _Run:
         for admitted in state.admitted.values():
             for wl in sorted(admitted.values(), key=lambda wl: wl.seq):
                 ran = max(now - wl.admitted_at, 0)
-                self._schedule(wl.key, now + model.remaining(wl.key, wl.queue_key, ran, which))
+                left = model.remaining(wl.key, wl.queue_key, ran, which)
+                self._schedule(wl.key, now + left, model.runtime(wl.key, wl.queue_key).basis)
 
     def play(self) -> dict[str, int]:
         now = self.state.now
@@ -242,7 +254,8 @@ class _Run:
             self._complete(now)
         return self.started
 
-    def _schedule(self, key: str, at: int) -> None:
+    def _schedule(self, key: str, at: int, basis: str) -> None:
+        self._basis_of[key] = basis
         self.sequence += 1
         heapq.heappush(self.completions, (at, self.sequence, key, self.epoch.get(key, 0)))
 
@@ -258,10 +271,12 @@ class _Run:
 
     def _complete(self, now: int) -> None:
         heap = self.completions
+        self._freed = []
         while heap and heap[0][0] <= now:
             _, _, key, epoch = heapq.heappop(heap)
             if self.epoch.get(key, 0) != epoch:
                 continue
+            self._freed.append(self._basis_of.pop(key))
             self.state.finish(key)
             self.state.delete_workload(key)
 
@@ -277,8 +292,9 @@ class _Run:
                 if key in self.waiting:
                     self.waiting.discard(key)
                     self.started[key] = now
-                runtime = self.model.runtime(key, wl.queue_key).pick(self.which)
-                self._schedule(key, now + max(runtime, 1))
+                    self.because[key] = self._freed[0] if self._freed else FITS_NOW
+                runtime = self.model.runtime(key, wl.queue_key)
+                self._schedule(key, now + max(runtime.pick(self.which), 1), runtime.basis)
             state.events.clear()
             state.touched.clear()
             if result.heads == 0 or (not result.changed and _parked(state) == parked):

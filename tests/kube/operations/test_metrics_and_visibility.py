@@ -199,7 +199,7 @@ def test_pending_workloads_carry_their_estimated_start(
     started = datetime.fromisoformat(reserved.replace("Z", "+00:00"))
     at = datetime.fromisoformat(estimate["at"].replace("Z", "+00:00"))
     assert abs((at - started).total_seconds() - 600) <= 1
-    assert estimate["basis"] == "default"
+    assert estimate["basis"] == "maximumExecutionTimeSeconds"
 
     status, body = controller.http(f"{VISIBILITY}/clusterqueues/{cq}/pendingworkloads", kwok_cluster.token)
     assert status == 200, body
