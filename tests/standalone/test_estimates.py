@@ -62,7 +62,7 @@ def test_estimates_come_from_a_jobs_deadline_and_from_learned_running_times(
     listed = server.cli("get", "workloads")
     assert "ESTIMATED START" in listed.stdout
     described = server.cli("describe", "workload", "waiting")
-    assert "Estimated: starts" in described.stdout and "running times:" in described.stdout
+    assert "Estimated: starts" in described.stdout and "basis: " in described.stdout
     # Once it is admitted it has no estimate any more.
     server.request("DELETE", "/api/v1/objects/Job/default/running")
     running = wait_until(

@@ -516,7 +516,7 @@ def describe(
         if estimate:
             typer.echo(
                 f"Estimated: starts {_when(estimate['at'])} (between {_when(estimate['low'])} and "
-                f"{_when(estimate['high'])}; running times: {estimate['basis']})"
+                f"{_when(estimate['high'])}; basis: {estimate['basis']})"
             )
         typer.echo("Waiting because:")
         for reason in explanation["reasons"]:
