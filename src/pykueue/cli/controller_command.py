@@ -31,9 +31,18 @@ import typer
 import yaml
 
 from pykueue.api import configuration, crd
-from pykueue.controllers import integrations, jobframework, kueue_configuration, leader, metrics
+from pykueue.controllers import (
+    estimate_annotations,
+    estimating,
+    integrations,
+    jobframework,
+    kueue_configuration,
+    leader,
+    metrics,
+)
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
+from pykueue.engine import intake
 from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import AlreadyExists, PykueueError, StoreError
 from pykueue.server import certs, deploy, health, webhooks
@@ -169,6 +178,14 @@ async def _until_reachable(start: Callable[[], Awaitable[None]], stop: asyncio.E
         delay = min(delay * 2, 30.0)
 
 
+async def _estimate_when_ready(
+    estimates: estimating.StartEstimates, ready: asyncio.Event, stop: asyncio.Event
+) -> None:
+    """Estimated start times, from the first synced state on (only the lease holder runs this)."""
+    await ready.wait()
+    await estimates.run(stop)
+
+
 async def _run_controller(
     store: kubernetes.KubernetesStore,
     resync: float,
@@ -210,6 +227,9 @@ async def _run_controller(
         on_pass=registry.observe_pass,
         events=EventRecorder(writer),
     )
+    estimates = estimating.StartEstimates(manager.admission, job_by_uid=manager.jobs.job_by_uid)
+    annotations = estimate_annotations.AnnotationWriter(writer, manager.admission.cache.get)
+    estimates.on_refresh = lambda found: annotations.write(found, intake.micros(manager.clock()))
     server: webhooks.WebhookServer | None = None
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
@@ -235,6 +255,7 @@ async def _run_controller(
             ready=lambda: ready.is_set() or (elector is not None and not elector.leading),
             authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
             workloads=lambda: [m for k, m in manager.admission.cache.items() if k.kind == "Workload"],
+            estimated=estimates.estimated_start,
         )
         side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
         await side.start()
@@ -242,6 +263,7 @@ async def _run_controller(
     async def lead() -> None:
         task = asyncio.create_task(manager.run(stop, ready))
         waiter = asyncio.create_task(ready.wait())
+        estimating_task = asyncio.create_task(_estimate_when_ready(estimates, ready, stop))
         await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
         if ready.is_set():
             log.info("pykueue controller is running against %s", store.config.server)
@@ -249,6 +271,7 @@ async def _run_controller(
             await task
         finally:
             waiter.cancel()
+            estimating_task.cancel()
 
     try:
         if elector is None:

@@ -42,6 +42,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from pykueue.api import defaults, manifests
 from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.accounts import AccountError
+from pykueue.controllers.estimating import StartEstimates
 from pykueue.controllers.executor import LocalExecutor, log_folder
 from pykueue.controllers.node import Node
 from pykueue.controllers.standalone import StandaloneManager
@@ -77,6 +78,8 @@ class ServerContext:
     owners: owners.Owners = field(default_factory=owners.Owners)
     events: list[dict[str, Any]] = field(default_factory=list)
     history: dashboard_data.UsageHistory = field(default_factory=dashboard_data.UsageHistory)
+    # Estimated start times of pending workloads (refreshed in the background); None: off.
+    estimates: StartEstimates | None = None
 
 
 class ApiError(inputs.InputRefused):
@@ -288,7 +291,7 @@ def create_app(ctx: ServerContext) -> FastAPI:
         identity = await caller(request)
         namespace, name = inputs.namespace_of(namespace), inputs.name_of(name)
         workload, job = await find_workload(identity, namespace, name)
-        return views.describe_workload(ctx.admission, workload, job)
+        return views.describe_workload(ctx.admission, workload, job, ctx.estimates)
 
     @app.get("/api/v1/logs/{namespace}/{name}")
     async def logs(request: Request, namespace: str, name: str) -> PlainTextResponse:
@@ -395,7 +398,10 @@ def create_app(ctx: ServerContext) -> FastAPI:
     async def dashboard_document(request: Request) -> dict[str, Any]:
         identity = await caller(request)
         workloads, _ = await ctx.store.list("Workload")
-        return dashboard_data.build(ctx.admission.state, workloads, identity, ctx.history, time.time())
+        estimated = ctx.estimates.estimated_start if ctx.estimates is not None else None
+        return dashboard_data.build(
+            ctx.admission.state, workloads, identity, ctx.history, time.time(), estimated
+        )
 
     dashboard.add_routes(app, dashboard_document)
 
@@ -413,7 +419,7 @@ def create_app(ctx: ServerContext) -> FastAPI:
         if kind == "LocalQueue":
             return [views.local_queue_row(ctx.admission, i) for i in items]
         if kind == "Workload":
-            return [views.workload_row(i) for i in items]
+            return [views.workload_row(i, ctx.estimates) for i in items]
         return [views.job_row(i) for i in items]
 
     return app

@@ -10,7 +10,7 @@ The page (`dashboard`, static files under ``server/static/``) asks
                     counts; pending workloads per cause (`engine.pending_causes`)
     localQueues     pending and admitted counts
     workloads       state, position in its ClusterQueue, cause and the engine's message,
-                    estimated start (`estimated_start`), and its events (condition changes)
+                    estimated start (the estimator's, when it runs), and its events (condition changes)
     history         usage and pending counts sampled every `HISTORY_INTERVAL` seconds
 
 Everything is read from the engine `State` and the stored Workload manifests, so
@@ -37,18 +37,6 @@ from pykueue.store.base import Manifest
 HISTORY_INTERVAL = 5.0  # seconds between two usage samples
 HISTORY_SAMPLES = 720  # one hour at the interval above
 FINISHED_SHOWN = 50  # the most recent finished workloads kept in the list
-
-
-def estimated_start(state: State, workload_key: str) -> dict[str, str] | None:
-    """When the pending workload ``namespace/name`` is expected to start, or None when unknown.
-
-    THE HOOK for the start-time estimator (issue 18, item 2), built elsewhere: it
-    returns None until the estimator is wired here. The agreed shape is
-    ``{"at": RFC3339, "low": RFC3339, "high": RFC3339, "basis": "<how it was estimated>"}``;
-    the page renders it as "in ~12 min (8-20)" and shows a dash for None.
-    """
-    del state, workload_key
-    return None
 
 
 def rfc3339(seconds: float) -> str:
@@ -196,7 +184,12 @@ def _events(manifest: Manifest) -> list[dict[str, str]]:
     return sorted(out, key=lambda e: e["time"])
 
 
-def workload_row(state: State, manifest: Manifest, positions: dict[str, tuple[int, int]]) -> dict[str, Any]:
+def workload_row(
+    state: State,
+    manifest: Manifest,
+    positions: dict[str, tuple[int, int]],
+    estimated: visibility.EstimatedStart | None = None,
+) -> dict[str, Any]:
     base = views.workload_row(manifest)
     key = f"{base['namespace']}/{base['name']}"
     wl = state.workloads.get(key)
@@ -216,7 +209,7 @@ def workload_row(state: State, manifest: Manifest, positions: dict[str, tuple[in
         "position": position,
         "pendingInQueue": of,
         "priority": wl.priority if wl is not None else None,
-        "estimatedStart": estimated_start(state, key) if pending else None,
+        "estimatedStart": estimated(key) if pending and estimated is not None else None,
         "events": _events(manifest),
     }
 
@@ -240,8 +233,13 @@ def build(
     identity: auth.Identity,
     history: UsageHistory,
     now: float,
+    estimated: visibility.EstimatedStart | None = None,
 ) -> dict[str, Any]:
-    """The dashboard document for ``identity`` (see the module docstring)."""
+    """The dashboard document for ``identity`` (see the module docstring).
+
+    ``estimated`` gives a pending workload's estimated start by key (the background
+    estimator's, `controllers.estimating`); None shows no estimates.
+    """
     state.ensure_tree()
     lq_keys = sorted(
         k for k, lq in state.local_queues.items() if auth.may_read(identity, "Workload", lq.namespace)
@@ -256,7 +254,7 @@ def build(
     readable = [
         w for w in workloads if auth.may_read(identity, "Workload", str(w["metadata"].get("namespace", "")))
     ]
-    rows = [workload_row(state, w, positions) for w in readable]
+    rows = [workload_row(state, w, positions, estimated) for w in readable]
     live = [r for r in rows if r["state"] not in ("Finished", "Failed")]
     done = sorted(
         (r for r in rows if r["state"] in ("Finished", "Failed")),

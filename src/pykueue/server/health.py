@@ -94,6 +94,7 @@ def create_app(
     ready: Callable[[], bool],
     authorizer: visibility.Authorizer | None = None,
     workloads: Callable[[], list[Manifest]] = list,
+    estimated: visibility.EstimatedStart | None = None,
 ) -> FastAPI:
     """The app; ``authorizer`` None lets every caller read every queue (tests, trusted networks).
 
@@ -140,7 +141,7 @@ def create_app(
         engine = current()
         if engine is None:
             return _status(503, "ServiceUnavailable", "not the leader, or caches not synced")
-        summary = visibility.cluster_queue_summary(engine, name, offset, limit)
+        summary = visibility.cluster_queue_summary(engine, name, offset, limit, estimated)
         if summary is None:
             return _status(404, "NotFound", f'clusterqueues.kueue.x-k8s.io "{name}" not found')
         return JSONResponse(summary)
@@ -155,7 +156,7 @@ def create_app(
         engine = current()
         if engine is None:
             return _status(503, "ServiceUnavailable", "not the leader, or caches not synced")
-        summary = visibility.local_queue_summary(engine, namespace, name, offset, limit)
+        summary = visibility.local_queue_summary(engine, namespace, name, offset, limit, estimated)
         if summary is None:
             return _status(404, "NotFound", f'localqueues.kueue.x-k8s.io "{namespace}/{name}" not found')
         return JSONResponse(summary)
@@ -178,7 +179,7 @@ def create_app(
             identity = found
         now = time.time()
         history.sample_if_due(engine, now)
-        return dashboard_data.build(engine, workloads(), identity, history, now)
+        return dashboard_data.build(engine, workloads(), identity, history, now, estimated)
 
     dashboard.add_routes(app, dashboard_document)
     return app

@@ -47,7 +47,7 @@ import uvicorn
 import yaml
 
 from pykueue import paths
-from pykueue.controllers import isolation
+from pykueue.controllers import estimating, isolation
 from pykueue.controllers.executor import Backoff, LocalExecutor
 from pykueue.controllers.node import GPU_RESOURCE, Node, discover
 from pykueue.controllers.standalone import StandaloneManager
@@ -411,6 +411,7 @@ async def _main(options: Options, config: Config) -> None:
         console.record("apply", "created ClusterQueue main and LocalQueue default/main sized to this machine")
     manager = StandaloneManager(store, config=config.engine, resync_seconds=0.5)
     admission = manager.admission
+    estimates = estimating.StartEstimates(admission, job_by_uid=manager.jobs.job_by_uid)
     _forward_logs("pykueue.controllers.job_reconciler", "jobs", console)
     port = options.port or free_port(options.host)
     url = f"http://{options.host}:{port}"
@@ -424,6 +425,7 @@ async def _main(options: Options, config: Config) -> None:
         data_dir=data_dir,
         owners=owning,
         events=events,
+        estimates=estimates,
     )
     socket_path = options.socket or paths.default_socket(data_dir)
     try:
@@ -450,6 +452,7 @@ async def _main(options: Options, config: Config) -> None:
     helpers = [
         asyncio.create_task(_pump_decisions(admission, console, stop), name="decisions"),
         asyncio.create_task(_sample_history(ctx, stop), name="history"),
+        asyncio.create_task(estimates.run(stop), name="estimates"),
     ]
     if options.demo and config.demo:
         helpers.append(asyncio.create_task(_demo(store, itself, config.demo, console, owning), name="demo"))

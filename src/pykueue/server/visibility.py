@@ -31,6 +31,8 @@ DEFAULT_LIMIT = 1000
 
 # (token, namespace or None for a cluster-wide question) -> allowed?
 Authorizer = Callable[[str, str | None], Awaitable[bool]]
+# "namespace/name" -> its estimated start ({"at", "low", "high", "basis"}) or None.
+EstimatedStart = Callable[[str], dict[str, str] | None]
 
 
 def _time(micros: int) -> str:
@@ -47,7 +49,9 @@ def ordered_pending(state: State, cluster_queue: str) -> list[Workload]:
     return [*active, *parked]
 
 
-def _item(wl: Workload, in_cq: int, in_lq: int) -> dict[str, Any]:
+def _item(wl: Workload, in_cq: int, in_lq: int, estimated: EstimatedStart | None = None) -> dict[str, Any]:
+    # estimatedStart is pykueue's addition to upstream's PendingWorkload (clients ignore unknown fields).
+    estimate = estimated(wl.key) if estimated is not None else None
     return {
         "metadata": {
             "name": wl.name,
@@ -59,6 +63,7 @@ def _item(wl: Workload, in_cq: int, in_lq: int) -> dict[str, Any]:
         "localQueueName": wl.queue_name,
         "positionInClusterQueue": in_cq,
         "positionInLocalQueue": in_lq,
+        **({"estimatedStart": estimate} if estimate is not None else {}),
     }
 
 
@@ -77,17 +82,26 @@ def _positions(workloads: list[Workload]) -> list[tuple[Workload, int, int]]:
 
 
 def cluster_queue_summary(
-    state: State, cluster_queue: str, offset: int = 0, limit: int = DEFAULT_LIMIT
+    state: State,
+    cluster_queue: str,
+    offset: int = 0,
+    limit: int = DEFAULT_LIMIT,
+    estimated: EstimatedStart | None = None,
 ) -> dict[str, Any] | None:
     """The summary of one ClusterQueue, or None when it does not exist."""
     if cluster_queue not in state.cluster_queues:
         return None
     rows = _positions(ordered_pending(state, cluster_queue))[offset : offset + limit]
-    return _summary([_item(*row) for row in rows])
+    return _summary([_item(*row, estimated) for row in rows])
 
 
 def local_queue_summary(
-    state: State, namespace: str, name: str, offset: int = 0, limit: int = DEFAULT_LIMIT
+    state: State,
+    namespace: str,
+    name: str,
+    offset: int = 0,
+    limit: int = DEFAULT_LIMIT,
+    estimated: EstimatedStart | None = None,
 ) -> dict[str, Any] | None:
     """The summary of one LocalQueue (positions in its ClusterQueue too), or None when unknown."""
     lq = state.local_queues.get(f"{namespace}/{name}")
@@ -98,4 +112,4 @@ def local_queue_summary(
         for row in _positions(ordered_pending(state, lq.cluster_queue))
         if row[0].namespace == namespace and row[0].queue_name == name
     ][offset : offset + limit]
-    return _summary([_item(*row) for row in rows])
+    return _summary([_item(*row, estimated) for row in rows])
