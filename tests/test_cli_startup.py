@@ -86,11 +86,30 @@ def test_the_version_is_printed_without_loading_typer(argv: tuple[str, ...]) -> 
     assert "pydantic" not in loaded
 
 
-def test_get_does_not_load_yaml() -> None:
-    # `get jobs` with no server still parses its arguments; what it imports is the point here.
-    _, loaded = _loaded_by_main("get", "jobs", "--server", "http://127.0.0.1:9", "--token", "x")
-    assert "typer" in loaded
-    assert "yaml" not in loaded
+@pytest.mark.parametrize(
+    "argv", [("get", "jobs"), ("describe", "workload", "x"), ("logs", "x"), ("get", "--help")]
+)
+def test_read_only_commands_load_neither_typer_nor_yaml(argv: tuple[str, ...]) -> None:
+    # No server answers at this address; what the command imports on its way is the point here.
+    _, loaded = _loaded_by_main(*argv, "--server", "http://127.0.0.1:9", "--token", "x")
+    assert not loaded & {"typer", "click", "pydantic", "yaml", "rich"}, loaded
+
+
+def test_a_read_only_command_fails_cleanly_and_its_usage_is_checked() -> None:
+    code = "import sys\nsys.argv = ['pykueue', *sys.argv[1:]]\nfrom pykueue.cli.main import main\nmain()\n"
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+
+    unreachable = run("get", "jobs", "--server", "http://127.0.0.1:9", "--token", "x")
+    assert unreachable.returncode == 1 and unreachable.stderr.startswith("error: "), unreachable.stderr
+    assert "Traceback" not in unreachable.stderr
+    wrong = run("get", "pods", "--server", "http://127.0.0.1:9")
+    assert wrong.returncode == 1 and "choose one of clusterqueues" in wrong.stderr
+    missing = run("describe", "workload")
+    assert missing.returncode == 2 and "name" in missing.stderr
+    helped = run("get", "--help")
+    assert helped.returncode == 0 and "--namespace" in helped.stdout and "--socket" in helped.stdout
 
 
 def _complete(shell: str, words: str, cword: int) -> str:

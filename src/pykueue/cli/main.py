@@ -6,8 +6,8 @@ second or more to import, and `pykueue get jobs` needs none of them. Help, an
 unknown command and shell completion import them all, so every command is
 listed. Adding a command means one line in `COMMANDS`.
 
-`pykueue version` and `pykueue --version` do not even import typer (which
-brings click and pydantic): they print the version and exit.
+`pykueue version`, `--version` and the read-only commands (`get`, `describe`,
+`logs`, cli/queries.py) do not even import typer, which brings click and pydantic.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ COMMANDS: dict[str, str] = {
     "submit": "standalone_commands",
     "apply": "standalone_commands",
     "delete": "standalone_commands",
-    "get": "standalone_commands",
-    "describe": "standalone_commands",
-    "logs": "standalone_commands",
+    "get": "queries",
+    "describe": "queries",
+    "logs": "queries",
     "stop": "standalone_commands",
     "resume": "standalone_commands",
     "token": "standalone_commands",
@@ -47,6 +47,8 @@ COMMANDS: dict[str, str] = {
     "dev-cluster": "devcluster_command",
 }
 COMPLETION_VARIABLE = "_PYKUEUE_COMPLETE"
+# Read-only client commands run without typer at all (cli/queries.py says why).
+QUICK = frozenset({"get", "describe", "logs"})
 
 
 VERSION_ARGV = (["version"], ["--version"])
@@ -112,9 +114,14 @@ def build_app(argv: list[str]) -> typer.Typer:
 def main() -> None:
     """Run the CLI; a bug shows a traceback, bad input never does (commands catch InputError)."""
     argv = sys.argv[1:]
-    if argv in VERSION_ARGV and COMPLETION_VARIABLE not in os.environ:
-        version()
-        sys.exit(0)
+    if COMPLETION_VARIABLE not in os.environ:
+        if argv in VERSION_ARGV:
+            version()
+            sys.exit(0)
+        if argv and argv[0] in QUICK:
+            from pykueue.cli import queries
+
+            sys.exit(queries.main(argv))
     sys.exit(build_app(argv)())
 
 

@@ -16,22 +16,19 @@ input or an unreachable server.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import sys
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import typer
 
-from pykueue.cli.client import Client, ClientError
+from pykueue.cli import queries
+from pykueue.cli.client import ClientError
 from pykueue.errors import ParseError
 
-T = TypeVar("T")
 SERVER = typer.Option(
     None, "--server", help="URL of the pykueue API (default: PYKUEUE_SERVER or the client config)."
 )
@@ -40,35 +37,15 @@ SOCKET = typer.Option(
     None, "--socket", help="The server's Unix socket; no token needed (default: PYKUEUE_SOCKET, or found)."
 )
 NAMESPACE = typer.Option("default", "--namespace", "-n", help="Namespace of the object.")
-LISTS = ("clusterqueues", "localqueues", "workloads", "jobs")
-ALIASES = {"cq": "clusterqueues", "lq": "localqueues", "wl": "workloads", "job": "jobs"}
 
 
 def register(app: typer.Typer) -> None:
     app.command("submit", context_settings={"allow_interspersed_args": False})(submit)
     app.command("apply")(apply)
     app.command("delete")(delete)
-    app.command("get")(get)
-    app.command("describe")(describe)
-    app.command("logs")(logs)
     app.command("stop")(stop)
     app.command("resume")(resume)
     app.command("token")(token)
-
-
-def _run(action: Callable[[], T]) -> T:
-    try:
-        return action()
-    except ClientError as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        for problem in exc.problems:
-            if problem != exc.message:
-                typer.echo(f"  {problem}", err=True)
-        raise typer.Exit(1) from None
-
-
-def _client(server: str | None, token: str | None, socket: str | None = None) -> Client:
-    return _run(lambda: Client.resolve(server, token, socket))
 
 
 def _print_results(results: list[dict[str, str]]) -> None:
@@ -175,7 +152,7 @@ def submit(
     more with --env KEY=VALUE.
     """
     variables = _environment(env or [])
-    api = _client(server, token, socket)
+    api = queries.client(server, token, socket)
     job_name = (
         name
         or f"{Path(command[0]).name.lower().replace('_', '-').replace('.', '-')[:40]}-{secrets.token_hex(3)}"
@@ -199,7 +176,7 @@ def submit(
     import yaml  # only here and in delete -f: `get` and `describe` do not pay for it
 
     text = yaml.safe_dump(manifest, sort_keys=False)
-    result = _run(lambda: api.post("/api/v1/apply", {"files": [{"name": "submit", "text": text}]}))
+    result = queries.call(lambda: api.post("/api/v1/apply", {"files": [{"name": "submit", "text": text}]}))
     _print_results(result["results"])
     if wait <= 0:
         return
@@ -218,7 +195,7 @@ def submit(
     if explanation.get("state") == "Admitted":
         typer.echo(f"admitted to ClusterQueue {explanation.get('clusterQueue')}")
     elif explanation.get("state") == "Pending":
-        typer.echo(_position_text(explanation))
+        typer.echo(queries.position_text(explanation))
         for reason in explanation.get("reasons", []):
             typer.echo(f"  {reason['category']}: {reason['message']}")
             if reason["message"].startswith("can never fit"):
@@ -243,14 +220,6 @@ def _environment(pairs: list[str]) -> dict[str, str]:
             raise typer.Exit(1)
         variables[key] = value
     return variables
-
-
-def _position_text(explanation: dict[str, Any]) -> str:
-    position = explanation.get("position")
-    cq = explanation.get("clusterQueue") or "?"
-    if position:
-        return f"pending: position {position} of {explanation.get('pendingInQueue')} in ClusterQueue {cq}"
-    return f"pending in ClusterQueue {cq}"
 
 
 # -------------------------------------------------------------- apply/delete
@@ -291,9 +260,9 @@ def apply(
     socket: str = SOCKET,
 ) -> None:
     """Create or update every object of the files, all at once or none at all."""
-    api = _client(server, token, socket)
+    api = queries.client(server, token, socket)
     payload = _read_files(files)
-    result = _run(lambda: api.post("/api/v1/apply", {"files": payload}))
+    result = queries.call(lambda: api.post("/api/v1/apply", {"files": payload}))
     _print_results(result["results"])
 
 
@@ -307,7 +276,7 @@ def delete(
     socket: str = SOCKET,
 ) -> None:
     """Delete one object (KIND NAME) or every object of -f files."""
-    api = _client(server, token, socket)
+    api = queries.client(server, token, socket)
     targets: list[tuple[str, str, str]] = []
     if files:
         import yaml
@@ -324,7 +293,7 @@ def delete(
                     ns = meta.get("namespace") or ("default" if _namespaced(doc["kind"]) else "_")
                     targets.append((doc["kind"], ns, meta.get("name", "")))
     elif kind and name and _kind(kind) == "Identity":
-        result = _run(lambda: api.delete(f"/api/v1/identities/{name}"))
+        result = queries.call(lambda: api.delete(f"/api/v1/identities/{name}"))
         typer.echo(f"{result['deleted']} deleted")
         return
     elif kind and name:
@@ -335,7 +304,7 @@ def delete(
         raise typer.Exit(1)
     for real, ns, obj_name in targets:
         path = f"/api/v1/objects/{real}/{ns}/{obj_name}"
-        result = _run(lambda path=path: api.delete(path))  # type: ignore[misc]
+        result = queries.call(lambda path=path: api.delete(path))  # type: ignore[misc]
         typer.echo(f"{result['deleted']} deleted")
 
 
@@ -369,212 +338,6 @@ def _namespaced(kind: str) -> bool:
 # ---------------------------------------------------------------- reading
 
 
-def _table(rows: list[list[str]], header: list[str]) -> None:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        typer.echo(
-            "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        )
-
-
-def get(
-    what: str = typer.Argument(..., help="clusterqueues | localqueues | workloads | jobs"),
-    namespace: str = typer.Option(None, "--namespace", "-n", help="Only this namespace."),
-    output: str = typer.Option("table", "--output", "-o", help="table or json"),
-    server: str = SERVER,
-    token: str = TOKEN,
-    socket: str = SOCKET,
-) -> None:
-    """List queues, workloads or jobs."""
-    listing = ALIASES.get(what, what)
-    if listing not in LISTS:
-        typer.echo(f"error: cannot get {what!r}: choose one of {', '.join(LISTS)}", err=True)
-        raise typer.Exit(1)
-    api = _client(server, token, socket)
-    rows: list[dict[str, Any]] = _run(lambda: api.get(f"/api/v1/{listing}", namespace=namespace))
-    if output == "json":
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    if listing == "clusterqueues":
-        _table(
-            [
-                [
-                    r["name"],
-                    r["cohort"],
-                    "yes" if r["active"] else f"no ({r['stopPolicy']})",
-                    str(r["pending"]),
-                    str(r["admitted"]),
-                    ", ".join(
-                        f"{u['flavor']}/{u['resource']} {u['used']}/{u['nominal']}"
-                        + (f" (+{u['borrowed']} borrowed)" if u["borrowed"] not in ("0", "") else "")
-                        for u in r["usage"]
-                    ),
-                ]
-                for r in rows
-            ],
-            ["NAME", "COHORT", "ACTIVE", "PENDING", "ADMITTED", "USAGE/NOMINAL"],
-        )
-    elif listing == "localqueues":
-        _table(
-            [
-                [r["namespace"], r["name"], r["clusterQueue"], str(r["pending"]), str(r["admitted"])]
-                for r in rows
-            ],
-            ["NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "ADMITTED"],
-        )
-    elif listing == "workloads":
-        _table(
-            [
-                [
-                    r["namespace"],
-                    r["name"],
-                    r["queue"],
-                    r["state"],
-                    r["clusterQueue"],
-                    _eta_cell(r.get("estimatedStart")),
-                    r["reason"][:80],
-                ]
-                for r in rows
-            ],
-            ["NAMESPACE", "NAME", "QUEUE", "STATE", "CLUSTERQUEUE", "ESTIMATED START", "WHY"],
-        )
-    else:
-        _table(
-            [
-                [
-                    r["namespace"],
-                    r["name"],
-                    r["queue"],
-                    r["state"],
-                    str(r["active"]),
-                    str(r["succeeded"]),
-                    str(r["failed"]),
-                    str(r["preemptions"]),
-                    str(r.get("interruptions", 0)),
-                ]
-                for r in rows
-            ],
-            [
-                "NAMESPACE",
-                "NAME",
-                "QUEUE",
-                "STATE",
-                "ACTIVE",
-                "SUCCEEDED",
-                "FAILED",
-                "PREEMPTED",
-                "INTERRUPTED",
-            ],
-        )
-
-
-def _when(rfc3339: str) -> str:
-    """An estimated time as the local clock reads it, with how far away it is."""
-    moment = datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
-    seconds = max(0, round((moment - datetime.now(UTC)).total_seconds()))
-    away = (
-        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-        if seconds >= 3600
-        else f"{seconds // 60}m{seconds % 60:02d}s"
-    )
-    return f"{moment.astimezone():%Y-%m-%d %H:%M} (in {away})"
-
-
-def _eta_cell(estimate: dict[str, str] | None) -> str:
-    if not estimate:
-        return ""
-    return datetime.fromisoformat(estimate["at"].replace("Z", "+00:00")).astimezone().strftime("%m-%d %H:%M")
-
-
-def describe(
-    what: str = typer.Argument(..., help="workload"),
-    name: str = typer.Argument(..., help="Workload name, or the name of its job."),
-    namespace: str = NAMESPACE,
-    output: str = typer.Option("text", "--output", "-o", help="text or json"),
-    server: str = SERVER,
-    token: str = TOKEN,
-    socket: str = SOCKET,
-) -> None:
-    """Why a workload waits (quota / flavor mismatch / admission check), its position, its pods."""
-    if what.lower() not in ("workload", "workloads", "wl", "job"):
-        typer.echo("error: describe supports workload NAME (a job's name works too)", err=True)
-        raise typer.Exit(1)
-    api = _client(server, token, socket)
-    data: dict[str, Any] = _run(lambda: api.get(f"/api/v1/describe/workload/{namespace}/{name}"))
-    if output == "json":
-        typer.echo(json.dumps(data, indent=2))
-        return
-    wl, explanation = data["workload"], data["explanation"]
-    typer.echo(f"Workload:  {wl['namespace']}/{wl['name']}" + (f"  (job {wl['job']})" if wl["job"] else ""))
-    typer.echo(f"Queue:     {wl['queue']}")
-    typer.echo(f"State:     {explanation['state']}")
-    if explanation.get("priority"):
-        typer.echo(f"Priority:  {explanation['priority']}")
-    if explanation["state"] == "Pending":
-        typer.echo(f"Position:  {_position_text(explanation)}")
-        estimate = data.get("estimatedStart")
-        if estimate:
-            typer.echo(
-                f"Estimated: starts {_when(estimate['at'])} (between {_when(estimate['low'])} and "
-                f"{_when(estimate['high'])}; basis: {estimate['basis']})"
-            )
-        typer.echo("Waiting because:")
-        for reason in explanation["reasons"]:
-            typer.echo(f"  [{reason['category']}] {reason['message']}")
-        if explanation.get("engineMessage"):
-            typer.echo(f"Engine:    {explanation['engineMessage']}")
-    elif explanation["state"] == "Admitted":
-        typer.echo(f"Admitted:  ClusterQueue {explanation['clusterQueue']}")
-    elif explanation.get("reasons"):
-        for reason in explanation["reasons"]:
-            typer.echo(f"  [{reason['category']}] {reason['message']}")
-    elif explanation.get("engineMessage"):
-        typer.echo(f"Outcome:   {explanation['engineMessage']}")
-    job = data.get("job")
-    if job:
-        typer.echo(
-            f"Job:       {job['state']}, active {job['active']}, succeeded {job['succeeded']}, "
-            f"failed {job['failed']}, preempted {job['preemptions']} time(s), "
-            f"interrupted by server restarts {job.get('interruptions', 0)} time(s)"
-        )
-        if job.get("owner"):
-            typer.echo(
-                f"Runs as:   {job['owner']}"
-                + (f" (submitted by {job['submittedBy']})" if job.get("submittedBy") else "")
-            )
-        usage = job.get("usage") or {}
-        if usage.get("cpuSeconds") or usage.get("memoryPeakBytes"):
-            typer.echo(
-                f"Used:      {usage.get('cpuSeconds', 0)} CPU-seconds, peak memory "
-                f"{int(usage.get('memoryPeakBytes', 0)) // 2**20} MiB (pods that ended)"
-            )
-        if job.get("waiting"):
-            typer.echo(f"           {job['waiting']}")
-    for pod in data.get("pods") or []:
-        typer.echo(
-            f"Pod {pod['index']}:     pid {pod['pid']} user {pod.get('user', '?')} "
-            f"devices [{','.join(pod['devices'])}]"
-        )
-    for warning in data.get("warnings") or []:
-        typer.echo(f"Warning:   {warning}")
-    typer.echo("Conditions:")
-    for cond in data.get("conditions") or []:
-        typer.echo(f"  {cond['type']}={cond['status']} {cond.get('reason', '')}: {cond.get('message', '')}")
-
-
-def logs(
-    name: str = typer.Argument(..., help="Job (or workload) name."),
-    namespace: str = NAMESPACE,
-    server: str = SERVER,
-    token: str = TOKEN,
-    socket: str = SOCKET,
-) -> None:
-    """Print the output of a job's pods."""
-    api = _client(server, token, socket)
-    text = _run(lambda: api.get(f"/api/v1/logs/{namespace}/{name}"))
-    typer.echo(text, nl=False)
-
-
 def _set_active(
     verb: str, what: str, name: str, namespace: str, server: str | None, token: str | None, socket: str | None
 ) -> None:
@@ -588,8 +351,10 @@ def _set_active(
     if kind is None:
         typer.echo(f"error: cannot {verb} {what!r}: choose workload or clusterqueue", err=True)
         raise typer.Exit(1)
-    api = _client(server, token, socket)
-    result = _run(lambda: api.post(f"/api/v1/{verb}", {"kind": kind, "namespace": namespace, "name": name}))
+    api = queries.client(server, token, socket)
+    result = queries.call(
+        lambda: api.post(f"/api/v1/{verb}", {"kind": kind, "namespace": namespace, "name": name})
+    )
     typer.echo(" ".join(f"{k}={v}" for k, v in result.items()))
 
 
@@ -646,10 +411,10 @@ def token(
     if action != "list" and not name:
         typer.echo(f"error: token {action} needs a NAME", err=True)
         raise typer.Exit(1)
-    api = _client(server, token, socket)
+    api = queries.client(server, token, socket)
     if action == "list":
-        rows = _run(lambda: api.get("/api/v1/identities"))
-        _table(
+        rows = queries.call(lambda: api.get("/api/v1/identities"))
+        queries.table(
             [
                 [
                     r["name"],
@@ -664,7 +429,7 @@ def token(
         )
         return
     if action == "revoke":
-        result = _run(lambda: api.post(f"/api/v1/identities/{name}/revoke", {}))
+        result = queries.call(lambda: api.post(f"/api/v1/identities/{name}/revoke", {}))
         typer.echo(f"the token of {result['revoked']} is revoked")
         return
     body: dict[str, Any] = {
@@ -675,5 +440,5 @@ def token(
     }
     if unix_user:
         body["unixUser"] = unix_user
-    result = _run(lambda: api.post("/api/v1/identities", body))
+    result = queries.call(lambda: api.post("/api/v1/identities", body))
     typer.echo(result["token"])
