@@ -7,7 +7,7 @@ every number is deterministic.
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -75,9 +75,10 @@ def _workload(name: str, priority: int = 0, cpu: str = "1") -> dict[str, Any]:
 
 class Harness:
     def __init__(self) -> None:
-        self.store = MemoryStore(now=lambda: NOW)
+        self.now = NOW  # the harness's clock: tests may move it between passes
+        self.store = MemoryStore(now=lambda: self.now)
         self.registry = metrics.Metrics()
-        self.manager = KubeManager(self.store, clock=lambda: NOW, on_pass=self.registry.observe_pass)
+        self.manager = KubeManager(self.store, clock=lambda: self.now, on_pass=self.registry.observe_pass)
         self.registry.state = lambda: self.manager.admission.state
 
     async def start(self, docs: list[dict[str, Any]]) -> None:
@@ -204,6 +205,30 @@ def test_preemption_is_counted_for_both_sides() -> None:
             )
             == 2
         )
+
+    asyncio.run(scenario())
+
+
+def test_the_work_a_preemption_stops_is_counted_per_tenant_and_resource() -> None:
+    async def scenario() -> None:
+        h = Harness()
+        queues = _queues("2")
+        queues[1]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+        await h.start([*queues, _workload("low-a"), _workload("low-b", cpu="500m")])
+        h.now = NOW + timedelta(minutes=30)
+        await h.create(_workload("high", priority=100, cpu="2"))
+        await h.step()
+        await h.step()
+        lost = _value(
+            h.scrape(),
+            "pykueue_preempted_resource_seconds_total",
+            cluster_queue="cq",
+            namespace="team",
+            flavor="default",
+            resource="cpu",
+        )
+        # 1 CPU and 0.5 CPU, each stopped after 30 minutes of its run.
+        assert lost == pytest.approx(1.5 * 1800)
 
     asyncio.run(scenario())
 

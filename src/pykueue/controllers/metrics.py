@@ -128,6 +128,13 @@ class Metrics:
             ["preempting_cluster_queue", "reason", "replica_role"],
             registry=self.registry,
         )
+        self.preempted_resource_seconds = Counter(
+            "pykueue_preempted_resource_seconds_total",
+            "Resource-seconds of the runs preemption stopped (a run's quota x the time since its reservation), "
+            "per 'cluster_queue' of the victim, its 'namespace' (the tenant), 'flavor' and 'resource'",
+            ["cluster_queue", "namespace", "flavor", "resource", "replica_role"],
+            registry=self.registry,
+        )
         self.registry.register(_StateCollector(self))
 
     # --------------------------------------------------------------- events
@@ -169,7 +176,17 @@ class Metrics:
                 preemptor = state.workloads.get(wl.preempted_by or "")
                 preempting = (preemptor and state.route_of(preemptor)) or victim_cq
                 self.preempted.labels(preempting, event.reason, role).inc()
+                self._lost(event, event.cluster_queue or victim_cq, wl.namespace, role)
         state.events.clear()
+
+    def _lost(self, event: engine_state.Event, cluster_queue: str, namespace: str, role: str) -> None:
+        """Count the work a preemption stopped: each held resource (whole units) times the run's seconds."""
+        seconds = _seconds(event.held_for)
+        if not seconds:
+            return
+        for (flavor, resource), milli in event.held.items():
+            counter = self.preempted_resource_seconds.labels(cluster_queue, namespace, flavor, resource, role)
+            counter.inc(milli / 1000 * seconds)
 
     def _admitted(self, state: State, event: engine_state.Event, wl: Workload, role: str) -> None:
         """A reservation (ADMITTED) and an admission (at once, or when the checks passed)."""

@@ -567,11 +567,23 @@ def _evict_target(state: State, target: Target, entry: Entry) -> None:
     victim = target.workload
     ready = victim.conditions.get("PodsReady")
     ran = state.now - ready.last_transition if ready is not None and ready.status == "True" else None
+    held = victim.usage()
+    held_for = max(0, state.now - victim.admitted_at) if victim.admitted_at else 0
     state.evict(victim.key, "Preempted", message, preempted_reason=target.reason)
     victim.preempted_by = preemptor.key
     contract.record_preemption(victim, state.now)
     state.events.append(
-        Event(state.cycle, victim.key, PREEMPTED, message, target.reason, target.cluster_queue, waited=ran)
+        Event(
+            state.cycle,
+            victim.key,
+            PREEMPTED,
+            message,
+            target.reason,
+            target.cluster_queue,
+            waited=ran,
+            held=held,
+            held_for=held_for,
+        )
     )
 
 

@@ -83,6 +83,10 @@ class Event:
     # CHECKS_PASSED, PODS_READY: the wait the metric histograms observe, microseconds;
     # EVICTED: how long the pods had been ready (None when they were not).
     waited: int | None = None
+    # PREEMPTED: the quota the stopped run held (milli-units) and for how long, microseconds
+    # since its reservation: the work a preemption may have thrown away.
+    held: Quantities = field(default_factory=dict)
+    held_for: int = 0
 
 
 @dataclass(slots=True)
