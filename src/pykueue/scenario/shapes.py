@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pykueue.api.conversion import topology_domains_to_slices
 from pykueue.errors import ScenarioError
 
 CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
@@ -41,6 +42,30 @@ def refuse_topology(doc: Any, where: str) -> None:
     for i, assignment in enumerate(_get(doc, "status", "admission", "podSetAssignments") or []):
         if isinstance(assignment, Mapping) and assignment.get("delayedTopologyRequest") is not None:
             raise _refuse(where, f"status.admission.podSetAssignments[{i}].delayedTopologyRequest")
+
+
+def topology_domains_as_slices(doc: Any) -> Any:
+    """A Workload's input topology assignments may be written as FORMAT.md writes expected ones
+    (``levels`` and ``domains``) under either API version; v1beta2 stores them as slices."""
+    if not isinstance(doc, Mapping) or doc.get("kind") != "Workload":
+        return doc
+    assignments = _get(doc, "status", "admission", "podSetAssignments")
+    if not isinstance(assignments, list) or not any(
+        isinstance(a, Mapping) and isinstance(a.get("topologyAssignment"), Mapping) for a in assignments
+    ):
+        return doc
+    copied = dict(doc)
+    status = dict(copied["status"])
+    admission = dict(status["admission"])
+    admission["podSetAssignments"] = [
+        {**a, "topologyAssignment": topology_domains_to_slices(dict(a["topologyAssignment"]))}
+        if isinstance(a, Mapping) and isinstance(a.get("topologyAssignment"), Mapping)
+        else a
+        for a in assignments
+    ]
+    status["admission"] = admission
+    copied["status"] = status
+    return copied
 
 
 # ------------------------------------------------------------------ expect
