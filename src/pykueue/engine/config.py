@@ -70,6 +70,7 @@ DEFAULT_GATES: dict[str, bool] = {
     "TopologyAwareScheduling": True,
     "TASProfileMixed": True,
     "TASFailedNodeReplacement": True,
+    "TASFailedNodeReplacementFailFast": True,
     "TASMultiLayerTopology": True,
 }
 

@@ -54,6 +54,7 @@ from pykueue.engine import (
     fair_sharing,
     specs,
     topology_placement,
+    topology_recovery,
     waiting,
 )
 from pykueue.engine.entries import (
@@ -83,10 +84,12 @@ class CycleResult:
     admitted: list[str] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
     heads: int = 0
+    # Workloads whose failed nodes were replaced or that were evicted for them.
+    recovered: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return bool(self.admitted or self.preempted)
+        return bool(self.admitted or self.preempted or self.recovered)
 
 
 def run_cycle(state: State) -> CycleResult:
@@ -95,6 +98,13 @@ def run_cycle(state: State) -> CycleResult:
     state.explain_waiting()
     state.cycle += 1
     result = CycleResult()
+    if state.config.gate("TopologyAwareScheduling") and state.config.gate("TASFailedNodeReplacement"):
+        outcomes = topology_recovery.recover(
+            state,
+            least_free_mixed=state.config.gate("TASProfileMixed"),
+            fail_fast=state.config.gate("TASFailedNodeReplacementFailFast"),
+        )
+        result.recovered = [o.workload for o in outcomes if o.replaced or o.evicted]
     heads = _pop_heads(state)
     result.heads = len(heads)
     if not heads:
