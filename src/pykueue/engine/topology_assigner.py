@@ -95,6 +95,13 @@ class _Counts:
         self.slices_wl = [0] * size
         self.leaders = [0] * size
 
+    def copy(self) -> _Counts:
+        other = _Counts(0)
+        other.pods, other.slices = list(self.pods), list(self.slices)
+        other.pods_wl, other.slices_wl = list(self.pods_wl), list(self.slices_wl)
+        other.leaders = list(self.leaders)
+        return other
+
 
 @dataclass(slots=True)
 class _Plan:
@@ -133,6 +140,9 @@ class Placer:
     within: str = ""
     c: _Counts = field(init=False)
     stats: Exclusions = field(default_factory=Exclusions)
+    # Orders of a level's domains by the counts as filled (before the descent changes
+    # them), shared by the placements that reuse the same counts.
+    _orders: dict[tuple[str, int, bool], list[Domain]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.c = _Counts(len(self.snap.domains))
@@ -149,10 +159,7 @@ class Placer:
         plan, reason = self._plan(workers, leader)
         if plan is None:
             return {}, reason
-        self.c = _Counts(len(self.snap.domains))
-        self.stats = Exclusions()
-        self._fill_leaves(workers, leader, assumed)
-        self._fill_up(plan)
+        self._count(plan, workers, leader, assumed)
         fit_level, chosen, reason = self._find_level(plan.requested_level, plan)
         if reason:
             return {}, reason
@@ -242,33 +249,156 @@ class Placer:
 
     # ----------------------------------------------------------------- count
 
+    def _count(
+        self,
+        plan: _Plan,
+        workers: PodSetPlacement,
+        leader: PodSetPlacement | None,
+        assumed: Mapping[str, Requests],
+    ) -> None:
+        """Phase one, reused from an earlier placement of the same pod shape on the same usage.
+
+        The counts depend on one pod's requests and constraints, not on how many pods
+        there are: in a cycle many heads share a shape, and nothing is admitted while
+        the heads are nominated.
+        """
+        key = None
+        if not assumed:
+            key = (
+                "counts",
+                tuple(sorted(workers.requests.items())),
+                tuple(sorted(leader.requests.items())) if leader is not None else None,
+                workers.tolerations,
+                tuple(sorted(workers.node_selector.items())),
+                tuple(workers.affinity_terms or ()),
+                plan.slice_size,
+                plan.slice_level,
+                tuple(sorted(plan.slice_size_at.items())),
+                self.within,
+                self.simulate_empty,
+            )
+            cached = self.snap.cache.get(key)
+            if isinstance(cached, tuple) and cached[0] == self.snap.usage_version[0]:
+                counts, stats, self._orders = cached[1], cached[2], cached[3]
+                self.c = counts.copy()
+                self.stats = _copy_stats(stats)
+                return
+        self.c = _Counts(len(self.snap.domains))
+        self.stats = Exclusions()
+        self._orders = {}
+        self._fill_leaves(workers, leader, assumed)
+        self._fill_up(plan)
+        if key is not None:
+            entry = (self.snap.usage_version[0], self.c.copy(), _copy_stats(self.stats), self._orders)
+            self.snap.cache[key] = entry
+
     def _fill_leaves(
         self, workers: PodSetPlacement, leader: PodSetPlacement | None, assumed: Mapping[str, Requests]
     ) -> None:
         snap, c, stats = self.snap, self.c, self.stats
+        leaves = self._candidates(workers)
+        if self.within:
+            inside = [leaf for leaf in leaves if _inside(leaf, self.within)]
+            stats.topology_domain += len(leaves) - len(inside)
+            leaves = inside
+        free = snap.free_columns(self.simulate_empty)
+        pods = self._counts(workers.requests, leaves, free)
+        if len(leaves) == len(snap.leaf_list) and leaves:
+            start = leaves[0].idx
+            c.pods[start : start + len(pods)] = pods
+            if leader is None:
+                c.pods_wl[start : start + len(pods)] = pods
+        else:
+            for leaf, count in zip(leaves, pods, strict=True):
+                c.pods[leaf.idx] = count
+                if leader is None:
+                    c.pods_wl[leaf.idx] = count
+        extra = [leaf for leaf in leaves if leaf.key in assumed] if assumed else []
+        if leader is not None or extra:
+            # The slow path, leaf by leaf: a leader takes room first, or pods of the
+            # same workload were placed here a moment ago.
+            for leaf in extra if leader is None else leaves:
+                self._fill_leaf(leaf, workers, leader, assumed.get(leaf.key))
+        for leaf in leaves:
+            if c.pods[leaf.idx] == 0:
+                _, limiting = count_in(workers.requests, self._free(leaf, free, assumed.get(leaf.key)))
+                if limiting:
+                    stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
+
+    def _candidates(self, workers: PodSetPlacement) -> list[Domain]:
+        """The leaves whose node takes the pods (taints, selector, affinity), cached per shape."""
+        snap = self.snap
+        if not snap.lowest_is_host:
+            self.stats.total += len(snap.leaf_list)
+            return snap.leaf_list
         tolerations = (*workers.tolerations, *snap.tolerations)
-        check_nodes = snap.lowest_is_host
-        stats.total += len(snap.leaves)
-        for leaf in snap.leaves.values():
-            if check_nodes and leaf.node is not None and not self._feasible(leaf, workers, tolerations):
+        key = (
+            "feasible",
+            tolerations,
+            tuple(sorted(workers.node_selector.items())),
+            tuple(workers.affinity_terms or ()),
+        )
+        cached = snap.cache.get(key)
+        if not isinstance(cached, tuple):
+            probe = Exclusions()
+            saved, self.stats = self.stats, probe
+            found = [
+                leaf
+                for leaf in snap.leaf_list
+                if leaf.node is None or self._feasible(leaf, workers, tolerations)
+            ]
+            self.stats = saved
+            probe.total = len(snap.leaf_list)
+            cached = (found, probe)
+            snap.cache[key] = cached
+        found, probe = cached
+        stats = self.stats
+        stats.total += probe.total
+        stats.node_selector += probe.node_selector
+        stats.affinity += probe.affinity
+        for taint, n in probe.taints.items():
+            stats.taints[taint] = stats.taints.get(taint, 0) + n
+        return list(found)
+
+    def _counts(
+        self, requests: Mapping[str, int], leaves: list[Domain], free: dict[str, list[int]]
+    ) -> list[int]:
+        """How many pods fit in each leaf, one resource column at a time."""
+        full = leaves is self.snap.leaf_list or len(leaves) == len(self.snap.leaf_list)
+        counts: list[int] | None = None
+        for resource in sorted(requests):
+            value = requests[resource]
+            if value == 0:
                 continue
-            if self.within and not _inside(leaf, self.within):
-                stats.topology_domain += 1
-                continue
-            free = snap.remaining(leaf, self.simulate_empty)
-            extra = assumed.get(leaf.key)
-            if extra:
-                for resource, value in extra.items():
-                    free[resource] = free.get(resource, 0) - value
-            pods, limiting = count_in(workers.requests, free)
-            if pods == 0 and limiting:
-                stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
-            c.pods[leaf.idx] = pods
-            if leader is not None and count_in(leader.requests, free)[0] > 0:
-                c.leaders[leaf.idx] = 1
-                for resource, value in leader.requests.items():
-                    free[resource] = free.get(resource, 0) - value
-            c.pods_wl[leaf.idx] = count_in(workers.requests, free)[0]
+            column = free.get(resource)
+            if column is None:
+                return [0] * len(leaves)
+            if not full:
+                column = [column[leaf.pos] for leaf in leaves]
+            fits = [have // value for have in column]
+            counts = fits if counts is None else list(map(min, counts, fits))
+        if counts is None:
+            return [INF] * len(leaves)
+        return [n if n > 0 else 0 for n in counts]
+
+    @staticmethod
+    def _free(leaf: Domain, free: dict[str, list[int]], extra: Requests | None) -> Requests:
+        result = {resource: column[leaf.pos] for resource, column in free.items()}
+        for resource, value in (extra or {}).items():
+            result[resource] = result.get(resource, 0) - value
+        return result
+
+    def _fill_leaf(
+        self, leaf: Domain, workers: PodSetPlacement, leader: PodSetPlacement | None, extra: Requests | None
+    ) -> None:
+        c = self.c
+        free = self._free(leaf, self.snap.free_columns(self.simulate_empty), extra)
+        c.pods[leaf.idx] = count_in(workers.requests, free)[0]
+        if leader is not None and count_in(leader.requests, free)[0] > 0:
+            c.leaders[leaf.idx] = 1
+            for resource, value in leader.requests.items():
+                free[resource] = free.get(resource, 0) - value
+        c.pods_wl[leaf.idx] = count_in(workers.requests, free)[0]
 
     def _feasible(self, leaf: Domain, ps: PodSetPlacement, tolerations: Sequence[Toleration]) -> bool:
         node = leaf.node
@@ -300,6 +430,9 @@ class Placer:
         with_leader = plan.leader_count > 0
         for level in range(depth - 2, -1, -1):
             inner = plan.slice_size_at.get(level + 1)
+            if not with_leader and not inner:
+                self._sum_up(level, plan)
+                continue
             for domain in self.snap.per_level[level]:
                 pods = slices = leaders = 0
                 contributes = False
@@ -331,6 +464,20 @@ class Placer:
                     slices_wl = c.pods_wl[j] // plan.slice_size
                 c.slices[j] = slices
                 c.slices_wl[j] = slices_wl
+
+    def _sum_up(self, level: int, plan: _Plan) -> None:
+        """`_fill_up` for one level without a leader or inner slices: plain sums."""
+        c = self.c
+        pods, slices = c.pods, c.slices
+        at_slice_level = level == plan.slice_level
+        for domain in self.snap.per_level[level]:
+            kids = [child.idx for child in domain.children]
+            total = sum([pods[i] for i in kids])
+            j = domain.idx
+            pods[j] = c.pods_wl[j] = total
+            slices[j] = c.slices_wl[j] = (
+                total // plan.slice_size if at_slice_level else sum([slices[i] for i in kids])
+            )
 
     # ---------------------------------------------------------------- choose
 
@@ -372,7 +519,10 @@ class Placer:
         domains = self.snap.per_level[level]
         if not domains:
             return 0, [], f"no topology domains at level: {self.snap.levels[level]}"
-        ordered = self._sorted_with_leader(domains, plan.least_free)
+        order_key = ("leader", level, plan.least_free)
+        ordered = self._orders.get(order_key) or []
+        if not ordered:
+            ordered = self._orders[order_key] = self._sorted_with_leader(domains, plan.least_free)
         top = ordered[0]
         wanted = plan.count // plan.slice_size
         leaders = plan.leader_count
@@ -418,7 +568,13 @@ class Placer:
             index += 1
         if leaders_left > 0:
             return 0, [], self._not_fit(level, plan, plan.leader_count - leaders_left, wanted)
-        rest = self._sorted(ordered[index:], plan.least_free)
+        if index == 0:
+            order_key = ("plain", level, plan.least_free)
+            rest = self._orders.get(order_key) or []
+            if not rest:
+                rest = self._orders[order_key] = self._sorted(ordered, plan.least_free)
+        else:
+            rest = self._sorted(ordered[index:], plan.least_free)
         for position in range(len(rest)):
             if left <= 0:
                 break
@@ -583,6 +739,17 @@ class Placer:
         if level == target:
             return self.c.pods[domain.idx] // size
         return sum(self._slices_below(child, level + 1, target, size) for child in domain.children)
+
+
+def _copy_stats(stats: Exclusions) -> Exclusions:
+    return Exclusions(
+        stats.total,
+        stats.node_selector,
+        stats.affinity,
+        stats.topology_domain,
+        dict(stats.taints),
+        dict(stats.resources),
+    )
 
 
 def _level_key(request: TopologyRequest, snap: FlavorSnapshot) -> str | None:

@@ -48,9 +48,9 @@ class Outcome:
 def recover(state: State, least_free_mixed: bool, fail_fast: bool) -> list[Outcome]:
     """Try every admitted workload with unhealthy nodes, in key order."""
     outcomes = []
-    for key in sorted(state.workloads):
-        wl = state.workloads[key]
-        if wl.admission is None or not wl.unhealthy_nodes or wl.eviction is not None:
+    failed = [wl for wl in state.workloads.values() if wl.unhealthy_nodes]
+    for wl in sorted(failed, key=lambda w: w.key):
+        if wl.admission is None or wl.eviction is not None:
             continue
         outcome = _recover_one(state, wl, least_free_mixed)
         if not outcome.replaced and fail_fast:

@@ -36,6 +36,7 @@ from pykueue.engine.topology_assignments import leaf_key
 from pykueue.engine.workloads import Workload
 
 Requests = dict[str, int]
+_EMPTY: Requests = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,7 @@ class Domain:
     children: list[Domain] = field(default_factory=list)
     node: NodeView | None = None  # leaves of a hostname topology
     capacity: Requests = field(default_factory=dict)  # leaves: allocatable less non-TAS pods
+    pos: int = -1  # leaves: position in `FlavorSnapshot.leaf_list`
 
 
 @dataclass(slots=True)
@@ -74,6 +76,11 @@ class FlavorSnapshot:
     per_level: list[list[Domain]]
     leaves: dict[str, Domain]
     usage: dict[str, Requests]  # live: leaf key -> TAS usage of admitted workloads
+    usage_version: list[int]  # shared with `Cluster`: moves whenever any TAS usage changes
+    leaf_list: list[Domain] = field(default_factory=list)
+    # Placements reuse what does not change between them (engine/topology_assigner.py):
+    # free capacity per resource until the usage moves, feasible leaves per pod shape.
+    cache: dict[object, object] = field(default_factory=dict)
 
     @property
     def lowest_is_host(self) -> bool:
@@ -84,6 +91,24 @@ class FlavorSnapshot:
             return self.levels.index(label)
         except ValueError:
             return -1
+
+    def free_columns(self, simulate_empty: bool) -> dict[str, list[int]]:
+        """Per resource, the free capacity of every leaf (by `Domain.pos`), cached."""
+        key = ("free", simulate_empty)
+        cached = self.cache.get(key)
+        version = self.usage_version[0]
+        if isinstance(cached, tuple) and cached[0] == version:
+            return cached[1]  # type: ignore[no-any-return]
+        resources = sorted({r for leaf in self.leaf_list for r in leaf.capacity})
+        columns: dict[str, list[int]] = {}
+        usage = {} if simulate_empty else self.usage
+        for resource in resources:
+            columns[resource] = [
+                leaf.capacity.get(resource, 0) - usage.get(leaf.key, _EMPTY).get(resource, 0)
+                for leaf in self.leaf_list
+            ]
+        self.cache[key] = (version, columns)
+        return columns
 
     def remaining(self, leaf: Domain, simulate_empty: bool = False) -> Requests:
         """Free capacity of a leaf, less TAS usage unless every TAS workload is assumed gone."""
@@ -103,6 +128,7 @@ class Cluster:
     usage: dict[str, dict[str, Requests]] = field(default_factory=dict)
     tas_flavors: set[str] = field(default_factory=set)
     version: int = 0
+    _usage_version: list[int] = field(default_factory=lambda: [0])
     _trees: dict[str, tuple[int, specs.ResourceFlavor, FlavorSnapshot | None]] = field(default_factory=dict)
 
     # ------------------------------------------------------------ objects
@@ -152,6 +178,7 @@ class Cluster:
         """Add (sign=1) or remove (-1) the TAS usage of an admitted workload."""
         if wl.admission is None:
             return
+        self._usage_version[0] += 1
         per_pod = {ps.name: ps for ps in wl.pod_sets}
         for assignment in wl.admission.pod_sets:
             if assignment.topology is None:
@@ -210,7 +237,7 @@ class Cluster:
                 continue
             for resource, value in requests.items():
                 found.capacity[resource] = found.capacity.get(resource, 0) - value
-        return _tree(flavor, levels, leaves, self.usage.setdefault(flavor.name, {}))
+        return _tree(flavor, levels, leaves, self.usage.setdefault(flavor.name, {}), self._usage_version)
 
 
 def _tree(
@@ -218,6 +245,7 @@ def _tree(
     levels: tuple[str, ...],
     leaves: dict[str, Domain],
     usage: dict[str, Requests],
+    usage_version: list[int],
 ) -> FlavorSnapshot:
     depth = len(levels)
     per_level: list[dict[tuple[str, ...], Domain]] = [{} for _ in levels]
@@ -247,7 +275,15 @@ def _tree(
         per_level=ordered,
         leaves=leaves,
         usage=usage,
+        usage_version=usage_version,
+        leaf_list=_positions(ordered[-1] if ordered else []),
     )
+
+
+def _positions(leaves: list[Domain]) -> list[Domain]:
+    for pos, leaf in enumerate(leaves):
+        leaf.pos = pos
+    return leaves
 
 
 def _belongs(node: NodeView, flavor_labels: Mapping[str, str], levels: tuple[str, ...]) -> bool:
