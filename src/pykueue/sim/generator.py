@@ -352,7 +352,8 @@ def _topology(reader: _Reader, value: Any) -> list[dict[str, Any]]:
         )
     if len(levels) < 2:
         reader.problem("topology.levels", f"topology must have at least 2 levels, got {len(levels)}")
-    last = doc.get("levels")[-1] if isinstance(doc.get("levels"), list) and doc.get("levels") else {}
+    raw_levels = doc.get("levels")
+    last = raw_levels[-1] if isinstance(raw_levels, list) and raw_levels else {}
     capacity = last.get("capacity") if isinstance(last, dict) else None
     capacity = capacity if isinstance(capacity, dict) else {}
     cpu, memory = str(capacity.get("cpu", "96")), str(capacity.get("memory", "256Gi"))
