@@ -72,6 +72,7 @@ DEFAULT_GATES: dict[str, bool] = {
     "TASFailedNodeReplacement": True,
     "TASFailedNodeReplacementFailFast": True,
     "TASMultiLayerTopology": True,
+    "TASRecomputeAssignmentWithinSchedulingCycle": True,
 }
 
 

@@ -78,6 +78,8 @@ from pykueue.engine.targets import HUMAN_REASONS, Target, can_always_reclaim
 from pykueue.engine.waiting import NAMESPACE_MISMATCH_MESSAGE
 from pykueue.engine.workloads import Admission, PodSetAssignment, Workload
 
+TAS_RECOMPUTE = "TASRecomputeAssignmentWithinSchedulingCycle"
+
 
 @dataclass(slots=True)
 class CycleResult:
@@ -396,7 +398,7 @@ class _Cycle:
     # admitted within its nominal quota there in this cycle and still has room.
     lenders: dict[tuple[cohort_tree.Node, FlavorResource], str] = field(default_factory=dict)
 
-    def process(self, entry: Entry) -> None:
+    def process(self, entry: Entry, recomputed: bool = False) -> None:
         mode = entry.assignment.mode()
         if mode == Mode.NO_FIT:
             entry.requeue_reason = NO_FIT
@@ -419,12 +421,21 @@ class _Cycle:
                 "nominal quota first",
             )
             return
-        if not self._fits(entry.cluster_queue, usage, entry.targets) or (
-            mode == Mode.FIT
-            and not topology_placement.still_fits(
-                self.state.cluster, self.state.flavors, entry.workload, entry.assignment
-            )
-        ):
+        quota_fits = self._fits(entry.cluster_queue, usage, entry.targets)
+        placed = mode != Mode.FIT or topology_placement.still_fits(
+            self.state.cluster, self.state.flavors, entry.workload, entry.assignment
+        )
+        if quota_fits and not placed and not recomputed and self.state.config.gate(TAS_RECOMPUTE):
+            # Upstream's TASRecomputeAssignmentWithinSchedulingCycle: the quota is there but
+            # an admission earlier in this cycle took the nodes it was placed on; assign
+            # again (flavors, placement, targets) against the nodes as they are now.
+            cq = self.state.cluster_queues[entry.cluster_queue]
+            entry.workload.last_tried_flavor = None
+            entry.assignment, entry.targets = _assign(self.state, entry.workload, cq, self.preemptor)
+            entry.message = entry.assignment.message()
+            self.process(entry, recomputed=True)
+            return
+        if not quota_fits or not placed:
             self._skip(entry, "Workload no longer fits after processing another workload")
             return
         for target in entry.targets:

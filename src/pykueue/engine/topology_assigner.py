@@ -38,6 +38,7 @@ from pykueue.engine.topology_requests import TopologyRequest
 from pykueue.engine.topology_snapshot import Domain, FlavorSnapshot, Requests
 
 INF = 1 << 31
+MAX_REFRESH = 64  # more leaves changed than this since the counts were made: count again
 
 
 @dataclass(slots=True)
@@ -52,6 +53,18 @@ class PodSetPlacement:
     tolerations: tuple[Toleration, ...] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict)
     affinity_terms: Sequence[NodeSelectorTerm] | None = None
+    _shape: tuple[object, ...] | None = None
+
+    def shape(self) -> tuple[object, ...]:
+        """What the counts of a placement depend on, besides the plan (made once)."""
+        if self._shape is None:
+            self._shape = (
+                tuple(sorted(self.requests.items())),
+                self.tolerations,
+                tuple(sorted(self.node_selector.items())),
+                tuple(self.affinity_terms or ()),
+            )
+        return self._shape
 
 
 @dataclass(slots=True)
@@ -143,9 +156,11 @@ class Placer:
     # Orders of a level's domains by the counts as filled (before the descent changes
     # them), shared by the placements that reuse the same counts.
     _orders: dict[tuple[str, int, bool], list[Domain]] = field(default_factory=dict)
+    _usable: frozenset[str] = frozenset()  # keys of the leaves this pod shape may use
+    refreshed: bool = False  # counts were updated in place (exclusion counts may be stale)
 
     def __post_init__(self) -> None:
-        self.c = _Counts(len(self.snap.domains))
+        self.c = _Counts(0)  # made by `_count` for each placement
 
     # ------------------------------------------------------------ entry point
 
@@ -161,6 +176,10 @@ class Placer:
             return {}, reason
         self._count(plan, workers, leader, assumed)
         fit_level, chosen, reason = self._find_level(plan.requested_level, plan)
+        if reason and self.refreshed:
+            self.refreshed = False
+            self._count(plan, workers, leader, assumed, force=True)
+            fit_level, chosen, reason = self._find_level(plan.requested_level, plan)
         if reason:
             return {}, reason
         chosen = self._descend(chosen, fit_level, plan)
@@ -255,6 +274,7 @@ class Placer:
         workers: PodSetPlacement,
         leader: PodSetPlacement | None,
         assumed: Mapping[str, Requests],
+        force: bool = False,
     ) -> None:
         """Phase one, reused from an earlier placement of the same pod shape on the same usage.
 
@@ -266,31 +286,82 @@ class Placer:
         if not assumed:
             key = (
                 "counts",
-                tuple(sorted(workers.requests.items())),
-                tuple(sorted(leader.requests.items())) if leader is not None else None,
-                workers.tolerations,
-                tuple(sorted(workers.node_selector.items())),
-                tuple(workers.affinity_terms or ()),
+                workers.shape(),
+                leader.shape() if leader is not None else None,
                 plan.slice_size,
                 plan.slice_level,
                 tuple(sorted(plan.slice_size_at.items())),
                 self.within,
                 self.simulate_empty,
             )
-            cached = self.snap.cache.get(key)
-            if isinstance(cached, tuple) and cached[0] == self.snap.usage_version[0]:
-                counts, stats, self._orders = cached[1], cached[2], cached[3]
+            cached = None if force else self.snap.cache.get(key)
+            version = self.snap.usage_version[0]
+            if isinstance(cached, tuple) and cached[0] == version:
+                counts, stats, self._orders, self._usable = cached[1], cached[2], cached[3], cached[4]
                 self.c = counts.copy()
                 self.stats = _copy_stats(stats)
                 return
+            if isinstance(cached, tuple) and self._refreshable(plan, leader):
+                changed = self.snap.changed_since(cached[0])
+                if changed is not None and len(changed) <= MAX_REFRESH:
+                    self.c, self._usable = cached[1].copy(), cached[4]
+                    self.stats = _copy_stats(cached[2])
+                    self._orders = {}
+                    self._refresh(changed, workers, plan)
+                    self.refreshed = True
+                    self.snap.cache[key] = (
+                        version,
+                        self.c.copy(),
+                        _copy_stats(self.stats),
+                        self._orders,
+                        self._usable,
+                    )
+                    return
         self.c = _Counts(len(self.snap.domains))
         self.stats = Exclusions()
         self._orders = {}
         self._fill_leaves(workers, leader, assumed)
         self._fill_up(plan)
         if key is not None:
-            entry = (self.snap.usage_version[0], self.c.copy(), _copy_stats(self.stats), self._orders)
+            entry = (
+                self.snap.usage_version[0],
+                self.c.copy(),
+                _copy_stats(self.stats),
+                self._orders,
+                self._usable,
+            )
             self.snap.cache[key] = entry
+
+    def _refreshable(self, plan: _Plan, leader: PodSetPlacement | None) -> bool:
+        # Only plain sums are updated in place; a leader or inner slice layers recount all.
+        return leader is None and not plan.slice_size_at and not self.within
+
+    def _refresh(self, changed: set[str], workers: PodSetPlacement, plan: _Plan) -> None:
+        """Counts of the leaves whose usage moved, and of their ancestors, recomputed.
+
+        Exclusion counts are not: a placement that fails after a refresh counts again
+        from scratch, so its message is exact.
+        """
+        c, snap = self.c, self.snap
+        free = snap.free_columns(self.simulate_empty)
+        leaf_level = len(snap.levels) - 1
+        touched: list[set[Domain]] = [set() for _ in snap.levels]
+        for key in sorted(changed):
+            leaf = snap.leaves.get(key)
+            if leaf is None or key not in self._usable:
+                continue
+            pods = count_in(workers.requests, self._free(leaf, free, None))[0]
+            c.pods[leaf.idx] = c.pods_wl[leaf.idx] = pods
+            if leaf_level == plan.slice_level:
+                c.slices[leaf.idx] = c.slices_wl[leaf.idx] = pods // plan.slice_size
+            parent = leaf.parent
+            level = leaf_level - 1
+            while parent is not None:
+                touched[level].add(parent)
+                parent, level = parent.parent, level - 1
+        for level in range(leaf_level - 1, -1, -1):
+            for domain in touched[level]:
+                self._sum_domain(domain, level, plan)
 
     def _fill_leaves(
         self, workers: PodSetPlacement, leader: PodSetPlacement | None, assumed: Mapping[str, Requests]
@@ -301,6 +372,7 @@ class Placer:
             inside = [leaf for leaf in leaves if _inside(leaf, self.within)]
             stats.topology_domain += len(leaves) - len(inside)
             leaves = inside
+        self._usable = frozenset(leaf.key for leaf in leaves)
         free = snap.free_columns(self.simulate_empty)
         pods = self._counts(workers.requests, leaves, free)
         if len(leaves) == len(snap.leaf_list) and leaves:
@@ -467,32 +539,42 @@ class Placer:
 
     def _sum_up(self, level: int, plan: _Plan) -> None:
         """`_fill_up` for one level without a leader or inner slices: plain sums."""
+        for domain in self.snap.per_level[level]:
+            self._sum_domain(domain, level, plan)
+
+    def _sum_domain(self, domain: Domain, level: int, plan: _Plan) -> None:
         c = self.c
         pods, slices = c.pods, c.slices
-        at_slice_level = level == plan.slice_level
-        for domain in self.snap.per_level[level]:
-            kids = [child.idx for child in domain.children]
-            total = sum([pods[i] for i in kids])
-            j = domain.idx
-            pods[j] = c.pods_wl[j] = total
-            slices[j] = c.slices_wl[j] = (
-                total // plan.slice_size if at_slice_level else sum([slices[i] for i in kids])
-            )
+        kids = [child.idx for child in domain.children]
+        total = sum([pods[i] for i in kids])
+        j = domain.idx
+        pods[j] = c.pods_wl[j] = total
+        slices[j] = c.slices_wl[j] = (
+            total // plan.slice_size if level == plan.slice_level else sum([slices[i] for i in kids])
+        )
 
     # ---------------------------------------------------------------- choose
 
-    def _sorted(self, domains: Sequence[Domain], least_free: bool) -> list[Domain]:
+    def _sorted(self, domains: Sequence[Domain], least_free: bool, by_values: bool = False) -> list[Domain]:
+        """Most (or, for LeastFreeCapacity, fewest) free slices first, then fewer free pods, then values.
+
+        ``by_values``: the domains already come in the order of their values, so a stable
+        sort on the counts alone gives the same order, faster.
+        """
         c = self.c
         sign = 1 if least_free else -1
+        if by_values:
+            keys = [(sign * c.slices[d.idx], c.pods[d.idx]) for d in domains]
+            return [domains[i] for i in sorted(range(len(domains)), key=keys.__getitem__)]
         return sorted(domains, key=lambda d: (sign * c.slices[d.idx], c.pods[d.idx], d.values))
 
     def _sorted_with_leader(self, domains: Sequence[Domain], least_free: bool) -> list[Domain]:
+        """As `_sorted` by the counts besides a leader, leader domains first; ``domains`` are
+        in the order of their values (a level's list)."""
         c = self.c
         sign = 1 if least_free else -1
-        return sorted(
-            domains,
-            key=lambda d: (-c.leaders[d.idx], sign * c.slices_wl[d.idx], c.pods_wl[d.idx], d.values),
-        )
+        keys = [(-c.leaders[d.idx], sign * c.slices_wl[d.idx], c.pods_wl[d.idx]) for d in domains]
+        return [domains[i] for i in sorted(range(len(domains)), key=keys.__getitem__)]
 
     def _best_fit(
         self, domains: Sequence[Domain], needed: int, counts: list[int], leader_count: int
@@ -572,7 +654,9 @@ class Placer:
             order_key = ("plain", level, plan.least_free)
             rest = self._orders.get(order_key) or []
             if not rest:
-                rest = self._orders[order_key] = self._sorted(ordered, plan.least_free)
+                rest = self._orders[order_key] = self._sorted(
+                    self.snap.per_level[level], plan.least_free, by_values=True
+                )
         else:
             rest = self._sorted(ordered[index:], plan.least_free)
         for position in range(len(rest)):
@@ -626,7 +710,7 @@ class Placer:
                 size = plan.slice_size_at.get(level + 1, 1)
             following: list[Domain] = []
             for domain in current:
-                lower = self._sorted(domain.children, plan.least_free)
+                lower = self._sorted(domain.children, plan.least_free, by_values=True)
                 if size > 1:
                     for child in lower:
                         c.slices[child.idx] = c.pods[child.idx] // size

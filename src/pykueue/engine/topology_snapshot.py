@@ -37,6 +37,7 @@ from pykueue.engine.workloads import Workload
 
 Requests = dict[str, int]
 _EMPTY: Requests = {}
+MAX_LOG = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,7 @@ class FlavorSnapshot:
     # Placements reuse what does not change between them (engine/topology_assigner.py):
     # free capacity per resource until the usage moves, feasible leaves per pod shape.
     cache: dict[object, object] = field(default_factory=dict)
+    log: list[tuple[int, str]] = field(default_factory=list)  # (usage version, leaf key)
 
     @property
     def lowest_is_host(self) -> bool:
@@ -109,6 +111,36 @@ class FlavorSnapshot:
             ]
         self.cache[key] = (version, columns)
         return columns
+
+    def apply_usage(self, key: str, delta: Requests, version: int) -> None:
+        """TAS usage of one leaf moved by ``delta``: keep the free columns current, log the leaf."""
+        leaf = self.leaves.get(key)
+        if leaf is None:
+            return
+        cached = self.cache.get(("free", False))
+        if isinstance(cached, tuple):
+            columns = cached[1]
+            for resource, value in delta.items():
+                column = columns.get(resource)
+                if column is not None:  # no node has it: every count with it is 0 anyway
+                    column[leaf.pos] -= value
+            self.cache[("free", False)] = (version, columns)
+        self.log.append((version, key))
+        if len(self.log) > MAX_LOG:
+            del self.log[: MAX_LOG // 2]
+
+    def changed_since(self, version: int) -> set[str] | None:
+        """Leaves whose usage moved after ``version`` (None: the log does not reach back)."""
+        if version >= self.usage_version[0]:
+            return set()
+        if not self.log or self.log[0][0] > version + 1:
+            return None
+        changed: set[str] = set()
+        for at, key in reversed(self.log):
+            if at <= version:
+                break
+            changed.add(key)
+        return changed
 
     def remaining(self, leaf: Domain, simulate_empty: bool = False) -> Requests:
         """Free capacity of a leaf, less TAS usage unless every TAS workload is assumed gone."""
@@ -189,10 +221,18 @@ class Cluster:
                 continue
             requests = pod_requests(spec.requests)
             flavor_usage = self.usage.setdefault(flavor, {})
+            snap = self._current(flavor)
             for key, count in assignment.topology.leaf_counts().items():
                 leaf = flavor_usage.setdefault(key, {})
-                for resource, value in requests.items():
-                    leaf[resource] = leaf.get(resource, 0) + sign * value * count
+                delta = {resource: sign * value * count for resource, value in requests.items()}
+                for resource, value in delta.items():
+                    leaf[resource] = leaf.get(resource, 0) + value
+                if snap is not None:
+                    snap.apply_usage(key, delta, self._usage_version[0])
+
+    def _current(self, flavor: str) -> FlavorSnapshot | None:
+        cached = self._trees.get(flavor)
+        return cached[2] if cached is not None and cached[0] == self.version else None
 
     def tas_flavor_of(self, flavors: Mapping[str, str]) -> str | None:
         """The one topology-aware flavor among a pod set's flavors (upstream allows one)."""
