@@ -31,69 +31,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pykueue.engine.selectors import NodeSelectorTerm, Toleration, untolerated_taint
+from pykueue.engine.selectors import Toleration, untolerated_taint
 from pykueue.engine.topology_assignments import Domain as DomainCount
 from pykueue.engine.topology_assignments import TopologyAssignment
 from pykueue.engine.topology_requests import TopologyRequest
 from pykueue.engine.topology_snapshot import Domain, FlavorSnapshot, Requests
+from pykueue.engine.topology_types import INF, Exclusions, PodSetPlacement, count_in
 
-INF = 1 << 31
 MAX_REFRESH = 64  # more leaves changed than this since the counts were made: count again
-
-
-@dataclass(slots=True)
-class PodSetPlacement:
-    """One pod set to place: its pods' requests (one pod slot included) and constraints."""
-
-    name: str
-    count: int
-    requests: Requests
-    request: TopologyRequest | None
-    implied: bool = False
-    tolerations: tuple[Toleration, ...] = ()
-    node_selector: Mapping[str, str] = field(default_factory=dict)
-    affinity_terms: Sequence[NodeSelectorTerm] | None = None
-    _shape: tuple[object, ...] | None = None
-
-    def shape(self) -> tuple[object, ...]:
-        """What the counts of a placement depend on, besides the plan (made once)."""
-        if self._shape is None:
-            self._shape = (
-                tuple(sorted(self.requests.items())),
-                self.tolerations,
-                tuple(sorted(self.node_selector.items())),
-                tuple(self.affinity_terms or ()),
-            )
-        return self._shape
-
-
-@dataclass(slots=True)
-class Exclusions:
-    """Why nodes could not take a pod, counted as upstream reports them."""
-
-    total: int = 0
-    node_selector: int = 0
-    affinity: int = 0
-    topology_domain: int = 0
-    taints: dict[str, int] = field(default_factory=dict)
-    resources: dict[str, int] = field(default_factory=dict)
-
-    def any(self) -> bool:
-        return bool(
-            self.node_selector or self.affinity or self.taints or self.topology_domain or self.resources
-        )
-
-    def text(self) -> str:
-        parts = []
-        if self.node_selector:
-            parts.append(f"nodeSelector: {self.node_selector}")
-        if self.affinity:
-            parts.append(f"affinity: {self.affinity}")
-        if self.topology_domain:
-            parts.append(f"topologyDomain: {self.topology_domain}")
-        parts.extend(f'taint "{taint}": {n}' for taint, n in sorted(self.taints.items()))
-        parts.extend(f'resource "{res}": {n}' for res, n in sorted(self.resources.items()))
-        return ", ".join(sorted(parts))
 
 
 class _Counts:
@@ -128,18 +73,6 @@ class _Plan:
     required: bool
     unconstrained: bool
     least_free: bool
-
-
-def count_in(requests: Mapping[str, int], capacity: Mapping[str, int]) -> tuple[int, str]:
-    """How many times ``requests`` fit in ``capacity``, and the resource that limits it."""
-    best = INF
-    limiting = ""
-    for resource in sorted(requests):
-        value = requests[resource]
-        fits = INF if value == 0 else max(0, capacity.get(resource, 0) // value)
-        if fits < best:
-            best, limiting = fits, resource
-    return best, limiting
 
 
 @dataclass(slots=True)
@@ -299,20 +232,20 @@ class Placer:
             if isinstance(cached, tuple) and cached[0] == version:
                 counts, stats, self._orders, self._usable = cached[1], cached[2], cached[3], cached[4]
                 self.c = counts.copy()
-                self.stats = _copy_stats(stats)
+                self.stats = stats.copy()
                 return
             if isinstance(cached, tuple) and self._refreshable(plan, leader):
                 changed = self.snap.changed_since(cached[0])
                 if changed is not None and len(changed) <= MAX_REFRESH:
                     self.c, self._usable = cached[1].copy(), cached[4]
-                    self.stats = _copy_stats(cached[2])
+                    self.stats = cached[2].copy()
                     self._orders = {}
                     self._refresh(changed, workers, plan)
                     self.refreshed = True
                     self.snap.cache[key] = (
                         version,
                         self.c.copy(),
-                        _copy_stats(self.stats),
+                        self.stats.copy(),
                         self._orders,
                         self._usable,
                     )
@@ -326,7 +259,7 @@ class Placer:
             entry = (
                 self.snap.usage_version[0],
                 self.c.copy(),
-                _copy_stats(self.stats),
+                self.stats.copy(),
                 self._orders,
                 self._usable,
             )
@@ -844,17 +777,6 @@ class Placer:
         if level == target:
             return self.c.pods[domain.idx] // size
         return sum(self._slices_below(child, level + 1, target, size) for child in domain.children)
-
-
-def _copy_stats(stats: Exclusions) -> Exclusions:
-    return Exclusions(
-        stats.total,
-        stats.node_selector,
-        stats.affinity,
-        stats.topology_domain,
-        dict(stats.taints),
-        dict(stats.resources),
-    )
 
 
 def _level_key(request: TopologyRequest, snap: FlavorSnapshot) -> str | None:

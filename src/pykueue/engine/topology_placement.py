@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 from pykueue.engine import specs
 from pykueue.engine.flavor_assigner import Assignment, Mode, PodSetResult
-from pykueue.engine.topology_assigner import Placer, PodSetPlacement, count_in
+from pykueue.engine.topology_assigner import Placer
 from pykueue.engine.topology_assignments import TopologyAssignment
 from pykueue.engine.topology_snapshot import Cluster, FlavorSnapshot, Requests, pod_requests
+from pykueue.engine.topology_types import PodSetPlacement, count_in
 from pykueue.engine.workloads import PodSet, Workload
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"

@@ -27,11 +27,12 @@ from dataclasses import dataclass
 
 from pykueue.engine import evictions
 from pykueue.engine.state import State
-from pykueue.engine.topology_assigner import Placer, PodSetPlacement
+from pykueue.engine.topology_assigner import Placer
 from pykueue.engine.topology_assignments import Domain, TopologyAssignment
 from pykueue.engine.topology_requests import TopologyRequest
 from pykueue.engine.topology_snapshot import Domain as TreeDomain
 from pykueue.engine.topology_snapshot import FlavorSnapshot, pod_requests
+from pykueue.engine.topology_types import PodSetPlacement
 from pykueue.engine.workloads import PodSetAssignment, Workload
 
 RECOVERED = "Recovered"
