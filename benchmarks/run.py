@@ -12,6 +12,7 @@ import sys
 BENCHMARKS = [
     "benchmarks.engine_bench",
     "benchmarks.preemption_bench",
+    "benchmarks.tas_bench",
     "benchmarks.sim_bench",
     "benchmarks.estimate_bench",
 ]

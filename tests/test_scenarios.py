@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -179,31 +180,27 @@ INVALID = {
         "config.pykueue.nominalFirst",
         [],
     ),
-    "topology-object": (
-        ("kind: ResourceFlavor", "kind: Topology"),
-        "objects[0]",
-        ["kind Topology", "topology"],
-    ),
-    "topology-flavor": (
-        (
-            "metadata: {name: default}\n",
-            "metadata: {name: default}\n  spec: {topologyName: tas, nodeLabels: {a: b}}\n",
-        ),
-        "objects[0]",
-        ["spec.topologyName", "topology"],
-    ),
     "topology-config-resources": (
         ("format: 1\n", "format: 1\nconfig:\n  resources: {excludeResourcePrefixes: [example.com/]}\n"),
         "config.resources",
-        ["topology"],
+        ["not supported"],
     ),
-    "topology-expected-assignment": (
+    "topology-assignment-without-levels": (
         (
             "- cycle: 1\n",
-            "- cycle: 1\nexpect:\n  admitted: {team/w: {podSets: {main: {topologyAssignment: {}}}}}\n",
+            "- cycle: 1\nexpect:\n  admitted: {team/w: {podSets: {main: {topologyAssignment: {domains: []}}}}}\n",
         ),
-        "expect.admitted[team/w].podSets.main",
-        ["topologyAssignment"],
+        "expect.admitted[team/w].podSets.main.topologyAssignment.levels",
+        [],
+    ),
+    "topology-domain-values-per-level": (
+        (
+            "- cycle: 1\n",
+            "- cycle: 1\nexpect:\n  admitted: {team/w: {podSets: {main: {topologyAssignment: "
+            "{levels: [rack, kubernetes.io/hostname], domains: [{values: [x1], count: 1}]}}}}}\n",
+        ),
+        "expect.admitted[team/w].podSets.main.topologyAssignment.domains[0].values",
+        ["one value per level"],
     ),
     "unknown-key-inside-expect": (
         ("- cycle: 1\n", "- cycle: 1\nexpect:\n  admitted: {team/w: {clusterQueues: cq}}\n"),
@@ -308,43 +305,48 @@ def test_scenario_events_keep_to_the_types_format_md_defines() -> None:
     ]
 
 
-TOPOLOGY_IN_WORKLOADS = {
-    "pod set annotation": (
-        {"template": {"metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"}}}},
-        {},
-        "spec.podSets[0].template.metadata.annotations[kueue.x-k8s.io/podset-required-topology]",
-    ),
-    "topology request": ({"topologyRequest": {"required": "rack"}}, {}, "spec.podSets[0].topologyRequest"),
-    "unhealthy nodes": ({}, {"unhealthyNodes": [{"name": "n1"}]}, "status.unhealthyNodes"),
-    "topology assignment": (
-        {},
-        {
-            "admission": {
-                "clusterQueue": "cq",
-                "podSetAssignments": [{"name": "main", "topologyAssignment": {"levels": ["rack"]}}],
-            }
-        },
-        "status.admission.podSetAssignments[0].topologyAssignment",
-    ),
-}
-
-
-@pytest.mark.parametrize("case", sorted(TOPOLOGY_IN_WORKLOADS))
-def test_a_workload_using_topology_is_refused_with_the_key_named(case: str) -> None:
-    pod_set_extra, status, key = TOPOLOGY_IN_WORKLOADS[case]
-    workload = {
+def _topology_workload(pod_set_extra: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
         "metadata": {"name": "w", "namespace": "team"},
         "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, **pod_set_extra}]},
         "status": status,
     }
-    doc = {"format": 1, "name": "topology", "objects": [workload]}
+
+
+def test_a_delayed_topology_request_is_refused_with_the_key_named() -> None:
+    status = {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [{"name": "main", "delayedTopologyRequest": "Pending"}],
+        }
+    }
+    doc = {"format": 1, "name": "topology", "objects": [_topology_workload({}, status)]}
     with pytest.raises(loader.ScenarioError) as info:
         loader.parse(doc, "file.yaml")
     message = str(info.value)
     assert message.startswith("file.yaml objects[0]: "), message
-    assert key in message and "topology" in message
+    assert "status.admission.podSetAssignments[0].delayedTopologyRequest" in message
+
+
+TOPOLOGY_INPUTS = {
+    "pod set annotation": (
+        {"template": {"metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"}}}},
+        {},
+    ),
+    "topology request": ({"topologyRequest": {"required": "rack"}}, {}),
+    "unhealthy nodes": ({}, {"unhealthyNodes": [{"name": "n1"}]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TOPOLOGY_INPUTS))
+def test_a_workload_using_topology_is_read(case: str) -> None:
+    pod_set_extra, status = TOPOLOGY_INPUTS[case]
+    doc = {"format": 1, "name": "topology", "objects": [_topology_workload(pod_set_extra, status)]}
+    scenario = loader.parse(doc, "file.yaml")
+    document = runner.run(scenario)
+    assert document["pending"] == {} and document["admitted"] == {}
 
 
 def test_every_new_key_is_in_the_json_output_and_empty_when_nothing() -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pykueue.api.workload import Workload as ApiWorkload
 from pykueue.controllers import workload_status
-from pykueue.engine.workloads import Condition, Workload
+from pykueue.engine import intake
+from pykueue.engine.topology_assignments import Domain, TopologyAssignment
+from pykueue.engine.workloads import Admission, Condition, PodSet, PodSetAssignment, Workload
 
 
 def _workload() -> Workload:
@@ -72,3 +75,22 @@ def test_an_earlier_written_eviction_stays_as_it_was_stored() -> None:
     desired = workload_status.desired_status(_preempted_workload(), {"conditions": [earlier]})
     assert [c for c in desired["conditions"] if c["type"] == "Evicted"] == [earlier]
     assert not [c for c in desired["conditions"] if c["type"] in ("Preempted", "Requeued")]
+
+
+def test_a_topology_assignment_is_written_in_v1beta2_form_and_read_back() -> None:
+    wl = Workload(namespace="ns", name="w", queue_name="lq", pod_sets=[PodSet("main", 3, {"cpu": 1000})])
+    topology = TopologyAssignment(("kubernetes.io/hostname",), (Domain(("x1",), 2), Domain(("x2",), 1)))
+    wl.admission = Admission("cq", [PodSetAssignment("main", {"cpu": "tas"}, {"cpu": 3000}, 3, topology)])
+    status = workload_status.desired_status(wl, {"unhealthyNodes": [{"name": "x9"}]})
+    written = status["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    assert "slices" in written and "domains" not in written
+    assert "unhealthyNodes" not in status  # cleared: the engine placed the failed node's pods again
+    manifest = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 3}]},
+        "status": status,
+    }
+    read = intake.workload(ApiWorkload.model_validate(manifest), {}, [])
+    assert read.admission is not None and read.admission.pod_sets[0].topology == topology

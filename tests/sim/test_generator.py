@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pykueue.sim import generator
+from pykueue.engine.topology_requests import SliceLayer, TopologyRequest
+from pykueue.sim import driver, generator
+from pykueue.sim.design import Design
 from pykueue.sim.trace import TraceError
 
 BENCH = Path(__file__).resolve().parents[3] / "shared" / "bench" / "kueue-scheduler-perf"
@@ -88,14 +90,58 @@ def test_large_scale_shape():
 
 
 @needs_bench
-def test_tas_shape_is_read_with_a_note():
+def test_tas_shape_builds_the_topology_nodes_and_requests():
     generated = generator.load(BENCH / "tas" / "generator.yaml")
     assert kinds(generated)["ClusterQueue"] == 30
-    assert generated.notes
+    assert kinds(generated)["Topology"] == 1
+    assert kinds(generated)["Node"] == 1 * 10 * 64
+    assert not generated.notes
     flavor = next(obj for obj in generated.objects if obj.kind == "ResourceFlavor")
     assert flavor.metadata.name == "tas-flavor"
+    assert flavor.spec.topology_name == "default-topology"
+    node = next(obj for obj in generated.objects if obj.kind == "Node")
+    assert node.metadata.name == "node-b0-r0-n0"
+    assert node.metadata.labels["kubernetes.io/hostname"] == "node-0"
     small = next(job for job in generated.jobs if job.job_class == "small-required-rack")
     assert (small.pod_sets[0].count, small.pod_sets[0].requests) == (2, {"cpu": 500})
+    assert small.pod_sets[0].topology == TopologyRequest(required="cloud.provider.com/topology-rack")
+    balanced = next(job for job in generated.jobs if job.job_class == "medium-balanced-rack")
+    assert balanced.pod_sets[0].topology == TopologyRequest(
+        slices=(SliceLayer("cloud.provider.com/topology-rack", 2),)
+    )
+
+
+TAS_SMALL = """\
+topology:
+  name: t
+  levels:
+  - {name: rack, count: 2, nodeLabel: example.com/rack}
+  - {name: node, count: 2, nodeLabel: example.com/host, capacity: {cpu: "2"}}
+resourceFlavor: {name: tas, nodeLabel: tas-node-group, topologyName: t}
+cohorts:
+- className: c
+  count: 1
+  queuesSets:
+  - className: q
+    count: 1
+    nominalQuota: 100
+    workloadsSets:
+    - count: 1
+      creationIntervalMs: 10
+      workloads:
+      - {className: a, runtimeMs: 5, priority: 1, request: 2, podCount: 2, tasConstraint: required, tasLevel: example.com/rack}
+      - {className: b, runtimeMs: 5, priority: 1, request: 2, podCount: 3, tasConstraint: required, tasLevel: example.com/rack}
+"""
+
+
+def test_a_tas_generator_places_the_pods_in_the_simulation():
+    # Quota (100 CPUs) takes both jobs; the topology does not: a rack has two 2-CPU nodes,
+    # so 2 pods of 2 CPUs fit in one rack and 3 never do.
+    generated = generator.parse(TAS_SMALL)
+    design = Design("tas", generated.objects, generated.cq_classes)
+    jobs = design.check(generated.jobs)
+    totals = driver.simulate(design, jobs, driver.Options(seed=0)).summary("tas")["totals"]
+    assert (totals["jobs"], totals["admitted"], totals["finished"]) == (2, 1, 1)
 
 
 SMALL = """\

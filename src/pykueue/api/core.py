@@ -234,6 +234,23 @@ class Node(KubeModel):
     status: NodeStatus = Field(default_factory=NodeStatus)
 
 
+class PodStatus(PassthroughModel):
+    phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"] | None = None
+
+
+class Pod(KubeModel):
+    """A pod bound to a node: read only for the capacity it takes from that node."""
+
+    api_version: Literal["v1"] = "v1"
+    kind: Literal["Pod"] = "Pod"
+    metadata: ObjectMeta
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    def is_terminated(self) -> bool:
+        return self.status.phase in ("Succeeded", "Failed")
+
+
 def pod_requests(spec: PodSpec) -> dict[str, Quantity]:
     """The requests of one pod as Kubernetes sums them, with quantities as written per container.
 

@@ -39,7 +39,7 @@ from pykueue.api.admission_check import AdmissionCheck, ProvisioningRequestConfi
 from pykueue.api.batch import Job
 from pykueue.api.cluster_queue import ClusterQueue
 from pykueue.api.cohort import Cohort
-from pykueue.api.core import LimitRange, Namespace, Node, PriorityClass
+from pykueue.api.core import LimitRange, Namespace, Node, Pod, PriorityClass
 from pykueue.api.local_queue import LocalQueue
 from pykueue.api.meta import CHECK_NAMES, KubeModel
 from pykueue.api.multikueue import MultiKueueCluster, MultiKueueConfig
@@ -65,6 +65,7 @@ KubeObject = (
     | LimitRange
     | PriorityClass
     | Node
+    | Pod
     | Job
 )
 """Any object `parse_object` returns; each has ``.kind``, ``.api_version`` and ``.metadata``."""
@@ -87,6 +88,7 @@ _CORE_KINDS: Final[dict[tuple[str, str], type[KubeModel]]] = {
     ("v1", "Namespace"): Namespace,
     ("v1", "LimitRange"): LimitRange,
     ("v1", "Node"): Node,
+    ("v1", "Pod"): Pod,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
     ("batch/v1", "Job"): Job,
 }

@@ -18,7 +18,7 @@ from typing import Any
 
 from pykueue.api import quantity
 from pykueue.engine import evictions, intake
-from pykueue.engine.workloads import Workload
+from pykueue.engine.workloads import PodSetAssignment, Workload
 
 OWNED_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Preempted", "Requeued", "PodsReady")
 # Written only when the engine keeps it (waitForPodsReady); otherwise kept as stored.
@@ -28,6 +28,19 @@ EVICTION_CONDITIONS = ("Evicted", "Preempted", "Requeued")
 
 def _time(micros: int) -> str:
     return intake.from_micros(micros).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _pod_set_assignment(ps: PodSetAssignment) -> dict[str, Any]:
+    written: dict[str, Any] = {
+        "name": ps.name,
+        "flavors": dict(sorted(ps.flavors.items())),
+        "resourceUsage": {res: quantity.format_milli(v) for res, v in sorted(ps.resource_usage.items())},
+        "count": ps.count,
+    }
+    if ps.topology is not None:
+        # Upstream's v1beta2 form (levels and slices); see docs/topology.md.
+        written["topologyAssignment"] = ps.topology.to_v1beta2()
+    return written
 
 
 def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any]:
@@ -41,18 +54,13 @@ def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any
     else:
         status["admission"] = {
             "clusterQueue": wl.admission.cluster_queue,
-            "podSetAssignments": [
-                {
-                    "name": ps.name,
-                    "flavors": dict(sorted(ps.flavors.items())),
-                    "resourceUsage": {
-                        res: quantity.format_milli(v) for res, v in sorted(ps.resource_usage.items())
-                    },
-                    "count": ps.count,
-                }
-                for ps in wl.admission.pod_sets
-            ],
+            "podSetAssignments": [_pod_set_assignment(ps) for ps in wl.admission.pod_sets],
         }
+    if wl.unhealthy_nodes:
+        status["unhealthyNodes"] = [{"name": name} for name in wl.unhealthy_nodes]
+    else:
+        # The engine clears the list once it placed the failed nodes' pods again.
+        status.pop("unhealthyNodes", None)
     owned_kinds = [k for k in OWNED_CONDITIONS if k not in OPTIONAL_CONDITIONS or k in wl.conditions]
     others = [c for c in status.get("conditions", []) if c.get("type") not in owned_kinds]
     stored_owned = {c.get("type"): c for c in status.get("conditions", []) if c.get("type") in owned_kinds}

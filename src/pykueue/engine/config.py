@@ -66,6 +66,13 @@ DEFAULT_GATES: dict[str, bool] = {
     "UnadmittedWorkloadsExplicitStatus": False,
     # Beta and on upstream since 0.19: an evicted workload's ProvisioningRequests are deleted.
     "CleanupProvisioningRequestsOnEviction": True,
+    # Topology-aware scheduling: beta and on upstream (docs/topology.md).
+    "TopologyAwareScheduling": True,
+    "TASProfileMixed": True,
+    "TASFailedNodeReplacement": True,
+    "TASFailedNodeReplacementFailFast": True,
+    "TASMultiLayerTopology": True,
+    "TASRecomputeAssignmentWithinSchedulingCycle": True,
 }
 
 

@@ -31,6 +31,7 @@ from pykueue.engine import cohort_tree, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.resources import PODS, FlavorResource, Quantities
 from pykueue.engine.selectors import flavor_affinity_mismatch, untolerated_taint
+from pykueue.engine.topology_assignments import TopologyAssignment
 from pykueue.engine.workloads import PodSet, Workload
 
 
@@ -67,6 +68,9 @@ WAITING_FOR_QUOTA = "WaitingForQuota"
 _SEVERITY = {"": 0, WAITING_FOR_QUOTA: 2, EXCEEDS_MAX_QUOTA: 3, NO_MATCHING_FLAVOR: 4}
 
 Oracle = Callable[[Workload, FlavorResource, int], tuple[Possibility, int]]
+# Why a pod set cannot take a flavor for topology-aware scheduling reasons ("" if it can):
+# (flavor, pod set, resources of the flavor's group).
+TASMismatch = Callable[[specs.ResourceFlavor, PodSet, tuple[str, ...]], str]
 WORST = (Possibility.NO_FIT, 1 << 30)
 BEST = (Possibility.FIT, 0)
 
@@ -86,8 +90,16 @@ class PodSetResult:
     flavors: dict[str, FlavorChoice] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     failed: bool = False  # no flavor at all for some requested resource
+    # Topology-aware scheduling (engine/topology_placement.py): where its pods go, and
+    # the mode placing them allows (None: not placed by topology, or placed as they are).
+    topology: TopologyAssignment | None = None
+    tas_mode: Mode | None = None
 
     def mode(self) -> Mode:
+        if self.tas_mode is not None and self.tas_mode < Mode.FIT:
+            if self.failed or not self.flavors:
+                return Mode.NO_FIT
+            return min(self.tas_mode, *(choice.mode for choice in self.flavors.values()))
         if not self.reasons and not self.failed:
             return Mode.FIT
         if self.failed or not self.flavors:
@@ -172,6 +184,7 @@ class FlavorAssigner:
     oracle: Oracle
     can_preempt_while_borrowing: bool
     resume_from: dict[tuple[int, str], int] | None = None
+    tas_mismatch: TASMismatch | None = None
 
     def assign(self, counts: list[int] | None = None) -> Assignment:
         result = Assignment()
@@ -256,7 +269,7 @@ class FlavorAssigner:
         for position in range(start, len(group.flavors)):
             attempted = position
             flavor_name = group.flavors[position]
-            mismatch = self._flavor_mismatch(flavor_name, pod_set)
+            mismatch = self._flavor_mismatch(flavor_name, pod_set, group.covered)
             if mismatch:
                 reasons.append(mismatch)
                 group_reasons.append(NO_MATCHING_FLAVOR)
@@ -298,10 +311,14 @@ class FlavorAssigner:
             return best, []
         return best, reasons
 
-    def _flavor_mismatch(self, flavor_name: str, pod_set: PodSet) -> str:
+    def _flavor_mismatch(self, flavor_name: str, pod_set: PodSet, covered: tuple[str, ...] = ()) -> str:
         flavor = self.flavors.get(flavor_name)
         if flavor is None:
             return f"flavor {flavor_name} not found"
+        if self.tas_mismatch is not None:
+            why = self.tas_mismatch(flavor, pod_set, covered)
+            if why:
+                return why
         taint = untolerated_taint(flavor.node_taints, [*pod_set.tolerations, *flavor.tolerations])
         if taint is not None:
             return f"untolerated taint {taint} in flavor {flavor_name}"

@@ -20,17 +20,19 @@ from pykueue.api.admission_check import AdmissionCheck as ApiAdmissionCheck
 from pykueue.api.cluster_queue import ClusterQueue as ApiClusterQueue
 from pykueue.api.cluster_queue import ResourceGroup as ApiResourceGroup
 from pykueue.api.cohort import Cohort as ApiCohort
-from pykueue.api.core import LimitRange, PodSpec
+from pykueue.api.core import LimitRange, Node, Pod, PodSpec
 from pykueue.api.core import Toleration as ApiToleration
 from pykueue.api.fair_sharing import FairSharing as ApiFairSharing
 from pykueue.api.local_queue import LocalQueue as ApiLocalQueue
 from pykueue.api.meta import LabelSelector as ApiLabelSelector
 from pykueue.api.resource_flavor import ResourceFlavor as ApiResourceFlavor
+from pykueue.api.workload import PodSet as ApiPodSet
 from pykueue.api.workload import Workload as ApiWorkload
-from pykueue.engine import pod_requests, specs
+from pykueue.engine import pod_requests, specs, topology_assignments, topology_requests
 from pykueue.engine.cohort_tree import Quota
 from pykueue.engine.resources import FlavorResource, resource_units
 from pykueue.engine.selectors import LabelSelector, NodeSelectorTerm, Requirement, Taint, Toleration
+from pykueue.engine.topology_snapshot import NodeView
 from pykueue.engine.workloads import Admission, CheckState, Condition, PodSet, PodSetAssignment, Workload
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -107,6 +109,32 @@ def _quotas(
 
 def _units(resource: str, text: str) -> int:
     return resource_units(resource, quantity.parse(text))
+
+
+def node_view(obj: Node) -> NodeView:
+    """A node as topology-aware scheduling reads it; Ready only with a Ready=True condition."""
+    ready = any(c.type == "Ready" and c.status == "True" for c in obj.status.conditions)
+    return NodeView(
+        name=obj.metadata.name,
+        labels=dict(obj.metadata.labels),
+        allocatable={res: _units(res, text) for res, text in obj.status.allocatable.items()},
+        taints=tuple(Taint(t.key, t.effect, t.value) for t in obj.spec.taints),
+        ready=ready,
+        unschedulable=bool(obj.spec.unschedulable),
+    )
+
+
+def pod_usage(obj: Pod) -> tuple[str, dict[str, int]] | None:
+    """(node, requests with one pod slot) of a pod holding node capacity, else None.
+
+    A pod holds capacity once bound to a node and until it terminates.
+    """
+    if not obj.spec.node_name or obj.is_terminated():
+        return None
+    pod = pod_requests.compute(obj.spec, "spec", [], True)
+    requests = {res: resource_units(res, value) for res, value in pod.requests.items()}
+    requests["pods"] = requests.get("pods", 0) + 1000
+    return obj.spec.node_name, requests
 
 
 def fair_weight(fair: ApiFairSharing | None) -> float:
@@ -266,6 +294,7 @@ def workload(
     spec = obj.spec
     pod_sets = []
     computed = []
+    problems: list[str] = []
     for index, ps in enumerate(spec.pod_sets):
         path = f"spec.podSets[{index}].template.spec"
         pod = pod_requests.compute(ps.template.spec, path, limit_items, pod_level_resources)
@@ -279,6 +308,7 @@ def workload(
                 node_selector=dict(ps.template.spec.node_selector),
                 affinity_terms=_affinity_terms(ps.template.spec),
                 tolerations=[toleration(t) for t in ps.template.spec.tolerations],
+                topology=_topology_request(ps, index, problems),
             )
         )
     priority = spec.priority
@@ -298,7 +328,7 @@ def workload(
         created=micros(meta.creation_timestamp),
         uid=meta.uid,
         active=spec.active,
-        invalid_reason=pod_requests.problem(computed),
+        invalid_reason=pod_requests.problem(computed) or "; ".join(problems),
         gated_by=obj.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
     )
     wl.shape = shape_of(wl)
@@ -307,6 +337,16 @@ def workload(
     if runtime is not None:
         wl.runtime = parse_duration(runtime)
     return wl
+
+
+def _topology_request(
+    ps: ApiPodSet, index: int, problems: list[str]
+) -> topology_requests.TopologyRequest | None:
+    try:
+        return topology_requests.from_pod_set(ps)
+    except topology_requests.TopologyRequestError as exc:
+        problems.append(f"spec.podSets[{index}].template.metadata.annotations: {exc}")
+        return None
 
 
 def shape_of(wl: Workload) -> object:
@@ -322,6 +362,7 @@ def shape_of(wl: Workload) -> object:
                 tuple(sorted(ps.node_selector.items())),
                 tuple(ps.affinity_terms or ()),
                 tuple(ps.tolerations),
+                ps.topology,
             )
             for ps in wl.pod_sets
         ),
@@ -349,6 +390,7 @@ def _read_status(obj: ApiWorkload, wl: Workload) -> None:
         )
         for check in sorted(status.admission_checks, key=lambda c: c.name)
     }
+    wl.unhealthy_nodes = tuple(node.name for node in status.unhealthy_nodes)
     if status.scheduling_stats is not None:
         wl.eviction_counts = {
             (e.reason, e.underlying_cause): e.count for e in status.scheduling_stats.evictions
@@ -371,7 +413,12 @@ def _read_status(obj: ApiWorkload, wl: Workload) -> None:
         for res in psa.flavors:
             if res not in usage and spec_ps is not None:
                 usage[res] = spec_ps.requests.get(res, 0) * count
-        assignments.append(PodSetAssignment(psa.name, dict(psa.flavors), usage, count))
+        topology = (
+            topology_assignments.from_api(psa.topology_assignment)
+            if psa.topology_assignment is not None
+            else None
+        )
+        assignments.append(PodSetAssignment(psa.name, dict(psa.flavors), usage, count, topology))
     wl.admission = Admission(status.admission.cluster_queue, assignments)
     reserved = wl.conditions.get("QuotaReserved")
     wl.admitted_at = reserved.last_transition if reserved is not None and reserved.last_transition else 0

@@ -11,10 +11,11 @@ from typing import Any
 from pykueue.api.admission_check import AdmissionCheck
 from pykueue.api.cluster_queue import ClusterQueue
 from pykueue.api.cohort import Cohort
-from pykueue.api.core import LimitRange, Namespace, PriorityClass
+from pykueue.api.core import LimitRange, Namespace, Node, Pod, PriorityClass
 from pykueue.api.local_queue import LocalQueue
 from pykueue.api.priority import WorkloadPriorityClass
 from pykueue.api.resource_flavor import ResourceFlavor
+from pykueue.api.topology import Topology
 from pykueue.api.workload import Workload
 from pykueue.engine import evictions, intake, lifecycle
 from pykueue.engine.config import CREATION_TIMESTAMP
@@ -23,9 +24,7 @@ from pykueue.engine.workloads import Condition, Eviction
 from pykueue.engine.workloads import Workload as EngineWorkload
 
 # Kinds the engine reads but that do not change admission decisions (yet).
-IGNORED_KINDS = frozenset(
-    {"Topology", "Node", "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "Job"}
-)
+IGNORED_KINDS = frozenset({"ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "Job"})
 
 
 def apply(state: State, obj: Any) -> None:
@@ -62,6 +61,17 @@ def apply(state: State, obj: Any) -> None:
     elif kind == "Workload":
         assert isinstance(obj, Workload)
         add_workload(state, obj)
+    elif kind == "Topology":
+        assert isinstance(obj, Topology)
+        state.apply_topology(obj.metadata.name, tuple(obj.level_labels()))
+    elif kind == "Node":
+        assert isinstance(obj, Node)
+        state.apply_node(intake.node_view(obj))
+    elif kind == "Pod":
+        assert isinstance(obj, Pod)
+        usage = intake.pod_usage(obj)
+        key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+        state.apply_pod(key, usage[0] if usage else "", usage[1] if usage else None)
     elif kind not in IGNORED_KINDS:
         raise ValueError(f"the engine does not handle kind {kind}")
 
@@ -171,6 +181,7 @@ def carry_status(old: EngineWorkload, new: EngineWorkload) -> None:
     new.checks = old.checks
     new.eviction = old.eviction
     new.eviction_counts = old.eviction_counts
+    new.unhealthy_nodes = old.unhealthy_nodes
 
 
 def delete(state: State, kind: str, namespace: str, name: str) -> None:
@@ -194,3 +205,9 @@ def delete(state: State, kind: str, namespace: str, name: str) -> None:
         state.priority_values.pop((kind, name), None)
     elif kind == "LimitRange":
         state.limit_ranges.get(namespace or "default", {}).pop(name, None)
+    elif kind == "Topology":
+        state.delete_topology(name)
+    elif kind == "Node":
+        state.delete_node(name)
+    elif kind == "Pod":
+        state.delete_pod(key)

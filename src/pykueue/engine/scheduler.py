@@ -42,7 +42,7 @@ preemption.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from pykueue.engine import (
@@ -53,6 +53,8 @@ from pykueue.engine import (
     evictions,
     fair_sharing,
     specs,
+    topology_placement,
+    topology_recovery,
     waiting,
 )
 from pykueue.engine.entries import (
@@ -76,16 +78,20 @@ from pykueue.engine.targets import HUMAN_REASONS, Target, can_always_reclaim
 from pykueue.engine.waiting import NAMESPACE_MISMATCH_MESSAGE
 from pykueue.engine.workloads import Admission, PodSetAssignment, Workload
 
+TAS_RECOMPUTE = "TASRecomputeAssignmentWithinSchedulingCycle"
+
 
 @dataclass(slots=True)
 class CycleResult:
     admitted: list[str] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
     heads: int = 0
+    # Workloads whose failed nodes were replaced or that were evicted for them.
+    recovered: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
-        return bool(self.admitted or self.preempted)
+        return bool(self.admitted or self.preempted or self.recovered)
 
 
 def run_cycle(state: State) -> CycleResult:
@@ -94,6 +100,13 @@ def run_cycle(state: State) -> CycleResult:
     state.explain_waiting()
     state.cycle += 1
     result = CycleResult()
+    if state.config.gate("TopologyAwareScheduling") and state.config.gate("TASFailedNodeReplacement"):
+        outcomes = topology_recovery.recover(
+            state,
+            least_free_mixed=state.config.gate("TASProfileMixed"),
+            fail_fast=state.config.gate("TASFailedNodeReplacementFailFast"),
+        )
+        result.recovered = [o.workload for o in outcomes if o.replaced or o.evicted]
     heads = _pop_heads(state)
     result.heads = len(heads)
     if not heads:
@@ -210,6 +223,8 @@ def _assign(
     state: State, wl: Workload, cq: specs.ClusterQueue, preemptor: Preemptor
 ) -> tuple[Assignment, list[Target]]:
     resume = wl.last_tried_flavor if _scan_progress_valid(state, wl, cq.name) else None
+    tas = _tas_settings(state)
+    tas_only = topology_placement.is_tas_only(cq, state.flavors)
     assigner = FlavorAssigner(
         workload=wl,
         cq=cq,
@@ -218,20 +233,52 @@ def _assign(
         oracle=lambda w, fr, value: preemptor.simulate(cq.name, w, fr, value),
         can_preempt_while_borrowing=_can_preempt_while_borrowing(state, cq),
         resume_from=resume,
+        tas_mismatch=(
+            (
+                lambda flavor, ps, covered: topology_placement.flavor_mismatch(
+                    state.cluster, flavor, ps, covered, tas_only
+                )
+            )
+            if tas.enabled
+            else None
+        ),
     )
-    full = assigner.assign()
+
+    def assign(counts: list[int] | None = None) -> Assignment:
+        found = assigner.assign(counts)
+        topology_placement.assign(state.cluster, wl, cq, state.flavors, found, tas)
+        return found
+
+    def targets(found: Assignment) -> list[Target]:
+        if any(ps.tas_mode is not None for ps in found.pod_sets):
+            preemptor.tas_fits = lambda: topology_placement.fits(
+                state.cluster, wl, cq, state.flavors, found, tas
+            )
+        try:
+            return preemptor.targets(cq.name, wl, found)
+        finally:
+            preemptor.tas_fits = None
+
+    full = assign()
     mode = full.mode()
     if mode == Mode.FIT:
         return full, []
     if mode == Mode.PREEMPT:
-        targets = preemptor.targets(cq.name, wl, full)
-        if targets:
-            return full, targets
+        found_targets = targets(full)
+        if found_targets:
+            return full, found_targets
     if state.config.gate("PartialAdmission") and wl.can_be_partially_admitted():
-        found = _reduce_pod_sets(wl, assigner, preemptor, cq.name)
+        found = _reduce_pod_sets(wl, assign, targets)
         if found is not None:
             return found
     return full, []
+
+
+def _tas_settings(state: State) -> topology_placement.Settings:
+    return topology_placement.Settings(
+        enabled=state.config.gate("TopologyAwareScheduling"),
+        least_free_mixed=state.config.gate("TASProfileMixed"),
+    )
 
 
 def _scan_progress_valid(state: State, wl: Workload, cq_name: str) -> bool:
@@ -251,7 +298,9 @@ def _can_preempt_while_borrowing(state: State, cq: specs.ClusterQueue) -> bool:
 
 
 def _reduce_pod_sets(
-    wl: Workload, assigner: FlavorAssigner, preemptor: Preemptor, cq_name: str
+    wl: Workload,
+    assign: Callable[[list[int] | None], Assignment],
+    find_targets: Callable[[Assignment], list[Target]],
 ) -> tuple[Assignment, list[Target]] | None:
     """Upstream's pod-set reducer: binary search on how far to shrink toward minCount."""
     full_counts = [ps.count for ps in wl.pod_sets]
@@ -267,13 +316,13 @@ def _reduce_pod_sets(
         counts = [
             full - (delta * index) // total_delta for full, delta in zip(full_counts, deltas, strict=True)
         ]
-        candidate = assigner.assign(counts)
+        candidate = assign(counts)
         mode = candidate.mode()
         if mode == Mode.FIT:
             best, best_index = (candidate, []), index
             return True
         if mode == Mode.PREEMPT:
-            targets = preemptor.targets(cq_name, wl, candidate)
+            targets = find_targets(candidate)
             if targets:
                 best, best_index = (candidate, targets), index
                 return True
@@ -349,7 +398,7 @@ class _Cycle:
     # admitted within its nominal quota there in this cycle and still has room.
     lenders: dict[tuple[cohort_tree.Node, FlavorResource], str] = field(default_factory=dict)
 
-    def process(self, entry: Entry) -> None:
+    def process(self, entry: Entry, recomputed: bool = False) -> None:
         mode = entry.assignment.mode()
         if mode == Mode.NO_FIT:
             entry.requeue_reason = NO_FIT
@@ -372,7 +421,21 @@ class _Cycle:
                 "nominal quota first",
             )
             return
-        if not self._fits(entry.cluster_queue, usage, entry.targets):
+        quota_fits = self._fits(entry.cluster_queue, usage, entry.targets)
+        placed = mode != Mode.FIT or topology_placement.still_fits(
+            self.state.cluster, self.state.flavors, entry.workload, entry.assignment
+        )
+        if quota_fits and not placed and not recomputed and self.state.config.gate(TAS_RECOMPUTE):
+            # Upstream's TASRecomputeAssignmentWithinSchedulingCycle: the quota is there but
+            # an admission earlier in this cycle took the nodes it was placed on; assign
+            # again (flavors, placement, targets) against the nodes as they are now.
+            cq = self.state.cluster_queues[entry.cluster_queue]
+            entry.workload.last_tried_flavor = None
+            entry.assignment, entry.targets = _assign(self.state, entry.workload, cq, self.preemptor)
+            entry.message = entry.assignment.message()
+            self.process(entry, recomputed=True)
+            return
+        if not quota_fits or not placed:
             self._skip(entry, "Workload no longer fits after processing another workload")
             return
         for target in entry.targets:
@@ -483,7 +546,7 @@ def _admit(state: State, entry: Entry) -> None:
     for ps in entry.assignment.pod_sets:
         flavors = {res: choice.flavor for res, choice in ps.flavors.items()}
         usage = {res: ps.requests[res] for res in flavors}
-        pod_sets.append(PodSetAssignment(ps.name, flavors, usage, ps.count))
+        pod_sets.append(PodSetAssignment(ps.name, flavors, usage, ps.count, ps.topology))
     wl.admission = Admission(cq.name, pod_sets)
     state.touched.add(wl.key)
     wl.admitted_at = state.now

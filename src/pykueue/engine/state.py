@@ -48,6 +48,7 @@ from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import CREATION_TIMESTAMP, EngineConfig
 from pykueue.engine.queueing import ClusterQueueQueue
 from pykueue.engine.resources import Quantities, add_into
+from pykueue.engine.topology_snapshot import Cluster, NodeView, Requests
 from pykueue.engine.workloads import Condition, Workload
 
 # Event types. ADMITTED is a quota reservation (its reason says whether the workload is
@@ -135,6 +136,8 @@ class State:
     contract_queues: set[str] = field(default_factory=set)
     # Set when an object change may have changed why pending workloads wait.
     _waiting_dirty: bool = False
+    # Topologies, nodes, their other pods and the TAS usage (engine/topology_snapshot.py).
+    cluster: Cluster = field(default_factory=Cluster)
 
     def __post_init__(self) -> None:
         afs = self.config.admission_fair_sharing
@@ -146,6 +149,7 @@ class State:
     def apply_flavor(self, flavor: specs.ResourceFlavor) -> None:
         self._waiting_dirty = True
         self.flavors[flavor.name] = flavor
+        self.cluster.apply_flavor(flavor)
         self._tree_dirty = True
         self._tree_members.clear()
         self._requeue_all()
@@ -153,8 +157,33 @@ class State:
     def delete_flavor(self, name: str) -> None:
         self._waiting_dirty = True
         self.flavors.pop(name, None)
+        self.cluster.delete_flavor(name)
         self._tree_dirty = True
         self._tree_members.clear()
+
+    # Topology-aware scheduling: a change of the nodes may let parked workloads fit.
+
+    def apply_topology(self, name: str, levels: tuple[str, ...]) -> None:
+        self.cluster.apply_topology(name, levels)
+        self._requeue_all()
+
+    def delete_topology(self, name: str) -> None:
+        self.cluster.delete_topology(name)
+
+    def apply_node(self, node: NodeView) -> None:
+        self.cluster.apply_node(node)
+        self._requeue_all()
+
+    def delete_node(self, name: str) -> None:
+        self.cluster.delete_node(name)
+
+    def apply_pod(self, key: str, node: str, requests: Requests | None) -> None:
+        self.cluster.apply_pod(key, node, requests)
+        self._requeue_all()
+
+    def delete_pod(self, key: str) -> None:
+        self.cluster.delete_pod(key)
+        self._requeue_all()
 
     def apply_admission_check(self, check: specs.AdmissionCheck) -> None:
         self._waiting_dirty = True
@@ -700,6 +729,7 @@ class State:
             self.generation[cq] = self.generation.get(cq, 0) + 1
         if not self._tree_dirty and cq in self.nodes:
             cohort_tree.add_usages(self.nodes[cq], usage, sign)
+        self.cluster.account(wl, sign)
 
     # ----------------------------------------------------------------- queues
 

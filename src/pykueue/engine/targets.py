@@ -10,6 +10,7 @@ both search that way, so neither needs the other's module.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykueue.engine import cohort_tree, specs
@@ -96,6 +97,10 @@ class Trial:
     """Removals tried on the live cohort tree of one state; every caller undoes its own."""
 
     state: State
+    # Set while targets are sought for a workload placed by topology: can it be placed
+    # with the removals made so far (engine/topology_placement.py)? Quota alone is not
+    # enough when the free quota sits on the wrong nodes.
+    tas_fits: Callable[[], bool] | None = None
 
     def lq_usage(self, wl: Workload, cq_name: str) -> float:
         return self.state.afs_usage(wl) if self.state.uses_afs(cq_name) else 0.0
@@ -106,11 +111,13 @@ class Trial:
         node = self.state.nodes.get(cq_name)
         if node is not None:
             cohort_tree.add_usages(node, wl.usage(), -1)
+        self.state.cluster.account(wl, -1)
 
     def restore(self, wl: Workload, cq_name: str) -> None:
         node = self.state.nodes.get(cq_name)
         if node is not None:
             cohort_tree.add_usages(node, wl.usage(), +1)
+        self.state.cluster.account(wl, +1)
 
     def fits(self, cq_name: str, requests: Quantities, allow_borrowing: bool) -> bool:
         node = self.state.nodes[cq_name]
@@ -119,7 +126,7 @@ class Trial:
                 return False
             if value > max(0, cohort_tree.available(node, fr)):
                 return False
-        return True
+        return self.tas_fits is None or self.tas_fits()
 
     def fill_back(
         self, targets: list[Target], cq_name: str, requests: Quantities, allow_borrowing: bool

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 from pykueue.engine.resources import FlavorResource, Quantities
 from pykueue.engine.selectors import NodeSelectorTerm, Toleration
+from pykueue.engine.topology_assignments import TopologyAssignment
+from pykueue.engine.topology_requests import TopologyRequest
 
 
 @dataclass(slots=True)
@@ -30,6 +32,8 @@ class PodSet:
     node_selector: dict[str, str] = field(default_factory=dict)
     affinity_terms: list[NodeSelectorTerm] | None = None  # required node affinity, ORed terms
     tolerations: list[Toleration] = field(default_factory=list)
+    # What it asks of the topology (engine/topology_requests.py); None: nothing.
+    topology: TopologyRequest | None = None
 
     def total(self, count: int | None = None) -> dict[str, int]:
         """The requests of ``count`` pods (default: all of them)."""
@@ -45,6 +49,7 @@ class PodSetAssignment:
     flavors: dict[str, str]
     resource_usage: dict[str, int]
     count: int
+    topology: TopologyAssignment | None = None
 
 
 @dataclass(slots=True)
@@ -194,6 +199,8 @@ class Workload:
     eviction: Eviction | None = None
     # `status.schedulingStats.evictions`: (reason, underlying cause) -> count.
     eviction_counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    # `status.unhealthyNodes`: nodes that failed under its topology assignment.
+    unhealthy_nodes: tuple[str, ...] = ()
     # "namespace/name" and "namespace/queue": asked for millions of times in a busy cohort,
     # so made once (a workload's namespace, name and queue never change; a changed spec
     # makes a new Workload).

@@ -8,7 +8,7 @@ from typing import Any
 from pykueue.api import quantity
 from pykueue.engine import intake
 from pykueue.engine.state import PREEMPTED, State
-from pykueue.engine.workloads import Workload
+from pykueue.engine.workloads import PodSetAssignment, Workload
 
 # The event types FORMAT.md defines; the engine records more (Evicted, for metrics), which
 # the scenario document leaves out so it keeps to the format.
@@ -48,17 +48,19 @@ def _admitted(wl: Workload) -> dict[str, Any]:
     assert wl.admission is not None
     return {
         "clusterQueue": wl.admission.cluster_queue,
-        "podSets": {
-            ps.name: {
-                "count": ps.count,
-                "flavors": dict(sorted(ps.flavors.items())),
-                "resourceUsage": {
-                    res: quantity.format_milli(v) for res, v in sorted(ps.resource_usage.items())
-                },
-            }
-            for ps in wl.admission.pod_sets
-        },
+        "podSets": {ps.name: _pod_set(ps) for ps in wl.admission.pod_sets},
     }
+
+
+def _pod_set(ps: PodSetAssignment) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "count": ps.count,
+        "flavors": dict(sorted(ps.flavors.items())),
+        "resourceUsage": {res: quantity.format_milli(v) for res, v in sorted(ps.resource_usage.items())},
+    }
+    if ps.topology is not None:
+        result["topologyAssignment"] = ps.topology.to_v1beta1()
+    return result
 
 
 def _conditions(state: State) -> dict[str, Any]:
@@ -205,10 +207,34 @@ def _compare_admitted(
                     problems.append(
                         f"{where}.admitted[{key}].podSets.{ps_name}.resourceUsage: expected {ps_want['resourceUsage']}, got {ps_got['resourceUsage']}"
                     )
+            if "topologyAssignment" in ps_want:
+                _compare_topology(
+                    ps_want["topologyAssignment"],
+                    ps_got.get("topologyAssignment"),
+                    f"{where}.admitted[{key}].podSets.{ps_name}.topologyAssignment",
+                    problems,
+                )
         if exact and "podSets" in desc and sorted(desc["podSets"] or {}) != sorted(actual["podSets"]):
             problems.append(
                 f"{where}.admitted[{key}].podSets: expected {sorted(desc['podSets'])}, got {sorted(actual['podSets'])}"
             )
+
+
+def _topology_key(assignment: Any) -> tuple[list[str], list[tuple[list[str], int]]] | None:
+    if assignment is None:
+        return None
+    domains = [
+        ([str(v) for v in d.get("values") or []], int(d.get("count", 0)))
+        for d in assignment.get("domains") or []
+    ]
+    # Domains compare as a set of (values, count): the order is upstream's (by full path
+    # from the top level), which a file may list sorted by the written values instead.
+    return [str(level) for level in assignment.get("levels") or []], sorted(domains)
+
+
+def _compare_topology(want: Any, got: Any, where: str, problems: list[str]) -> None:
+    if _topology_key(want) != _topology_key(got):
+        problems.append(f"{where}: expected {want}, got {got}")
 
 
 def _compare_conditions(want: dict[str, Any], got: dict[str, Any], where: str, problems: list[str]) -> None:

@@ -5,10 +5,10 @@ must never be skipped quietly, or an expectation would pass without being
 checked. Every mapping of an `expect` block is checked against the keys
 FORMAT.md defines, and every error names the file and the path inside it.
 
-Topology-aware scheduling (Topology and Node objects, running Pods, pod set
-topology requests, topology assignments, unhealthy nodes, the configuration's
-``resources`` block) is not implemented yet: a file that uses any of it is
-refused with the key named, rather than run as if the key were not there.
+Topology-aware scheduling is implemented (docs/topology.md) except for two
+inputs, refused with the key named rather than run as if absent: a pod set's
+``delayedTopologyRequest`` (topology assigned after a ProvisioningRequest) and
+the configuration's ``resources`` block.
 """
 
 from __future__ import annotations
@@ -16,20 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pykueue.api.conversion import topology_domains_to_slices
 from pykueue.errors import ScenarioError
 
-TOPOLOGY_KINDS = frozenset({"Topology", "Node", "Pod"})
-TOPOLOGY_ANNOTATIONS = (
-    "kueue.x-k8s.io/podset-required-topology",
-    "kueue.x-k8s.io/podset-preferred-topology",
-    "kueue.x-k8s.io/podset-unconstrained-topology",
-    "kueue.x-k8s.io/podset-slice-required-topology",
-    "kueue.x-k8s.io/podset-slice-required-topology-constraints",
-    "kueue.x-k8s.io/podset-slice-size",
-    "kueue.x-k8s.io/podset-group-name",
-)
 CHECK_STATES = ("Pending", "Ready", "Retry", "Rejected")
-UNSUPPORTED = "topology-aware scheduling is not supported by this runner yet"
+UNSUPPORTED = "not supported by this runner yet"
 
 
 def _refuse(where: str, key: str) -> ScenarioError:
@@ -45,33 +36,36 @@ def _get(doc: Any, *path: str) -> Any:
 
 
 def refuse_topology(doc: Any, where: str) -> None:
-    """Raise if one object manifest uses a topology-aware scheduling key."""
-    if not isinstance(doc, Mapping):
+    """Raise if one object manifest uses a topology key the engine does not implement."""
+    if not isinstance(doc, Mapping) or doc.get("kind") != "Workload":
         return
-    kind = doc.get("kind")
-    if kind in TOPOLOGY_KINDS:
-        raise _refuse(where, f"kind {kind}")
-    if kind == "ResourceFlavor" and _get(doc, "spec", "topologyName") is not None:
-        raise _refuse(where, "spec.topologyName")
-    if kind != "Workload":
-        return
-    for i, pod_set in enumerate(_get(doc, "spec", "podSets") or []):
-        if not isinstance(pod_set, Mapping):
-            continue
-        if pod_set.get("topologyRequest") is not None:
-            raise _refuse(where, f"spec.podSets[{i}].topologyRequest")
-        annotations = _get(pod_set, "template", "metadata", "annotations") or {}
-        for name in TOPOLOGY_ANNOTATIONS:
-            if isinstance(annotations, Mapping) and name in annotations:
-                raise _refuse(where, f"spec.podSets[{i}].template.metadata.annotations[{name}]")
     for i, assignment in enumerate(_get(doc, "status", "admission", "podSetAssignments") or []):
-        if not isinstance(assignment, Mapping):
-            continue
-        for key in ("topologyAssignment", "delayedTopologyRequest"):
-            if assignment.get(key) is not None:
-                raise _refuse(where, f"status.admission.podSetAssignments[{i}].{key}")
-    if _get(doc, "status", "unhealthyNodes"):
-        raise _refuse(where, "status.unhealthyNodes")
+        if isinstance(assignment, Mapping) and assignment.get("delayedTopologyRequest") is not None:
+            raise _refuse(where, f"status.admission.podSetAssignments[{i}].delayedTopologyRequest")
+
+
+def topology_domains_as_slices(doc: Any) -> Any:
+    """A Workload's input topology assignments may be written as FORMAT.md writes expected ones
+    (``levels`` and ``domains``) under either API version; v1beta2 stores them as slices."""
+    if not isinstance(doc, Mapping) or doc.get("kind") != "Workload":
+        return doc
+    assignments = _get(doc, "status", "admission", "podSetAssignments")
+    if not isinstance(assignments, list) or not any(
+        isinstance(a, Mapping) and isinstance(a.get("topologyAssignment"), Mapping) for a in assignments
+    ):
+        return doc
+    copied = dict(doc)
+    status = dict(copied["status"])
+    admission = dict(status["admission"])
+    admission["podSetAssignments"] = [
+        {**a, "topologyAssignment": topology_domains_to_slices(dict(a["topologyAssignment"]))}
+        if isinstance(a, Mapping) and isinstance(a.get("topologyAssignment"), Mapping)
+        else a
+        for a in assignments
+    ]
+    status["admission"] = admission
+    copied["status"] = status
+    return copied
 
 
 # ------------------------------------------------------------------ expect
@@ -162,6 +156,25 @@ def _admitted(value: Any, where: str) -> None:
         for name, pod_set in _mapping(desc.get("podSets"), f"{here}.podSets").items():
             at = f"{here}.podSets.{name}"
             pod_set = _mapping(pod_set, at)
+            _keys(pod_set, frozenset({"count", "flavors", "resourceUsage", "topologyAssignment"}), at)
             if "topologyAssignment" in pod_set:
-                raise _refuse(at, "topologyAssignment")
-            _keys(pod_set, frozenset({"count", "flavors", "resourceUsage"}), at)
+                _topology(pod_set["topologyAssignment"], f"{at}.topologyAssignment")
+
+
+def _topology(value: Any, where: str) -> None:
+    value = _mapping(value, where)
+    _keys(value, frozenset({"levels", "domains"}), where)
+    levels = value.get("levels")
+    if not isinstance(levels, list) or not all(isinstance(level, str) for level in levels):
+        raise ScenarioError(f"{where}.levels: must be a list of node labels")
+    domains = value.get("domains")
+    if not isinstance(domains, list):
+        raise ScenarioError(f"{where}.domains: must be a list of {{values, count}}")
+    for i, domain in enumerate(domains):
+        here = f"{where}.domains[{i}]"
+        domain = _mapping(domain, here)
+        _keys(domain, frozenset({"values", "count"}), here)
+        if not isinstance(domain.get("values"), list) or len(domain["values"]) != len(levels):
+            raise ScenarioError(f"{here}.values: must be a list with one value per level")
+        if not isinstance(domain.get("count"), int) or domain["count"] < 1:
+            raise ScenarioError(f"{here}.count: must be a positive integer")

@@ -19,8 +19,14 @@ product: cohort sets x queue sets x workload sets. Upstream's generator
   ``podCount`` pods (default 1) requesting ``request`` CPU, priority ``priority``,
   and runs ``runtimeMs`` once admitted.
 
-Topology-aware fields (``topology``, ``tasConstraint``...) are read but not
-simulated: the engine does not place pods on nodes; `Generated.notes` says so.
+With ``topology`` (upstream's TAS shape) it also builds what upstream's
+topology generator creates: a Topology of the levels' node labels and every
+combination of level values as a Ready node (``<level name>-<i>`` per level,
+the last level's ``capacity`` and 110 pods allocatable, label
+``tas-node-group: tas``); the flavor selects those nodes and names the
+topology. A template's ``tasConstraint`` at ``tasLevel`` becomes the pod set's
+topology request: ``required``, ``preferred``, or ``balanced`` (slices of
+``sliceSize`` pods required at that level, as upstream's generator writes it).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Any
 from pykueue.api import manifests, quantity
 from pykueue.api.manifests import KubeObject
 from pykueue.engine.resources import resource_units
+from pykueue.engine.topology_requests import SliceLayer, TopologyRequest
 from pykueue.errors import InputError
 from pykueue.sim import yamlpaths
 from pykueue.sim.jobs import Job, PodSetSpec
@@ -64,6 +71,9 @@ _TEMPLATE = {
     "tasLevel",
     "sliceSize",
 }
+_TOPOLOGY = {"name", "levels"}
+_LEVEL = {"name", "count", "nodeLabel", "capacity"}
+TAS_NODE_LABEL = "tas-node-group"
 _POLICIES = {"Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any"}
 
 
@@ -170,13 +180,21 @@ def parse(text: str, source: str = "generator.yaml") -> Generated:
     flavor = DEFAULT_FLAVOR
     notes: list[str] = []
     rf = top.get("resourceFlavor")
+    topology_name = ""
     if rf is not None:
         rf_doc = reader.mapping(rf, "resourceFlavor", {"name", "nodeLabel", "topologyName"})
         flavor = reader.text(rf_doc, "name", "resourceFlavor") or DEFAULT_FLAVOR
+        topology_name = reader.text(rf_doc, "topologyName", "resourceFlavor", required=False)
+    topology_raw: list[dict[str, Any]] = []
     if top.get("topology") is not None:
-        notes.append("topology and topology requests are read but not simulated (no node placement)")
+        topology_raw = _topology(reader, top["topology"])
+        if topology_raw and not topology_name:
+            topology_name = str(topology_raw[0]["metadata"]["name"])
     result = Generated(objects=[], jobs=[], cq_classes={}, notes=notes)
-    raw: list[dict[str, Any]] = [_flavor_manifest(flavor)]
+    raw: list[dict[str, Any]] = [
+        _flavor_manifest(flavor, topology_name if topology_raw else ""),
+        *topology_raw,
+    ]
     for c_index, cohort_set in enumerate(cohort_sets):
         c_path = f"cohorts[{c_index}]"
         c_doc = reader.mapping(cohort_set, c_path, _COHORT)
@@ -280,17 +298,94 @@ def _template(reader: _Reader, value: Any, path: str) -> _Template:
         class_name=reader.text(doc, "className", path),
         runtime=reader.integer(doc, "runtimeMs", path) * MS,
         priority=priority,
-        pod_sets=(PodSetSpec("main", pods, {"cpu": resource_units("cpu", milli)}),),
+        pod_sets=(
+            PodSetSpec(
+                "main", pods, {"cpu": resource_units("cpu", milli)}, topology=_tas_request(reader, doc, path)
+            ),
+        ),
     )
 
 
-def _flavor_manifest(name: str) -> dict[str, Any]:
+def _tas_request(reader: _Reader, doc: dict[str, Any], path: str) -> TopologyRequest | None:
+    """Upstream's generator: a ``tasLevel`` makes the pod set ask for TAS as ``tasConstraint`` says."""
+    level = reader.text(doc, "tasLevel", path, required=False)
+    if not level:
+        return None
+    constraint = reader.text(doc, "tasConstraint", path, required=False)
+    if constraint == "required":
+        return TopologyRequest(required=level)
+    if constraint == "preferred":
+        return TopologyRequest(preferred=level)
+    if constraint == "balanced":
+        size = reader.integer(doc, "sliceSize", path, default=0)
+        return TopologyRequest(slices=(SliceLayer(level, size),))
+    reader.problem(f"{path}.tasConstraint", f"expected required, preferred or balanced, got {constraint!r}")
+    return None
+
+
+def _flavor_manifest(name: str, topology: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if topology:
+        spec = {"nodeLabels": {TAS_NODE_LABEL: "tas"}, "topologyName": topology}
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "ResourceFlavor",
         "metadata": {"name": name, "labels": {CLEANUP_LABEL: "true"}},
-        "spec": {},
+        "spec": spec,
     }
+
+
+def _topology(reader: _Reader, value: Any) -> list[dict[str, Any]]:
+    """The Topology and its nodes, as upstream's topology generator makes them."""
+    doc = reader.mapping(value, "topology", _TOPOLOGY)
+    name = reader.text(doc, "name", "topology")
+    levels = []
+    for index, item in enumerate(reader.items(doc.get("levels"), "topology.levels")):
+        path = f"topology.levels[{index}]"
+        level = reader.mapping(item, path, _LEVEL)
+        levels.append(
+            (
+                reader.text(level, "name", path),
+                reader.integer(level, "count", path, 1),
+                reader.text(level, "nodeLabel", path),
+            )
+        )
+    if len(levels) < 2:
+        reader.problem("topology.levels", f"topology must have at least 2 levels, got {len(levels)}")
+    raw_levels = doc.get("levels")
+    last = raw_levels[-1] if isinstance(raw_levels, list) and raw_levels else {}
+    capacity = last.get("capacity") if isinstance(last, dict) else None
+    capacity = capacity if isinstance(capacity, dict) else {}
+    cpu, memory = str(capacity.get("cpu", "96")), str(capacity.get("memory", "256Gi"))
+    if reader.problems:
+        return []
+    result: list[dict[str, Any]] = [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Topology",
+            "metadata": {"name": name},
+            "spec": {"levels": [{"nodeLabel": label} for _, _, label in levels]},
+        }
+    ]
+    combos: list[list[str]] = [[]]
+    for level_name, count, _ in levels:
+        combos = [[*combo, f"{level_name}-{i}"] for combo in combos for i in range(count)]
+    for values in combos:
+        labels = {CLEANUP_LABEL: "true", TAS_NODE_LABEL: "tas"}
+        labels.update({label: value for (_, _, label), value in zip(levels, values, strict=True)})
+        node_name = "node" + "".join(f"-{value[0]}{value.rpartition('-')[2]}" for value in values)
+        result.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node_name, "labels": labels},
+                "status": {
+                    "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
+    return result
 
 
 def _queue_manifests(name: str, cohort: str, flavor: str, q_set: _QueueSet) -> list[dict[str, Any]]:

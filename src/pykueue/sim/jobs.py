@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pykueue.engine import intake
+from pykueue.engine.topology_requests import TopologyRequest
 from pykueue.engine.workloads import PodSet, Workload
 
 SECOND = 10**6
@@ -30,6 +31,7 @@ class PodSetSpec:
     count: int
     requests: dict[str, int]
     min_count: int | None = None
+    topology: TopologyRequest | None = None  # topology-aware scheduling (docs/topology.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +73,10 @@ class Job:
             namespace=self.namespace,
             name=self.name,
             queue_name=self.queue,
-            pod_sets=[PodSet(ps.name, ps.count, dict(ps.requests), ps.min_count) for ps in self.pod_sets],
+            pod_sets=[
+                PodSet(ps.name, ps.count, dict(ps.requests), ps.min_count, topology=ps.topology)
+                for ps in self.pod_sets
+            ],
             priority=self.priority,
             priority_class=self.priority_class,
             created=self.submit,
