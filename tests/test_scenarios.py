@@ -352,3 +352,38 @@ def test_a_workload_using_topology_is_read(case: str) -> None:
 def test_every_new_key_is_in_the_json_output_and_empty_when_nothing() -> None:
     document = runner.run(loader.parse(yaml.safe_load(VALID), "valid.yaml"))
     assert (document["admissionChecks"], document["requeueState"], document["deactivated"]) == ({}, {}, [])
+
+
+HOST = "kubernetes.io/hostname"
+
+
+def _assignment(levels: list[str], *domains: tuple[list[str], int]) -> dict[str, Any]:
+    return {"levels": levels, "domains": [{"values": v, "count": c} for v, c in domains]}
+
+
+def test_an_assignment_spelled_with_every_level_equals_its_hostname_column() -> None:
+    ours = _assignment([HOST], (["x2"], 1), (["x1"], 2))
+    spelled = _assignment(["block", "rack", HOST], (["b1", "r1", "x1"], 2), (["b1", "r2", "x2"], 1))
+    problems: list[str] = []
+    report._compare_topology(spelled, ours, "admitted", problems)
+    assert problems == []
+    other_host = _assignment(["block", "rack", HOST], (["b1", "r1", "x1"], 2), (["b1", "r2", "x3"], 1))
+    report._compare_topology(other_host, ours, "admitted", problems)
+    assert len(problems) == 1
+    # Without hostnames at the bottom, the levels must match exactly.
+    racks = _assignment(["block", "rack"], (["b1", "r1"], 3))
+    problems.clear()
+    report._compare_topology(racks, _assignment(["rack"], (["r1"], 3)), "admitted", problems)
+    assert len(problems) == 1
+
+
+def test_the_json_output_lists_topology_domains_sorted_by_their_values() -> None:
+    seen = 0
+    for path in sorted((Path(__file__).parent / "scenarios" / "topology").glob("*.yaml")):
+        out = runner.run(loader.load(path))
+        for admitted in out["admitted"].values():
+            for pod_set in admitted["podSets"].values():
+                domains = pod_set.get("topologyAssignment", {}).get("domains", [])
+                seen += len(domains) > 1
+                assert [d["values"] for d in domains] == sorted(d["values"] for d in domains)
+    assert seen, "no topology scenario admitted a pod set across several domains"

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from pykueue.api import quantity
+from pykueue.api.topology import HOSTNAME_LABEL
 from pykueue.engine import intake
 from pykueue.engine.state import PREEMPTED, State
 from pykueue.engine.workloads import PodSetAssignment, Workload
@@ -59,7 +60,10 @@ def _pod_set(ps: PodSetAssignment) -> dict[str, Any]:
         "resourceUsage": {res: quantity.format_milli(v) for res, v in sorted(ps.resource_usage.items())},
     }
     if ps.topology is not None:
-        result["topologyAssignment"] = ps.topology.to_v1beta1()
+        assignment = ps.topology.to_v1beta1()
+        # FORMAT.md: the output lists domains sorted by their values (the Workload keeps upstream's order).
+        assignment["domains"].sort(key=lambda d: d["values"])
+        result["topologyAssignment"] = assignment
     return result
 
 
@@ -220,20 +224,34 @@ def _compare_admitted(
             )
 
 
-def _topology_key(assignment: Any) -> tuple[list[str], list[tuple[list[str], int]]] | None:
+def _topology_key(
+    assignment: Any, hostname_only: bool = False
+) -> tuple[list[str], list[tuple[list[str], int]]] | None:
     if assignment is None:
         return None
+    levels = [str(level) for level in assignment.get("levels") or []]
     domains = [
         ([str(v) for v in d.get("values") or []], int(d.get("count", 0)))
         for d in assignment.get("domains") or []
     ]
+    if hostname_only:
+        levels, domains = levels[-1:], [(values[-1:], count) for values, count in domains]
     # Domains compare as a set of (values, count): the order is upstream's (by full path
     # from the top level), which a file may list sorted by the written values instead.
-    return [str(level) for level in assignment.get("levels") or []], sorted(domains)
+    return levels, sorted(domains)
 
 
 def _compare_topology(want: Any, got: Any, where: str, problems: list[str]) -> None:
-    if _topology_key(want) != _topology_key(got):
+    """Equal assignments; one that ends in hostnames equals its hostname column alone.
+
+    When a topology's lowest level is the hostname, upstream's assignment names only that
+    level (a host fixes every level above it), and so does ours; a file may still spell
+    out every level, as FORMAT.md's example does. Both describe the same placement.
+    """
+    hostname_only = all(
+        a is not None and (a.get("levels") or [None])[-1] == HOSTNAME_LABEL for a in (want, got)
+    )
+    if _topology_key(want, hostname_only) != _topology_key(got, hostname_only):
         problems.append(f"{where}: expected {want}, got {got}")
 
 
