@@ -6,8 +6,11 @@ from typing import Any
 
 import pytest
 
-from pykueue.controllers import jobframework, topology_ungater
+from pykueue.controllers import admission, jobframework, topology_ungater
+from pykueue.controllers.admission import AdmissionController
 from pykueue.engine.topology_assignments import Domain, TopologyAssignment
+from pykueue.store.base import WatchEvent
+from pykueue.store.memory import MemoryStore
 
 HOST = "kubernetes.io/hostname"
 GATE = {"name": jobframework.TOPOLOGY_GATE}
@@ -118,3 +121,38 @@ def test_an_admission_with_a_topology_assignment_gates_the_template_and_restore_
     assert "schedulingGates" not in template["spec"]
     plain = jobframework.PodSetInfo.from_assignment({"name": "main", "flavors": {"cpu": "tas"}}, flavors, 3)
     assert plain.scheduling_gates == () and not plain.labels
+
+
+def _bound(name: str, version: int, *, phase: str = "Running", labels: dict[str, str] | None = None) -> Any:
+    pod = _pod(name, gated=False, phase=phase)
+    pod["metadata"].update(resourceVersion=str(version), labels=labels or {})
+    pod["spec"]["nodeName"] = "x1"
+    pod["spec"]["containers"] = [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]
+    return pod
+
+
+def test_the_admission_controller_hands_the_engine_only_pod_changes_that_move_capacity() -> None:
+    controller = AdmissionController(MemoryStore(), kinds=admission.with_topology_kinds())
+    assert controller.kinds[-4:] == ("Topology", "Node", "Pod", "Workload")
+    pods = controller.state.cluster.pods
+
+    controller.handle(WatchEvent("ADDED", _bound("a", 1), "1"))
+    assert pods["ns/a"][0] == "x1"
+    version = controller.state.cluster.version
+    restarted = _bound("a", 2)
+    restarted["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    controller.handle(WatchEvent("MODIFIED", restarted, "2"))
+    assert controller.state.cluster.version == version  # a status change only: the engine not touched
+    controller.handle(WatchEvent("MODIFIED", _bound("a", 3, phase="Succeeded"), "3"))
+    assert "ns/a" not in pods
+
+    controller.handle(WatchEvent("ADDED", _bound("t", 4, labels={jobframework.TAS_LABEL: "true"}), "4"))
+    assert "ns/t" not in pods
+
+    # Pods are keyed by namespace: a deleted pod frees its node, a namesake elsewhere stays.
+    elsewhere = _bound("b", 5)
+    elsewhere["metadata"]["namespace"] = "other"
+    controller.handle(WatchEvent("ADDED", _bound("b", 6), "6"))
+    controller.handle(WatchEvent("ADDED", elsewhere, "5"))
+    controller.handle(WatchEvent("DELETED", _bound("b", 7), "7"))
+    assert set(pods) == {"other/b"}
