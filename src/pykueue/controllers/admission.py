@@ -165,6 +165,11 @@ def _capacity_signature(pod: Manifest) -> tuple[Any, ...] | None:
     )
 
 
+def _unhealthy(obj: Manifest) -> Any:
+    """Failed nodes under a TAS workload (the node failure controller's write): the engine re-places."""
+    return (obj.get("status") or {}).get("unhealthyNodes")
+
+
 def _reclaimable(obj: Manifest) -> Any:
     """Pods that finished and give their quota back: the one status field the engine reads."""
     return (obj.get("status") or {}).get("reclaimablePods")
@@ -245,7 +250,7 @@ class AdmissionController:
                 self.cache[key] = obj
                 self._finish(key)
                 return
-            if _reclaimable(previous) == _reclaimable(obj):
+            if _reclaimable(previous) == _reclaimable(obj) and _unhealthy(previous) == _unhealthy(obj):
                 # Someone else's status write (ours come back with a version already cached):
                 # take the check states it carries, and compare the rest with the engine's
                 # view on the next write-back.

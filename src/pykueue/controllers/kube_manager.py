@@ -1,4 +1,4 @@
-"""The Kubernetes controller as one asyncio program: one watch per kind, five reconcilers.
+"""The Kubernetes controller as one asyncio program: one watch per kind, six reconcilers.
 
     API server ──watch──▶ events ─┬─▶ AdmissionController  (queueing kinds + Workloads → engine;
                                   │                         with TAS: Topologies, Nodes, Pods)
@@ -12,6 +12,7 @@
                     3. jobs.reconcile()        Workloads created, Jobs started / stopped / finished
                     4. provisioning.reconcile() ProvisioningRequests per attempt, check states written
                     5. ungater.reconcile()     gated pods of TAS workloads sent to their domains
+                    6. node_failures.reconcile() failed nodes into TAS Workloads' unhealthyNodes
 
 The status writes of steps 1 and 2 travel in the background: a pass decides and
 starts them, and the next pass can run while they are on the wire (one write per
@@ -44,6 +45,7 @@ from pykueue.controllers import admission, integrations, jobframework, workload_
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.events import EventRecorder, record_decisions
 from pykueue.controllers.job_reconciler import JobReconciler
+from pykueue.controllers.node_failures import NodeFailures
 from pykueue.controllers.pod_groups import PodGroupReconciler
 from pykueue.controllers.provisioning import ProvisioningController
 from pykueue.controllers.queue_status import QueueStatusWriter
@@ -109,6 +111,7 @@ class KubeManager:
     provisioning: ProvisioningController = field(init=False)
     # Topology-aware scheduling's pod side; None when the TopologyAwareScheduling gate is off.
     ungater: TopologyUngater | None = field(init=False, default=None)
+    node_failures: NodeFailures | None = field(init=False, default=None)
     passes: int = 0
     # Called after each admission step with the engine state (metrics count its events);
     # the events are dropped afterwards either way, so they never pile up.
@@ -142,6 +145,8 @@ class KubeManager:
         self.statuses = QueueStatusWriter(self.store, self.clock)
         self.provisioning = ProvisioningController(self.store, self.config, self.flavors, self.clock)
         self.ungater = self.topology_ungater()
+        if self.ungater is not None:
+            self.node_failures = NodeFailures(self.store, self.admission.cache, self.clock)
 
     def _stored_workload(self, engine_key: str) -> Manifest | None:
         namespace, _, name = engine_key.partition("/")
@@ -198,11 +203,13 @@ class KubeManager:
             self.pods.handle(event)
         if self.ungater is not None and kind in self.ungater.kinds():
             self.ungater.handle(event)
+        if self.node_failures is not None and kind in self.node_failures.kinds():
+            self.node_failures.handle(event)
 
     # --------------------------------------------------------------------- pass
 
     async def reconcile(self) -> int:
-        """One pass of all five reconcilers; the number of writes made."""
+        """One pass of all six reconcilers; the number of writes made."""
         self.passes += 1
         try:
             writes = await self.admission.reconcile()
@@ -224,6 +231,8 @@ class KubeManager:
             writes += await self.pods.reconcile()
         if self.ungater is not None:
             writes += await self.ungater.reconcile()
+        if self.node_failures is not None:
+            writes += await self.node_failures.reconcile()
         return writes
 
     def _reapply_reclaimable(self, previous: Manifest, current: Manifest) -> None:
@@ -258,6 +267,10 @@ class KubeManager:
         job_versions.update(pod_versions)
         if self.ungater is not None:
             self.ungater.seed(obj for key, obj in self.admission.cache.items() if key.kind == "Pod")
+        if self.node_failures is not None:
+            for key, obj in self.admission.cache.items():
+                if key.kind == "Node":
+                    self.node_failures.handle(WatchEvent("ADDED", obj, resource_version(obj)))
         versions = dict(self.admission.versions)
         versions.update({k: v for k, v in job_versions.items() if k not in versions})
         if not self.provisioning_checks:

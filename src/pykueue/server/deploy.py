@@ -15,6 +15,7 @@ Least privilege, rule by rule (nothing with ``*``):
 | jobs/finalizers, workloads/finalizers | update | owner references with ``blockOwnerDeletion`` |
 | pods | get list watch update patch | pods-ready, partial admission; node capacity and ungating (TAS) |
 | nodes | get list watch | topology-aware scheduling: the nodes' labels and capacity |
+| pods/status | get update patch | a TAS workload's pod on a failed node marked Failed |
 | podtemplates, autoscaling.x-k8s.io provisioningrequests | + create update (patch) delete | the ProvisioningRequest admission check |
 | namespaces, limitranges, priorityclasses | get list watch | selectors, defaults, priorities |
 | events (core and events.k8s.io) | create patch | the events we write |
@@ -173,6 +174,8 @@ def cluster_role(frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS) 
             # Update: the topology ungater sets a gated pod's nodeSelector and removes its gate.
             _rule([""], ["pods"], [*_READ, "update", "patch"]),
             _rule([""], ["nodes"], _READ),
+            # A pod on a failed node under a TAS workload is marked Failed, to be replaced.
+            _rule([""], ["pods/status"], ["get", "update", "patch"]),
             # The ProvisioningRequest admission check: one request and its PodTemplates per attempt.
             _rule([""], ["podtemplates"], [*_READ, "create", "update", "delete"]),
             _rule(
