@@ -170,3 +170,72 @@ def test_pods_appearing_later_fill_the_assigned_hosts_without_overfilling_one(
         "the replacement bound",
     )
     assert Counter(p["spec"]["nodeName"] for p in replaced) == on_nodes
+
+
+def _hosts_of(workload: dict[str, Any]) -> set[str]:
+    [assignment] = workload["status"]["admission"]["podSetAssignments"]
+    topology = assignment["topologyAssignment"]
+    assert topology["levels"] == [HOSTNAME]
+    hosts: set[str] = set()
+    for part in topology["slices"]:
+        [level] = part["valuesPerLevel"]
+        if level.get("universal"):
+            hosts.add(level["universal"])
+        else:
+            values = level["individual"]
+            hosts.update(
+                f"{values.get('prefix', '')}{root}{values.get('suffix', '')}" for root in values["roots"]
+            )
+    return hosts
+
+
+def test_a_deleted_node_under_a_job_moves_its_pods_to_a_node_of_the_same_block(
+    kueue: Kueue, controller: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    pool = f"pool-{ns}"
+    where = _racks(fake_nodes, pool)
+    for doc in _tas_queues(ns, pool):
+        kueue.apply(doc)
+    job = job_manifest("moved", "queue", parallelism=2, cpu="2", run_duration="1h")
+    job["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = BLOCK
+    created = kueue.create_job(ns, job)
+    pods = wait(lambda: _bound(kueue, ns, "moved", 2), 60, "two pods bound")
+    block = where[pods[0]["spec"]["nodeName"]][0]
+    lost = pods[0]["spec"]["nodeName"]
+
+    kueue.cluster.delete(f"/api/v1/nodes/{lost}")
+    # The node failure reaches the Workload, the engine places the lost pods again in the same
+    # block (the request is required), and the Job's replacements are bound there.
+    moved = wait(
+        lambda: (
+            (w := kueue.workload_of(created)) is not None
+            and is_true(w, "Admitted")
+            and lost not in _hosts_of(w)
+            and not (w["status"].get("unhealthyNodes"))
+            and w
+        ),
+        90,
+        "the assignment moved off the deleted node",
+    )
+    assert {where[h][0] for h in _hosts_of(moved)} == {block}
+    now = wait(
+        lambda: (
+            (
+                p := [
+                    x
+                    for x in kueue.pods_of(ns, "moved")
+                    if x.get("status", {}).get("phase") not in ("Failed",)
+                ]
+            )
+            and len(p) == 2
+            and all(x["spec"].get("nodeName") for x in p)
+            and p
+        ),
+        90,
+        "two live pods bound again",
+    )
+    assert {x["spec"]["nodeName"] for x in now} == _hosts_of(moved)
+    assert all(where[x["spec"]["nodeName"]][0] == block for x in now)
+    failed = [x for x in kueue.pods_of(ns, "moved") if x["status"].get("phase") == "Failed"]
+    assert all(x["spec"]["nodeName"] == lost for x in failed)
