@@ -1,6 +1,6 @@
-"""Topology-aware scheduling end to end: a batch/v1 Job placed on kwok nodes by blocks and racks.
+"""Topology-aware scheduling end to end: batch/v1 Jobs and a JobSet on kwok nodes by blocks and racks.
 
-The controller places the Job's pods on a topology (the engine), gates them, and lets each
+The controller places the pods on a topology (the engine), gates them, and lets each
 go with its domain's node selector; the real kube-scheduler then binds them. The test
 reads the nodes the pods were bound to (``spec.nodeName``), not only what we wrote.
 """
@@ -10,8 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import yaml
+
 from ..conftest import NodeFactory
+from ..controlplane import KubeCluster
 from .conftest import ControllerThread, Kueue, is_true, job_manifest, wait
+from .kinds import admitted, controller_for, create, pods
 
 BLOCK = "cloud.com/topology-block"
 RACK = "cloud.com/topology-rack"
@@ -239,3 +243,46 @@ def test_a_deleted_node_under_a_job_moves_its_pods_to_a_node_of_the_same_block(
     assert all(where[x["spec"]["nodeName"]][0] == block for x in now)
     failed = [x for x in kueue.pods_of(ns, "moved") if x["status"].get("phase") == "Failed"]
     assert all(x["spec"]["nodeName"] == lost for x in failed)
+
+
+def test_a_jobset_requiring_one_block_runs_there(
+    jobset_controller: KubeCluster, kueue: Kueue, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    cluster, ns = jobset_controller, kube_namespace
+    pool = f"pool-{ns}"
+    where = _racks(fake_nodes, pool)
+    b1_first = next(name for name, (block, _) in where.items() if block == "b1")
+    _pod_on(kueue, ns, b1_first, "3")  # b1 keeps room for two 2-CPU pods: four go to b2
+    for doc in _tas_queues(ns, pool):
+        kueue.apply(doc)
+    pod_template = job_manifest("unused", None, cpu="2", run_duration="1h")["spec"]["template"]
+    pod_template["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = BLOCK
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "placed", "labels": {"kueue.x-k8s.io/queue-name": "queue"}},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "replicas": 2,
+                    "template": {"spec": {"parallelism": 2, "completions": 2, "template": pod_template}},
+                }
+            ]
+        },
+    }
+    with controller_for(cluster, "jobset.x-k8s.io/jobset"):
+        [created] = create(cluster, ns, yaml.safe_dump(jobset))
+        uid = created["metadata"]["uid"]
+        workload = wait(lambda: admitted(cluster, ns, uid), 60, "the JobSet's Workload admitted")
+        assert workload["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+        selector = "jobset.sigs.k8s.io/jobset-name%3Dplaced"
+
+        def bound() -> list[dict[str, Any]] | None:
+            found = [p for p in pods(cluster, ns, selector) if not p["metadata"].get("deletionTimestamp")]
+            return found if len(found) == 4 and all(p["spec"].get("nodeName") for p in found) else None
+
+        found = wait(bound, 60, "four JobSet pods bound by kube-scheduler")
+    b2 = {name for name, (block, _) in where.items() if block == "b2"}
+    assert Counter(p["spec"]["nodeName"] for p in found) == Counter({name: 2 for name in b2})
+    assert all(p["spec"]["nodeSelector"][HOSTNAME] == p["spec"]["nodeName"] for p in found)
