@@ -31,12 +31,13 @@ capabilities; its probes are the webhook server's ``/healthz`` and ``/readyz``.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any, Final
 
 from pykueue.api import crd
 from pykueue.controllers import integrations, jobframework
-from pykueue.server import certs, webhooks
+from pykueue.server import certs, visibility, webhooks
 
 Doc = dict[str, Any]
 
@@ -469,6 +470,62 @@ def service(config: DeployConfig) -> Doc:
             "ports": [{"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}],
         },
     }
+
+
+def api_services(service_name: str, namespace: str, port: int = 443, ca_bundle: bytes = b"") -> list[Doc]:
+    """The visibility API's APIServices, v1beta2 and v1beta1, served by ``service_name``.
+
+    Upstream's skip TLS verification; ours carry the CA of the serving certificate
+    (the controller publishes it, as into the webhook configurations).
+    """
+    docs = []
+    for version in visibility.VERSIONS:
+        spec: Doc = {
+            "group": visibility.GROUP,
+            "version": version,
+            "groupPriorityMinimum": 100,
+            "versionPriority": 100,
+            "service": {"name": service_name, "namespace": namespace, "port": port},
+        }
+        if ca_bundle:
+            spec["caBundle"] = base64.b64encode(ca_bundle).decode("ascii")
+        docs.append(
+            {
+                "apiVersion": "apiregistration.k8s.io/v1",
+                "kind": "APIService",
+                "metadata": {"name": f"{version}.{visibility.GROUP}", "labels": dict(LABELS)},
+                "spec": spec,
+            }
+        )
+    return docs
+
+
+def external_endpoint(service_name: str, namespace: str, address: str, port: int) -> list[Doc]:
+    """A Service without selector and its EndpointSlice: ``address:port`` under a Service name.
+
+    How an APIService reaches a server outside the cluster; the API server routes to the
+    endpoint itself (``--enable-aggregator-routing``), and refuses loopback addresses in it.
+    """
+    family = "IPv6" if ":" in address else "IPv4"
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _meta(service_name, namespace),
+            "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port, "protocol": "TCP"}]},
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                **_meta(service_name, namespace),
+                "labels": {**LABELS, "kubernetes.io/service-name": service_name},
+            },
+            "addressType": family,
+            "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+            "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+        },
+    ]
 
 
 def secret(config: DeployConfig) -> Doc:
