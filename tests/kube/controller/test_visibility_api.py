@@ -8,127 +8,22 @@ controller, which asks a SubjectAccessReview before it answers from the engine.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import secrets
-import signal
-import socket
 import ssl
-import subprocess
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pykueue.cli import controller_command
-from pykueue.server import deploy
-
 from ..controlplane import ControlPlaneError, KubeCluster
-from .conftest import WEBHOOK_CONFIGURATIONS, Kueue, is_true, wait
-from .test_cli import PYKUEUE
+from .conftest import Kueue, LocalController, is_true, wait
 from .test_drop_in import _workload
 from .test_job_integration import _cluster_queue, _flavor, _local_queue
 
 VISIBILITY = "/apis/visibility.kueue.x-k8s.io"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-
-
-def host_address() -> str:
-    """This machine's address on its first non-loopback route (the API server refuses loopback endpoints)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        # A UDP "connect" sends nothing; it only picks the outgoing interface.
-        for target in ("192.0.2.1", "10.255.255.255", "8.8.8.8"):
-            with contextlib.suppress(OSError):
-                probe.connect((target, 9))
-                address = str(probe.getsockname()[0])
-                if not address.startswith("127."):
-                    return address
-    raise RuntimeError("this machine has no non-loopback IPv4 address for the API server to reach")
-
-
-@dataclass
-class LocalController:
-    process: subprocess.Popen[str]
-    log: Path
-    address: str
-    port: int
-
-
-@pytest.fixture
-def visibility_controller(
-    kwok_cluster: KubeCluster, kueue_crds: list[str], tmp_path: Path
-) -> Iterator[LocalController]:
-    system = f"pykueue-vis-{secrets.token_hex(3)}"
-    address = host_address()
-    log_path = tmp_path / "controller.log"
-    log = log_path.open("w")
-    process = subprocess.Popen(
-        [
-            PYKUEUE,
-            "controller",
-            "--kubeconfig",
-            str(kwok_cluster.kubeconfig),
-            "--resync-seconds",
-            "0.3",
-            "--local-webhooks",
-            "--webhook-host",
-            address,
-            "--webhook-port",
-            "0",
-            "--lease-namespace",
-            system,
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        wait(
-            lambda: "pykueue controller is running" in log_path.read_text() or process.poll() is not None,
-            60,
-            "the controller with local webhooks to start",
-        )
-        assert process.poll() is None, log_path.read_text()
-
-        def available() -> bool:
-            for version in ("v1beta2", "v1beta1"):
-                service = kwok_cluster.get_or_none(
-                    f"/apis/apiregistration.k8s.io/v1/apiservices/{version}.visibility.kueue.x-k8s.io"
-                )
-                if not is_true(service, "Available"):
-                    return False
-            return True
-
-        try:
-            wait(available, 60, "the visibility APIServices to become Available")
-        except AssertionError as exc:
-            services = kwok_cluster.kubectl("get", "apiservices", "-o", "yaml", check=False)
-            detail = [line for line in services.splitlines() if "visibility" in line or "message" in line]
-            raise AssertionError(f"{exc}\n{detail}\n{log_path.read_text()[-3000:]}") from None
-        slice_ = kwok_cluster.get(
-            f"/apis/discovery.k8s.io/v1/namespaces/{system}/endpointslices/{controller_command.LOCAL_VISIBILITY_SERVICE}"
-        )
-        yield LocalController(process, log_path, address, int(slice_["ports"][0]["port"]))
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(15)
-        log.close()
-        for doc in deploy.api_services("", ""):
-            kwok_cluster.delete(f"/apis/apiregistration.k8s.io/v1/apiservices/{doc['metadata']['name']}")
-        for kind, name in WEBHOOK_CONFIGURATIONS:
-            kwok_cluster.delete(f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}s/{name}")
-        subprocess.run(
-            [PYKUEUE, "install", "--crds-only", "--kubeconfig", str(kwok_cluster.kubeconfig)],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-        kwok_cluster.delete(f"/api/v1/namespaces/{system}")
 
 
 def _prioritized(ns: str, name: str, queue: str, priority: int) -> dict[str, Any]:
