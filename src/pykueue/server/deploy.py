@@ -1,7 +1,7 @@
 """Everything a cluster needs to run pykueue, as manifests: what `pykueue manifests` prints.
 
     namespace ─ CRDs (conversion via the webhook Service) ─ RBAC ─ webhook Secret
-    ─ Mutating/ValidatingWebhookConfigurations ─ Service ─ Deployment
+    ─ Mutating/ValidatingWebhookConfigurations ─ Service ─ visibility APIServices ─ Deployment
     [─ metrics Service (with a metrics port) ─ ServiceMonitor (if asked for)]
 
 Least privilege, rule by rule (nothing with ``*``):
@@ -21,6 +21,8 @@ Least privilege, rule by rule (nothing with ``*``):
 | our CRDs (by name) | get update patch | the conversion webhook's CA bundle |
 | leases in our namespace | get list watch create update patch | leader election |
 | tokenreviews, subjectaccessreviews | create | who may read the visibility API |
+| the visibility APIServices (by name) | get update patch | publish the CA bundle |
+| ConfigMap ``kube-system/extension-apiserver-authentication`` (the built-in Role ``extension-apiserver-authentication-reader``, bound in ``kube-system``) | get list watch | trust the API server's front proxy (visibility API) |
 | our certificate Secret in our namespace (by name) | get update patch | the serving certificate |
 
 The Secret is part of the manifests (empty), so the controller never needs ``create``
@@ -205,6 +207,12 @@ def cluster_role(frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS) 
                 ["get", "update", "patch"],
                 crd.crd_names(),
             ),
+            _rule(
+                ["apiregistration.k8s.io"],
+                ["apiservices"],
+                ["get", "update", "patch"],
+                list(_CERTS.api_services),
+            ),
         ],
     }
 
@@ -244,6 +252,18 @@ def rbac(config: DeployConfig) -> list[Doc]:
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "Role",
                 "name": role["metadata"]["name"],
+            },
+            "subjects": subject,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            # Upstream's visibility server is bound the same way: the Role is built in.
+            "metadata": _meta("pykueue-visibility-server-auth-reader", "kube-system"),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "extension-apiserver-authentication-reader",
             },
             "subjects": subject,
         },
@@ -663,6 +683,7 @@ def render(config: DeployConfig | None = None) -> list[Doc]:
         mutating_webhook_configuration(client, config.namespace, config.frameworks),
         validating_webhook_configuration(client, config.namespace, config.frameworks),
         service(config),
+        *api_services(SERVICE, config.namespace),
         deployment(config),
         *([metrics_service(config)] if config.metrics_port else []),
         *([service_monitor(config)] if config.metrics_port and config.service_monitor else []),

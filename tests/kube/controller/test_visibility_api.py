@@ -8,6 +8,8 @@ controller, which asks a SubjectAccessReview before it answers from the engine.
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 import ssl
 import urllib.error
@@ -16,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from pykueue.server import certs
+from pykueue.store import kubernetes
 
 from ..controlplane import ControlPlaneError, KubeCluster
 from .conftest import Kueue, LocalController, is_true, wait
@@ -180,3 +185,30 @@ def test_only_the_front_proxy_is_believed_about_who_asks(
     # The API server's own proxy certificate: believed, then authorized (system:masters).
     front_proxy = (creds.front_proxy_cert, creds.front_proxy_key)
     assert _direct(visibility_controller, path, front_proxy, "system:admin") == 200
+
+
+# Publishing goes to the APIServices alone here: the webhook configurations named do not exist.
+ONLY_API_SERVICES = certs.CertConfig(
+    mutating_webhook="none-such", validating_webhook="none-such", crd_names=()
+)
+
+
+def test_a_rotated_ca_reaches_the_api_services(
+    visibility_controller: LocalController, kwok_cluster: KubeCluster
+) -> None:
+    path = "/apis/apiregistration.k8s.io/v1/apiservices/v1beta2.visibility.kueue.x-k8s.io"
+    current = base64.b64decode(kwok_cluster.get(path)["spec"]["caBundle"])
+    rotated = current + current  # what a rotation publishes: a bundle that differs
+
+    async def publish(bundle: bytes) -> list[str]:
+        store = kubernetes.KubernetesStore(kubernetes.load_kubeconfig(kwok_cluster.kubeconfig))
+        try:
+            return await certs.publish(store, ONLY_API_SERVICES, bundle)
+        finally:
+            await store.close()
+
+    changed = asyncio.run(publish(rotated))
+    assert {f"APIService/{v}.visibility.kueue.x-k8s.io" for v in ("v1beta2", "v1beta1")} <= set(changed)
+    assert base64.b64decode(kwok_cluster.get(path)["spec"]["caBundle"]) == rotated
+    asyncio.run(publish(current))
+    assert base64.b64decode(kwok_cluster.get(path)["spec"]["caBundle"]) == current
