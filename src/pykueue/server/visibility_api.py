@@ -129,52 +129,67 @@ def create_router(
             return status(401, "Unauthorized", "only the API server's front proxy may call this server")
         return user
 
+    def paging(offset: int, limit: int) -> tuple[int, int] | JSONResponse:
+        """Upstream's options: ``limit`` 0 (or absent) means the default; negatives are refused."""
+        for field, value in (("offset", offset), ("limit", limit)):
+            if value < 0:
+                return status(400, "BadRequest", f"PendingWorkloadOptions.{field}: must be >= 0, got {value}")
+        return offset, limit or visibility.DEFAULT_LIMIT
+
+    def forbidden(user: front_proxy.User, attributes: dict[str, Any]) -> JSONResponse:
+        resource, name = attributes["resource"], attributes["name"]
+        namespace = attributes.get("namespace")
+        where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+        return status(
+            403,
+            "Forbidden",
+            f'{resource}.{visibility.GROUP} "{name}" is forbidden: User "{user.name}" cannot get resource '
+            f'"{resource}/{PENDING}" in API group "{visibility.GROUP}" {where}',
+        )
+
     async def summary(
-        request: Request, version: str, attributes: dict[str, Any], answer: Callable[[State], Any]
+        request: Request,
+        version: str,
+        attributes: dict[str, Any],
+        page: tuple[int, int],
+        answer: Callable[[State, int, int, str], dict[str, Any] | None],
     ) -> JSONResponse:
-        if version not in visibility.VERSIONS:
-            return status(404, "NotFound", f"the server could not find {visibility.GROUP}/{version}")
+        """Authenticate, check the version and paging, authorize, then answer from the engine."""
         user = authenticate(request)
         if isinstance(user, JSONResponse):
             return user
+        if version not in visibility.VERSIONS:
+            return status(404, "NotFound", f"the server could not find {visibility.GROUP}/{version}")
+        paged = paging(*page)
+        if isinstance(paged, JSONResponse):
+            return paged
         attributes = {"group": visibility.GROUP, "version": version, "verb": "get", **attributes}
         if not await authorizer(user, attributes):
-            where = (
-                f'in the namespace "{attributes["namespace"]}"'
-                if "namespace" in attributes
-                else "at the cluster scope"
-            )
-            return status(
-                403,
-                "Forbidden",
-                f'{attributes["resource"]}.{visibility.GROUP} "{attributes["name"]}" is forbidden: User '
-                f'"{user.name}" cannot get resource "{attributes["resource"]}/{PENDING}" in API group '
-                f'"{visibility.GROUP}" {where}',
-            )
+            return forbidden(user, attributes)
         engine = state()
         if engine is None:
             return status(
                 503, "ServiceUnavailable", "pykueue is not the leader, or its caches are not synced"
             )
-        body = answer(engine)
+        body = answer(engine, *paged, f"{visibility.GROUP}/{version}")
         if body is None:
-            return status(
-                404,
-                "NotFound",
-                f'{attributes["resource"]}.{visibility.GROUP} "{attributes["name"]}" not found',
-            )
+            # Upstream names the resource in the singular here.
+            singular = attributes["resource"][:-1]
+            return status(404, "NotFound", f'{singular}.{visibility.GROUP} "{attributes["name"]}" not found')
         return JSONResponse(body)
 
     @router.get(PREFIX + "/{version}/clusterqueues/{name}/" + PENDING)
     async def cluster_queue(
         version: str, name: str, request: Request, offset: int = 0, limit: int = visibility.DEFAULT_LIMIT
     ) -> JSONResponse:
-        api_version = f"{visibility.GROUP}/{version}"
         return await summary(
             request,
             version,
             {"resource": "clusterqueues", "subresource": PENDING, "name": name},
-            lambda engine: visibility.cluster_queue_summary(engine, name, offset, limit, api_version),
+            (offset, limit),
+            lambda engine, first, count, api_version: visibility.cluster_queue_summary(
+                engine, name, first, count, api_version
+            ),
         )
 
     @router.get(PREFIX + "/{version}/namespaces/{namespace}/localqueues/{name}/" + PENDING)
@@ -186,13 +201,13 @@ def create_router(
         offset: int = 0,
         limit: int = visibility.DEFAULT_LIMIT,
     ) -> JSONResponse:
-        api_version = f"{visibility.GROUP}/{version}"
         return await summary(
             request,
             version,
             {"resource": "localqueues", "subresource": PENDING, "name": name, "namespace": namespace},
-            lambda engine: visibility.local_queue_summary(
-                engine, namespace, name, offset, limit, api_version
+            (offset, limit),
+            lambda engine, first, count, api_version: visibility.local_queue_summary(
+                engine, namespace, name, first, count, api_version
             ),
         )
 
