@@ -13,6 +13,7 @@ BENCHMARKS = [
     "benchmarks.engine_bench",
     "benchmarks.preemption_bench",
     "benchmarks.sim_bench",
+    "benchmarks.estimate_bench",
 ]
 
 

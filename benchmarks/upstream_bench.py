@@ -95,11 +95,30 @@ class Run:
     workloads: int = 0
     # The API server's own count of Kueue writes (creates, updates, patches) by verb, resource, code.
     kueue_writes: dict[str, int] = field(default_factory=dict)
+    control_plane_cpu_s: dict[str, float] = field(default_factory=dict)
     error: str = ""
 
     @property
     def workload_status_writes(self) -> int:
         return sum(n for what, n in self.kueue_writes.items() if "workloads/status" in what)
+
+
+def children_cpu(parent: int, names: tuple[str, ...]) -> dict[str, float]:
+    """CPU seconds (user + system) of the direct children of ``parent`` with these names."""
+    found: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            head, _, tail = (entry / "stat").read_text().rpartition(")")
+        except OSError:
+            continue
+        name = head.partition("(")[2]
+        fields = tail.split()
+        if name in names and int(fields[1]) == parent:
+            found[name] = (int(fields[11]) + int(fields[12])) / tick
+    return found
 
 
 class MetricsPoller(threading.Thread):
@@ -113,6 +132,8 @@ class MetricsPoller(threading.Thread):
         super().__init__(daemon=True)
         self.kubeconfig = kubeconfig
         self.series = series  # every answer's counts, one JSON line each
+        self.runner_pid = 0
+        self.cpu: dict[str, float] = {}  # CPU seconds of the runner's children (etcd, kube-apiserver)
         self.every = every
         self.last = ""
         self.stopping = threading.Event()
@@ -121,6 +142,8 @@ class MetricsPoller(threading.Thread):
         context: ssl.SSLContext | None = None
         server = ""
         while not self.stopping.wait(self.every if context else 0.5):
+            if self.runner_pid:
+                self.cpu.update(children_cpu(self.runner_pid, ("etcd", "kube-apiserver")))
             try:
                 if context is None:
                     if not self.kubeconfig.exists():
@@ -246,6 +269,7 @@ def run_once(
     bins: dict[str, Path],
     kueue_src: Path,
     pykueue_args: str,
+    pykueue_bin: str = "",
 ) -> Run:
     out.mkdir(parents=True, exist_ok=True)
     run = Run(controller, shape, scale, index, str(out))
@@ -261,7 +285,7 @@ def run_once(
         **os.environ,
         "KUBEBUILDER_ASSETS": str(bins["kube"]),
         "PROJECT_DIR": str(kueue_src / "Makefile"),  # upstream's test utilities look for it at start
-        "PYKUEUE_BIN": str(Path(sys.executable).parent / "pykueue"),
+        "PYKUEUE_BIN": pykueue_bin or str(Path(sys.executable).parent / "pykueue"),
         "PYKUEUE_CONTROLLER_ARGS": pykueue_args,
         "PYKUEUE_LOG": str(out / "pykueue.log"),
     }
@@ -277,18 +301,22 @@ def run_once(
     poller = MetricsPoller(out / "kubeconfig", series=out / "kueue-writes.jsonl")
     poller.start()
     with (out / "runner.log").open("w") as log:
-        done = subprocess.run(argv, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+        poller.runner_pid = process.pid
+        returncode = process.wait()
     poller.stopping.set()
     poller.join(15)
     run.kueue_writes = kueue_requests(poller.last)
+    run.control_plane_cpu_s = {name: round(cpu, 1) for name, cpu in sorted(poller.cpu.items())}
+    (out / "apiserver-metrics.txt").write_text(poller.last)
     print(
-        f"  {controller} {shape} run {index + 1}: runner exited {done.returncode} after "
+        f"  {controller} {shape} run {index + 1}: runner exited {returncode} after "
         f"{time.monotonic() - started:.0f} s",
         flush=True,
     )
     stats_file = out / f"{binary.name}.stats.yaml"
-    if done.returncode != 0 or not (out / "summary.yaml").exists() or not stats_file.exists():
-        run.error = f"runner exited {done.returncode}; see {out / 'runner.log'}"
+    if returncode != 0 or not (out / "summary.yaml").exists() or not stats_file.exists():
+        run.error = f"runner exited {returncode}; see {out / 'runner.log'}"
         return run
     read_figures(run, generator, stats_file)
     check = subprocess.run(
@@ -335,6 +363,7 @@ COLUMNS: list[tuple[str, Any, int]] = [
     ("evictions", lambda r: r.evictions, 0),
     ("Workload status writes", lambda r: r.workload_status_writes or None, 0),
     ("CPU s", lambda r: r.cpu_s, 1),
+    ("API server CPU s", lambda r: r.control_plane_cpu_s.get("kube-apiserver"), 1),
     ("peak RSS MiB", lambda r: r.rss_mib, 0),
 ]
 
@@ -400,6 +429,9 @@ def main() -> int:
         default="--qps 50 --burst 100 --log-level WARNING",
         help="flags for `pykueue controller` (upstream's client limits by default)",
     )
+    parser.add_argument(
+        "--pykueue-bin", default="", help="the `pykueue` command to run (e.g. a profiler's wrapper)"
+    )
     args = parser.parse_args()
     shapes = [s for s in args.shapes.split(",") if s]
     controllers = [c for c in args.controllers.split(",") if c]
@@ -426,7 +458,15 @@ def main() -> int:
                 if where.exists():
                     shutil.rmtree(where)
                 run = run_once(
-                    controller, shape, args.scale, index, where, bins, kueue_src, args.pykueue_args
+                    controller,
+                    shape,
+                    args.scale,
+                    index,
+                    where,
+                    bins,
+                    kueue_src,
+                    args.pykueue_args,
+                    args.pykueue_bin,
                 )
                 runs.append(run)
                 (out / "runs.json").write_text(json.dumps([asdict(r) for r in runs], indent=2))

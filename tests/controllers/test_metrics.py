@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pykueue.controllers import metrics
 from pykueue.controllers.kube_manager import KubeManager
+from pykueue.engine import pending_causes
 from pykueue.server import visibility
 from pykueue.store.base import Key, WatchEvent, resource_version
 from pykueue.store.memory import MemoryStore
@@ -149,6 +150,14 @@ def test_gauges_and_counters_equal_the_objects() -> None:
             for s in ("active", "inadmissible")
         )
         assert pending == 2
+        by_cause = {
+            cause: _value(scraped, "pykueue_pending_workloads_by_cause", cluster_queue="cq", cause=cause)
+            for cause in pending_causes.CAUSES
+        }
+        # The queue's head was tried and did not fit; its twin behind it waits untried, for the same cause.
+        assert by_cause == {
+            cause: (2 if cause == pending_causes.QUOTA else 0) for cause in pending_causes.CAUSES
+        }
         cq = await h.store.get("ClusterQueue", "", "cq")
         assert cq["status"]["pendingWorkloads"] == 2
         fr = {"cohort": "", "cluster_queue": "cq", "flavor": "default", "resource": "cpu"}

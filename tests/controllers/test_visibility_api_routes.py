@@ -51,13 +51,17 @@ class Client:
         return asyncio.run(call())
 
 
+def _estimate(key: str) -> dict[str, str] | None:
+    return {"at": "2026-01-01T13:00:00Z", "low": "", "high": "", "basis": "test"} if key == "team/a" else None
+
+
 def _client(state: State | None, allowed: bool = True, common_name: str = "front-proxy-client") -> Client:
     async def authorizer(user: front_proxy.User, attributes: dict[str, Any]) -> bool:
         ASKED.append((user.name, attributes))
         return allowed
 
     app = FastAPI()
-    app.include_router(visibility_api.create_router(lambda: TRUSTED, authorizer, lambda: state))
+    app.include_router(visibility_api.create_router(lambda: TRUSTED, authorizer, lambda: state, _estimate))
     subject = ((("commonName", common_name),),)
 
     async def with_certificate(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -88,6 +92,8 @@ def test_a_summary_names_its_version_and_the_authorizer_saw_the_request(state: S
     body = answer.json()
     assert body["apiVersion"] == "visibility.kueue.x-k8s.io/v1beta2"
     assert [i["metadata"]["name"] for i in body["items"]] == ["b", "a"]
+    # pykueue's estimated start rides along, as on the metrics port, where one is known.
+    assert [i.get("estimatedStart", {}).get("basis") for i in body["items"]] == [None, "test"]
     assert ASKED == [
         (
             "alice",

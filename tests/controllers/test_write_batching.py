@@ -144,6 +144,49 @@ def test_queue_status_is_written_at_most_once_per_interval_and_the_latest_goes_o
     asyncio.run(scenario())
 
 
+def test_queue_count_changes_share_a_budget_news_does_not() -> None:
+    async def scenario() -> None:
+        store = MemoryStore(now=lambda: NOW)
+        await _loaded(store, "queues.yaml", "workloads.yaml")
+        controller = AdmissionController(store, clock=lambda: NOW)
+        await controller.sync()
+        await controller.reconcile()
+        ticks = [100.0]
+        writer = QueueStatusWriter(
+            store, clock=lambda: NOW, min_interval_seconds=1.0, monotonic=lambda: ticks[0]
+        )
+        writer.max_writes_per_second = 1.0
+        queues = [k for k in controller.cache if k.kind in ("ClusterQueue", "LocalQueue")]
+        # Every queue's first status is news: all of them go, whatever the budget.
+        assert await writer.write(controller.state, controller.cache) == len(queues)
+
+        # Two admitted workloads of the research queue finish: its counts change (and its
+        # LocalQueue's), but it stays busy, so that is no news and waits for the budget.
+        done = [
+            obj
+            for key, obj in controller.cache.items()
+            if key.kind == "Workload"
+            and (obj.get("status") or {}).get("admission", {}).get("clusterQueue") == "research"
+        ][:2]
+        for obj in done:
+            status = {**obj["status"], "conditions": [*obj["status"]["conditions"], _finished()]}
+            fresh = await store.update_status({**obj, "status": status})
+            controller.handle(WatchEvent("MODIFIED", fresh, resource_version(fresh)))
+        await controller.reconcile()
+        research = (await store.get("ClusterQueue", "", "research"))["status"]
+        assert research["pendingWorkloads"] or research["reservingWorkloads"]
+
+        ticks[0] = 101.1  # one more write's worth of budget
+        assert await writer.write(controller.state, controller.cache) == 1
+        assert (await store.get("ClusterQueue", "", "research"))["status"] != research  # queues first
+
+    asyncio.run(scenario())
+
+
+def _finished() -> dict[str, str]:
+    return {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
+
+
 def test_background_writes_let_the_pass_return_and_send_what_they_learn_to_the_outbox() -> None:
     async def scenario() -> None:
         store, controller = await _slow_store_with(6)

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from browsing.browser import Browser
 from pykueue.cli.main import app
-
-from .browser import Browser
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
 VIEWPORTS = {"desktop": (1280, 900, False), "phone": (375, 812, True)}

@@ -21,7 +21,7 @@ import yaml
 from aiohttp import web
 
 from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError, Unavailable, ValidationError
-from pykueue.store import kubernetes
+from pykueue.store import base, kubernetes
 from pykueue.store.base import Key
 
 from .scripted_server import Handler, serving, status
@@ -258,6 +258,70 @@ def test_each_api_resource_has_its_own_rate_limit() -> None:
     assert len(queues) == 5
     assert max(queues[:3]) < 0.4  # the ClusterQueue bucket's burst, status included
     assert queues[-1] >= 0.9  # two more at 2/s: the status requests share that bucket
+
+
+def test_waiting_requests_get_tokens_by_rank_not_by_arrival() -> None:
+    async def scenario() -> list[str]:
+        bucket = kubernetes.TokenBucket(rate=100, burst=1)
+        order: list[str] = []
+
+        async def request(name: str, rank: tuple[int, ...]) -> None:
+            base.request_rank.set(rank)
+            await bucket.take()
+            order.append(name)
+
+        await bucket.take()  # the burst is spent: everyone below waits
+        await asyncio.gather(
+            request("explanation", (2, 0)),
+            request("small admission", (1, -50)),
+            request("unranked", (0,)),
+            request("large admission", (1, -200)),
+        )
+        return order
+
+    assert asyncio.run(scenario()) == ["unranked", "large admission", "small admission", "explanation"]
+
+
+def test_a_cancelled_waiter_gives_its_turn_to_the_next() -> None:
+    async def scenario() -> list[str]:
+        bucket = kubernetes.TokenBucket(rate=100, burst=1)
+        order: list[str] = []
+
+        async def request(name: str) -> None:
+            await bucket.take()
+            order.append(name)
+
+        await bucket.take()
+        first = asyncio.create_task(request("gone"))
+        second = asyncio.create_task(request("next"))
+        await asyncio.sleep(0)
+        first.cancel()
+        await asyncio.gather(first, second, return_exceptions=True)
+        return order
+
+    assert asyncio.run(scenario()) == ["next"]
+
+
+def test_a_controllers_list_is_served_from_the_watch_cache_at_once() -> None:
+    seen: list[dict[str, str]] = []
+
+    def handler(request: web.Request) -> web.Response:
+        seen.append(dict(request.query))
+        return web.json_response(
+            {
+                "kind": "NamespaceList",
+                "metadata": {"resourceVersion": "42"},
+                "items": [{"metadata": {"name": "a"}}],
+            }
+        )
+
+    async def use(store: kubernetes.KubernetesStore) -> tuple[list[Any], str]:
+        store.list_from_watch_cache = True
+        return await store.list("Namespace")
+
+    items, version = _against(handler, use)
+    assert [obj["metadata"]["name"] for obj in items] == ["a"] and version == "42"
+    assert seen == [{"resourceVersion": "0"}]  # no pages: the cache answers with everything
 
 
 def test_resource_of_an_api_path() -> None:

@@ -32,9 +32,18 @@ import typer
 import yaml
 
 from pykueue.api import configuration, crd
-from pykueue.controllers import integrations, jobframework, kueue_configuration, leader, metrics
+from pykueue.controllers import (
+    estimate_annotations,
+    estimating,
+    integrations,
+    jobframework,
+    kueue_configuration,
+    leader,
+    metrics,
+)
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
+from pykueue.engine import intake
 from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import AlreadyExists, PykueueError, StoreError
 from pykueue.server import certs, deploy, health, visibility_api, webhooks
@@ -44,7 +53,7 @@ from pykueue.store.base import Key
 log = logging.getLogger(__name__)
 
 
-def _connect(
+def connect(
     kubeconfig: Path | None, context: str | None, qps: float = 0.0, burst: int = 10
 ) -> kubernetes.KubernetesStore:
     config = kubernetes.load_kubeconfig(kubeconfig, context) if kubeconfig else kubernetes.in_cluster_config()
@@ -216,6 +225,14 @@ async def _until_reachable(start: Callable[[], Awaitable[None]], stop: asyncio.E
         delay = min(delay * 2, 30.0)
 
 
+async def _estimate_when_ready(
+    estimates: estimating.StartEstimates, ready: asyncio.Event, stop: asyncio.Event
+) -> None:
+    """Estimated start times, from the first synced state on (only the lease holder runs this)."""
+    await ready.wait()
+    await estimates.run(stop)
+
+
 async def _run_controller(
     store: kubernetes.KubernetesStore,
     resync: float,
@@ -236,11 +253,6 @@ async def _run_controller(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     ready = asyncio.Event()
-    # The aggregated visibility API answers from the engine once a pass ran (as /metrics does).
-    source = visibility_api.Source(
-        state=lambda: manager.admission.state if manager.passes else None,
-        authorizer=visibility_api.subject_access_reviewer(store.request),
-    )
     elector = leader.LeaderElector(store, ops.lease_namespace, ops.lease_name) if ops.leader_elect else None
     # Only the lease holder writes: every write of the manager goes through the fence.
     writer = leader.FencedStore(store, elector.may_write) if elector is not None else store
@@ -261,6 +273,15 @@ async def _run_controller(
         max_admissions_ahead=ops.max_admissions_ahead,
         on_pass=registry.observe_pass,
         events=EventRecorder(writer),
+    )
+    estimates = estimating.StartEstimates(manager.admission, job_by_uid=manager.jobs.job_by_uid)
+    annotations = estimate_annotations.AnnotationWriter(writer, manager.admission.cache.get)
+    estimates.on_refresh = lambda found: annotations.write(found, intake.micros(manager.clock()))
+    # The aggregated visibility API answers from the engine once a pass ran (as /metrics does).
+    source = visibility_api.Source(
+        state=lambda: manager.admission.state if manager.passes else None,
+        authorizer=visibility_api.subject_access_reviewer(store.request),
+        estimated=estimates.estimated_start,
     )
     server: webhooks.WebhookServer | None = None
     if webhook_config is not None:
@@ -290,6 +311,8 @@ async def _run_controller(
             state=lambda: manager.admission.state if manager.passes else None,
             ready=lambda: ready.is_set() or (elector is not None and not elector.leading),
             authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
+            workloads=lambda: [m for k, m in manager.admission.cache.items() if k.kind == "Workload"],
+            estimated=estimates.estimated_start,
         )
         side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
         await side.start()
@@ -297,6 +320,7 @@ async def _run_controller(
     async def lead() -> None:
         task = asyncio.create_task(manager.run(stop, ready))
         waiter = asyncio.create_task(ready.wait())
+        estimating_task = asyncio.create_task(_estimate_when_ready(estimates, ready, stop))
         await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
         if ready.is_set():
             log.info("pykueue controller is running against %s", store.config.server)
@@ -304,6 +328,7 @@ async def _run_controller(
             await task
         finally:
             waiter.cancel()
+            estimating_task.cancel()
 
     try:
         if elector is None:
@@ -406,7 +431,9 @@ def controller(
         else None
     )
     try:
-        store = _connect(kubeconfig, context, qps, burst)
+        store = connect(kubeconfig, context, qps, burst)
+        # Lists that start watches come from the API server's watch cache, as informers' do.
+        store.list_from_watch_cache = True
         config = engine_config(config_file, fair_sharing, nominal_first)
         ops = Operations(
             leader_elect=leader_elect,
@@ -563,7 +590,7 @@ def install(
     docs = read_manifests(filenames) if filenames else default_manifests(crds_only, namespace, image)
 
     async def go() -> list[str]:
-        store = _connect(kubeconfig, context)
+        store = connect(kubeconfig, context)
         try:
             return await apply_all(store, docs, field_manager=field_manager)
         finally:

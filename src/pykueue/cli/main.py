@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "token": "standalone_commands",
     "controller": "controller_command",
     "install": "controller_command",
+    "dashboard": "dashboard_command",
     "manifests": "manifests_command",
     "dev-cluster": "devcluster_command",
 }

@@ -22,6 +22,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -424,10 +425,18 @@ def get(
     elif listing == "workloads":
         _table(
             [
-                [r["namespace"], r["name"], r["queue"], r["state"], r["clusterQueue"], r["reason"][:80]]
+                [
+                    r["namespace"],
+                    r["name"],
+                    r["queue"],
+                    r["state"],
+                    r["clusterQueue"],
+                    _eta_cell(r.get("estimatedStart")),
+                    r["reason"][:80],
+                ]
                 for r in rows
             ],
-            ["NAMESPACE", "NAME", "QUEUE", "STATE", "CLUSTERQUEUE", "WHY"],
+            ["NAMESPACE", "NAME", "QUEUE", "STATE", "CLUSTERQUEUE", "ESTIMATED START", "WHY"],
         )
     else:
         _table(
@@ -459,6 +468,24 @@ def get(
         )
 
 
+def _when(rfc3339: str) -> str:
+    """An estimated time as the local clock reads it, with how far away it is."""
+    moment = datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
+    seconds = max(0, round((moment - datetime.now(UTC)).total_seconds()))
+    away = (
+        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+        if seconds >= 3600
+        else f"{seconds // 60}m{seconds % 60:02d}s"
+    )
+    return f"{moment.astimezone():%Y-%m-%d %H:%M} (in {away})"
+
+
+def _eta_cell(estimate: dict[str, str] | None) -> str:
+    if not estimate:
+        return ""
+    return datetime.fromisoformat(estimate["at"].replace("Z", "+00:00")).astimezone().strftime("%m-%d %H:%M")
+
+
 def describe(
     what: str = typer.Argument(..., help="workload"),
     name: str = typer.Argument(..., help="Workload name, or the name of its job."),
@@ -485,6 +512,12 @@ def describe(
         typer.echo(f"Priority:  {explanation['priority']}")
     if explanation["state"] == "Pending":
         typer.echo(f"Position:  {_position_text(explanation)}")
+        estimate = data.get("estimatedStart")
+        if estimate:
+            typer.echo(
+                f"Estimated: starts {_when(estimate['at'])} (between {_when(estimate['low'])} and "
+                f"{_when(estimate['high'])}; basis: {estimate['basis']})"
+            )
         typer.echo("Waiting because:")
         for reason in explanation["reasons"]:
             typer.echo(f"  [{reason['category']}] {reason['message']}")

@@ -177,8 +177,9 @@ class AdmissionController:
         self.cache.clear()
         self.settled.clear()
         self.rescan = True
-        for kind in KINDS:
-            items, version = await self.store.list(kind)
+        # All kinds listed at once (a busy API server answers each slowly), applied in order.
+        listed = await asyncio.gather(*(self.store.list(kind) for kind in KINDS))
+        for kind, (items, version) in zip(KINDS, listed, strict=True):
             self.versions[kind] = version
             for obj in items:
                 self._apply(obj)
@@ -191,6 +192,8 @@ class AdmissionController:
             self.cache.pop(key, None)
             self.rejected.pop(key, None)
             loading.delete(self.state, key.kind, key.namespace, key.name)
+            if key.kind == "Workload":
+                self.forget({f"{key.namespace or 'default'}/{key.name}"})
             return
         previous = self.cache.get(key)
         if previous is not None and version_number(obj) <= version_number(previous):
@@ -294,6 +297,7 @@ class AdmissionController:
         else:
             self.state.delete_workload(engine_key)
         self.state.finished.pop(engine_key, None)  # nothing to remember: the store has it
+        self.forget({engine_key})
 
     # -------------------------------------------------------------- reconcile
 
@@ -499,8 +503,8 @@ class AdmissionController:
     def forget(self, engine_keys: set[str]) -> None:
         """Drop what is remembered of workloads that are gone (bounded memory)."""
         for book in (self.settled, self._words_written, self._words_due):
-            for key in [k for k in book if k in engine_keys]:
-                del book[key]
+            for key in engine_keys:
+                book.pop(key, None)
 
     async def drain(self) -> None:
         """Wait for the queued and travelling writes."""

@@ -131,6 +131,11 @@ class JobReconciler:
         self.suspect_orphans.update(self.workloads)
         return versions
 
+    def job_by_uid(self, uid: str) -> Manifest | None:
+        """The cached job with this uid (a Workload's owner), or None."""
+        key = self._job_by_uid.get(uid)
+        return None if key is None else self.jobs.get(key)
+
     def kinds(self) -> list[str]:
         return ["Workload", *(k for k in self.registry.kinds() if k not in self.unserved)]
 

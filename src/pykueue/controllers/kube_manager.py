@@ -222,19 +222,19 @@ class KubeManager:
         loading.apply(self.admission.state, parsed)
 
     def _forget_gone(self) -> None:
-        # What the write-back remembers of finished and deleted workloads would pile up over
-        # a day of churn; drop it once there is more of it than live workloads.
+        # The admission controller forgets a workload when it finishes or is deleted; this is
+        # the safety net for any other way out of the engine (a bounded sweep, seldom run).
         settled, live = self.admission.settled, self.admission.state.workloads
-        if len(settled) > len(live):
+        if len(settled) > 2 * len(live) + 1024:
             self.admission.forget({k for k in settled if k not in live})
 
     async def sync(self) -> dict[str, str]:
         """List everything: the engine's kinds first, then Workloads and jobs for the job reconciler."""
-        await self.admission.sync()
+        # The kinds are listed together: a server busy with creates answers each list slowly.
+        pods = self.pods.sync() if self.pods is not None else asyncio.sleep(0, {})
+        _, job_versions, pod_versions = await asyncio.gather(self.admission.sync(), self.jobs.sync(), pods)
+        job_versions.update(pod_versions)
         versions = dict(self.admission.versions)
-        job_versions = await self.jobs.sync()
-        if self.pods is not None:
-            job_versions.update(await self.pods.sync())
         versions.update({k: v for k, v in job_versions.items() if k not in versions})
         if not self.provisioning_checks:
             return versions

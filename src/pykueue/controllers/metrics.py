@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from pykueue.engine import pending_causes
 from pykueue.engine import state as engine_state
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
@@ -245,6 +246,12 @@ class _StateCollector(Collector):
             "Reports the 'cluster_queue' resource nominal quota",
             labels=["cohort", "cluster_queue", "flavor", "resource", "replica_role"],
         )
+        by_cause = GaugeMetricFamily(
+            "pykueue_pending_workloads_by_cause",
+            "The number of workloads of a 'cluster_queue' that wait, per 'cause' "
+            "(pykueue.engine.pending_causes lists them; admission-check ones hold quota already)",
+            labels=["cluster_queue", "cause", "replica_role"],
+        )
         if self.metrics.lease_name:
             master = GaugeMetricFamily(
                 "leader_election_master_status",
@@ -275,6 +282,8 @@ class _StateCollector(Collector):
                 reserving.add_metric([name, role], len(holding))
                 admitted_now = [wl for wl in holding if _is_admitted(wl)]
                 admitted.add_metric([name, role], len(admitted_now))
+                for cause, count in pending_causes.counts(state, name).items():
+                    by_cause.add_metric([name, cause, role], float(count))
                 current = "active" if state.is_active(name) else "pending"
                 for value in CQ_STATUSES:
                     status.add_metric([name, value, role], 1.0 if value == current else 0.0)
@@ -291,7 +300,7 @@ class _StateCollector(Collector):
                     reservation.add_metric(
                         labels, _resource_value(resource, reserved.get((flavor, resource), 0))
                     )
-        yield from (pending, reserving, admitted, status, usage, reservation, nominal)
+        yield from (pending, by_cause, reserving, admitted, status, usage, reservation, nominal)
 
 
 def _is_admitted(wl: Workload) -> bool:

@@ -91,6 +91,25 @@ def invalid_status(desired: Manifest | None, problem: str) -> Manifest:
     return status
 
 
+_KIND_ORDER = {"ClusterQueue": 0, "Cohort": 1, "LocalQueue": 2}
+
+
+def _busy(status: Manifest) -> bool:
+    return bool(status.get("pendingWorkloads") or status.get("reservingWorkloads"))
+
+
+def _active(status: Manifest) -> str:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Active":
+            return str(cond.get("status"))
+    return ""
+
+
+def _is_news(stored: Manifest, desired: Manifest) -> bool:
+    """A first status, an Active change, or idle <-> busy: what a reader acts on."""
+    return not stored or _active(stored) != _active(desired) or _busy(stored) != _busy(desired)
+
+
 def _queue_keys(state: State) -> list[Key]:
     """The queue objects the engine knows (the cache also holds thousands of workloads)."""
     keys = [Key("ClusterQueue", "", name) for name in state.cluster_queues]
@@ -112,8 +131,13 @@ class QueueStatusWriter:
     monotonic: Callable[[], float] = time.monotonic
     # Write in the background (the Kubernetes manager): a pass does not wait for them.
     background: bool = False
+    # Writes of changed counts a second, all queues together (news always goes; see
+    # `_within_budget`); 0: no limit.
+    max_writes_per_second: float = 25.0
     _written_at: dict[Key, float] = field(default_factory=dict)
     _checked_at: dict[Key, float] = field(default_factory=dict)
+    _allowance: float = 50.0
+    _allowance_at: float | None = None
     _in_flight: set[Key] = field(default_factory=set)
     _writing: BackgroundWrites = field(default_factory=lambda: BackgroundWrites("queue status"))
 
@@ -156,7 +180,7 @@ class QueueStatusWriter:
         local = engine_status.local_queue_statuses(
             state, [f"{key.namespace}/{key.name}" for key in keys if key.kind == "LocalQueue"]
         )
-        updates = []
+        changed = []
         for key in keys:
             stored = cache[key]
             self._checked_at[key] = at
@@ -168,7 +192,8 @@ class QueueStatusWriter:
             generation = (stored.get("metadata") or {}).get("generation")
             status = merge_status(stored.get("status"), desired, generation, now)
             if status != (stored.get("status") or {}):
-                updates.append((key, {**stored, "status": status}))
+                changed.append((key, {**stored, "status": status}))
+        updates = self._within_budget(changed, cache, at)
         gate = asyncio.Semaphore(self.concurrency)
         self._in_flight.update(key for key, _ in updates)
         if self.background:
@@ -179,6 +204,40 @@ class QueueStatusWriter:
             *(self._write(key, update, cache, gate) for key, update in updates), return_exceptions=True
         )
         return count_writes(results)
+
+    def _within_budget(
+        self, changed: list[tuple[Key, Manifest]], cache: MutableMapping[Key, Manifest], at: float
+    ) -> list[tuple[Key, Manifest]]:
+        """The writes to send now: those that tell news first, then the rest within the budget.
+
+        News is a queue's first status, its ``Active`` condition changing, or it going from
+        idle (nothing pending, nothing reserving) to busy or back; those always go. Other
+        changes (counts, usage) share ``max_writes_per_second``, ClusterQueues first, the
+        longest unwritten first; the rest wait for the queue's next turn. A thousand queues
+        of a busy cluster would otherwise keep the API server busy with their counts.
+        """
+        if self.max_writes_per_second <= 0:
+            return changed
+        if self._allowance_at is not None:
+            self._allowance += (at - self._allowance_at) * self.max_writes_per_second
+        self._allowance = min(self._allowance, self.max_writes_per_second * self.min_interval_seconds)
+        self._allowance_at = at
+        news = [
+            (key, update)
+            for key, update in changed
+            if _is_news(cache[key].get("status") or {}, update["status"])
+        ]
+        rest = [
+            (key, update)
+            for key, update in changed
+            if not _is_news(cache[key].get("status") or {}, update["status"])
+        ]
+        rest.sort(
+            key=lambda item: (_KIND_ORDER.get(item[0].kind, 9), self._written_at.get(item[0], float("-inf")))
+        )
+        room = max(0, int(self._allowance))
+        self._allowance -= min(room, len(rest))
+        return news + rest[:room]
 
     async def drain(self) -> None:
         """Wait for the background writes started so far."""

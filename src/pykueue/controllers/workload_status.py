@@ -14,7 +14,6 @@ workload's status just says it waits, and why.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from pykueue.api import quantity
@@ -33,7 +32,8 @@ def _time(micros: int) -> str:
 
 def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any]:
     """The status to store for ``wl``, starting from what is stored now."""
-    status = copy.deepcopy(stored or {})
+    # A shallow copy: the fields replaced below are built anew, the others are only read.
+    status = dict(stored or {})
     # No admission stored, none wanted: an eviction now would be of an admission never written.
     never_held = wl.admission is None and "admission" not in status
     if wl.admission is None:

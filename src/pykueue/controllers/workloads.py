@@ -18,7 +18,7 @@ from typing import Any
 
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.workload_status import is_finished
-from pykueue.engine import aging
+from pykueue.engine import aging, pending_causes
 from pykueue.engine import status as engine_status
 from pykueue.engine.state import Event
 from pykueue.engine.workloads import Workload
@@ -45,6 +45,7 @@ class Explanation:
     reasons: list[tuple[str, str]] = field(default_factory=list)  # (category, message)
     engine_message: str = ""
     priority: str = ""  # its aging, in words, when its ClusterQueue has a policy (docs/governance.md)
+    cause: str | None = None  # one word of engine.pending_causes; None when nothing keeps it
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +56,7 @@ class Explanation:
             "reasons": [{"category": c, "message": m} for c, m in self.reasons],
             "engineMessage": self.engine_message,
             "priority": self.priority,
+            "cause": self.cause,
         }
 
 
@@ -107,15 +109,21 @@ class StandaloneAdmission(AdmissionController):
             return Explanation("Invalid", reasons=[(INVALID, rejected)])
         if wl is None:
             return Explanation("Unknown", reasons=[(INVALID, "the engine has not read this workload yet")])
+        cause = pending_causes.cause_of(self.state, wl)
         if wl.admission is not None:
             return Explanation(
-                "Admitted", cluster_queue=wl.admission.cluster_queue, priority=aging.explain(self.state, wl)
+                "Admitted",
+                cluster_queue=wl.admission.cluster_queue,
+                priority=aging.explain(self.state, wl),
+                cause=cause,
             )
         if not wl.active:
             return Explanation(
-                "Inactive", reasons=[(INACTIVE, "spec.active is false: resume the workload to queue it")]
+                "Inactive",
+                reasons=[(INACTIVE, "spec.active is false: resume the workload to queue it")],
+                cause=cause,
             )
-        result = Explanation("Pending", priority=aging.explain(self.state, wl))
+        result = Explanation("Pending", priority=aging.explain(self.state, wl), cause=cause)
         result.position, result.pending_in_queue, result.cluster_queue = self.position(wl)
         reserved = wl.conditions.get("QuotaReserved")
         message = reserved.message if reserved is not None else ""

@@ -32,6 +32,7 @@ from typing import Any
 
 from pykueue.controllers.background import BackgroundWrites
 from pykueue.errors import PykueueError
+from pykueue.store import base
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,10 @@ class WriteQueue:
         return bool(heap)
 
     async def _run(self, name: str, lane: int) -> None:
+        rank = self._sending[name][1]
         try:
+            # Under a rate limit the writes of all slots wait for tokens: the best rank first.
+            base.request_rank.set((1 + lane, *rank))  # after unranked requests (a job's Finished)
             count = await self._send(name)  # not `+=` over an await: other writes add meanwhile
             self.written += count
         except PykueueError as exc:

@@ -794,6 +794,8 @@ class State:
         root = self._root_cohort_name(cohort)
         members = self._tree_members.get(root)
         if members is None:
+            if not any(queue.inadmissible for queue in self.queues.values()):
+                return  # nothing parked anywhere (loading a thousand queues): skip the tree walk
             members = [
                 name
                 for name, cq in self.cluster_queues.items()

@@ -9,6 +9,8 @@
     GET    /api/v1/describe/workload/{namespace}/{name}            why it waits, its position
     GET    /api/v1/logs/{namespace}/{name}                         a job's pod logs
     POST   /api/v1/{stop|resume}  {"kind": "workload"|"clusterqueue", "namespace", "name"}
+    GET    /api/v1/dashboard                                       the dashboard's document (dashboard_data)
+    GET    /dashboard, /dashboard/static/{file}                    the dashboard's page (no data, no identity)
     GET    /api/v1/identities                                      admins only
     POST   /api/v1/identities     {"name", "role", "namespaces", "priorityClasses", "unixUser"} -> a token
     POST   /api/v1/identities/{name}/revoke                        the identity's token stops working
@@ -27,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,12 +42,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from pykueue.api import defaults, manifests
 from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.accounts import AccountError
+from pykueue.controllers.estimating import StartEstimates
 from pykueue.controllers.executor import LocalExecutor, log_folder
 from pykueue.controllers.node import Node
 from pykueue.controllers.standalone import StandaloneManager
 from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, ParseError, ValidationError
-from pykueue.server import applying, auth, inputs, owners, views
+from pykueue.server import applying, auth, dashboard, dashboard_data, inputs, owners, views
 from pykueue.server.peer import PEER_STATE_KEY, Peer
 from pykueue.store.base import Key, Manifest
 
@@ -73,6 +77,9 @@ class ServerContext:
     data_dir: Path
     owners: owners.Owners = field(default_factory=owners.Owners)
     events: list[dict[str, Any]] = field(default_factory=list)
+    history: dashboard_data.UsageHistory = field(default_factory=dashboard_data.UsageHistory)
+    # Estimated start times of pending workloads (refreshed in the background); None: off.
+    estimates: StartEstimates | None = None
 
 
 class ApiError(inputs.InputRefused):
@@ -284,7 +291,7 @@ def create_app(ctx: ServerContext) -> FastAPI:
         identity = await caller(request)
         namespace, name = inputs.namespace_of(namespace), inputs.name_of(name)
         workload, job = await find_workload(identity, namespace, name)
-        return views.describe_workload(ctx.admission, workload, job)
+        return views.describe_workload(ctx.admission, workload, job, ctx.estimates)
 
     @app.get("/api/v1/logs/{namespace}/{name}")
     async def logs(request: Request, namespace: str, name: str) -> PlainTextResponse:
@@ -388,6 +395,16 @@ def create_app(ctx: ServerContext) -> FastAPI:
         await ctx.store.delete(auth.IDENTITY_KIND, "", name)
         return {"deleted": str(Key(auth.IDENTITY_KIND, "", name))}
 
+    async def dashboard_document(request: Request) -> dict[str, Any]:
+        identity = await caller(request)
+        workloads, _ = await ctx.store.list("Workload")
+        estimated = ctx.estimates.estimated_start if ctx.estimates is not None else None
+        return dashboard_data.build(
+            ctx.admission.state, workloads, identity, ctx.history, time.time(), estimated
+        )
+
+    dashboard.add_routes(app, dashboard_document)
+
     # Last: a catch-all path must not shadow /api/v1/identities and the other fixed routes.
     @app.get("/api/v1/{rows}")
     async def rows(request: Request, rows: str, namespace: str | None = None) -> list[dict[str, Any]]:
@@ -402,7 +419,7 @@ def create_app(ctx: ServerContext) -> FastAPI:
         if kind == "LocalQueue":
             return [views.local_queue_row(ctx.admission, i) for i in items]
         if kind == "Workload":
-            return [views.workload_row(i) for i in items]
+            return [views.workload_row(i, ctx.estimates) for i in items]
         return [views.job_row(i) for i in items]
 
     return app

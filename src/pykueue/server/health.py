@@ -5,6 +5,7 @@
     GET /metrics    Prometheus text format, `pykueue.controllers.metrics`
     GET /apis/visibility.kueue.x-k8s.io/v1beta1/clusterqueues/{name}/pendingworkloads
     GET /apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/{ns}/localqueues/{name}/pendingworkloads
+    GET /dashboard, /dashboard/static/{file}, /api/v1/dashboard    the read-only web dashboard (`dashboard`)
 
 It runs on the controller's event loop (uvicorn inside the program, as the
 webhook server does), so every handler reads the engine state between passes,
@@ -12,7 +13,10 @@ never during one. The visibility routes ask an `visibility.Authorizer` with the
 caller's bearer token; `kube_authorizer` is the API server's own answer
 (TokenReview, then SubjectAccessReview on ``visibility.kueue.x-k8s.io``
 ``clusterqueues`` / ``localqueues`` ``pendingworkloads``), so a tenant with a Role
-in their namespace reads their LocalQueues there and nothing else.
+in their namespace reads their LocalQueues there and nothing else. The dashboard
+asks the same authorizer (`dashboard.kube_identity`): it shows a tenant the
+workloads and LocalQueues of the namespaces where it may read pending workloads.
+Its usage charts are sampled when someone looks (`UsageHistory.sample_if_due`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +36,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from pykueue.controllers.metrics import Metrics
 from pykueue.engine.state import State
-from pykueue.server import visibility
+from pykueue.server import auth, dashboard, dashboard_data, visibility
+from pykueue.store.base import Manifest
 
 log = logging.getLogger(__name__)
 PREFIX = "/apis/" + visibility.GROUP_VERSION
@@ -87,8 +93,13 @@ def create_app(
     state: Callable[[], State | None],
     ready: Callable[[], bool],
     authorizer: visibility.Authorizer | None = None,
+    workloads: Callable[[], list[Manifest]] = list,
+    estimated: visibility.EstimatedStart | None = None,
 ) -> FastAPI:
-    """The app; ``authorizer`` None lets every caller read every queue (tests, trusted networks)."""
+    """The app; ``authorizer`` None lets every caller read every queue (tests, trusted networks).
+
+    ``workloads`` gives the Workloads the controller has cached, for the dashboard.
+    """
     app = FastAPI(title="pykueue controller", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get("/healthz")
@@ -130,7 +141,7 @@ def create_app(
         engine = current()
         if engine is None:
             return _status(503, "ServiceUnavailable", "not the leader, or caches not synced")
-        summary = visibility.cluster_queue_summary(engine, name, offset, limit)
+        summary = visibility.cluster_queue_summary(engine, name, offset, limit, estimated)
         if summary is None:
             return _status(404, "NotFound", f'clusterqueues.kueue.x-k8s.io "{name}" not found')
         return JSONResponse(summary)
@@ -145,11 +156,32 @@ def create_app(
         engine = current()
         if engine is None:
             return _status(503, "ServiceUnavailable", "not the leader, or caches not synced")
-        summary = visibility.local_queue_summary(engine, namespace, name, offset, limit)
+        summary = visibility.local_queue_summary(engine, namespace, name, offset, limit, estimated)
         if summary is None:
             return _status(404, "NotFound", f'localqueues.kueue.x-k8s.io "{namespace}/{name}" not found')
         return JSONResponse(summary)
 
+    history = dashboard_data.UsageHistory()
+
+    async def dashboard_document(request: Request) -> Any:
+        engine = current()
+        if engine is None:
+            return _status(503, "ServiceUnavailable", "not the leader, or caches not synced")
+        identity = auth.Identity("anyone", auth.ADMIN)  # no authorizer: a trusted network
+        if authorizer is not None:
+            header = request.headers.get("authorization", "")
+            token = header[7:] if header.lower().startswith("bearer ") else ""
+            if not token:
+                return _status(401, "Unauthorized", "a bearer token is required")
+            found = await dashboard.kube_identity(authorizer, token, engine)
+            if found is None:
+                return _status(403, "Forbidden", "may read the pending workloads of no queue")
+            identity = found
+        now = time.time()
+        history.sample_if_due(engine, now)
+        return dashboard_data.build(engine, workloads(), identity, history, now, estimated)
+
+    dashboard.add_routes(app, dashboard_document)
     return app
 
 

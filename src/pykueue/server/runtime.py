@@ -47,7 +47,7 @@ import uvicorn
 import yaml
 
 from pykueue import paths
-from pykueue.controllers import isolation
+from pykueue.controllers import estimating, isolation
 from pykueue.controllers.executor import Backoff, LocalExecutor
 from pykueue.controllers.node import GPU_RESOURCE, Node, discover
 from pykueue.controllers.standalone import StandaloneManager
@@ -55,7 +55,7 @@ from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.engine import configuration
 from pykueue.engine.config import EngineConfig
 from pykueue.errors import InputError, NotFound, PykueueError
-from pykueue.server import applying, auth, owners
+from pykueue.server import applying, auth, dashboard_data, owners
 from pykueue.server.app import ServerContext, create_app
 from pykueue.server.peer import PeerCredentialsProtocol, bind_unix_socket
 from pykueue.store.base import Key
@@ -359,6 +359,14 @@ async def _pump_decisions(admission: StandaloneAdmission, console: Console, stop
             await asyncio.wait_for(stop.wait(), timeout=0.2)
 
 
+async def _sample_history(ctx: ServerContext, stop: asyncio.Event) -> None:
+    """The dashboard's usage charts: one sample of the engine every HISTORY_INTERVAL seconds."""
+    while not stop.is_set():
+        ctx.history.sample(ctx.admission.state, time.time())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=dashboard_data.HISTORY_INTERVAL)
+
+
 async def _main(options: Options, config: Config) -> None:
     with contextlib.suppress(AttributeError, NotImplementedError, OSError):
         watcher = asyncio.PidfdChildWatcher()  # no thread per child process, unlike the default
@@ -403,6 +411,7 @@ async def _main(options: Options, config: Config) -> None:
         console.record("apply", "created ClusterQueue main and LocalQueue default/main sized to this machine")
     manager = StandaloneManager(store, config=config.engine, resync_seconds=0.5)
     admission = manager.admission
+    estimates = estimating.StartEstimates(admission, job_by_uid=manager.jobs.job_by_uid)
     _forward_logs("pykueue.controllers.job_reconciler", "jobs", console)
     port = options.port or free_port(options.host)
     url = f"http://{options.host}:{port}"
@@ -416,6 +425,7 @@ async def _main(options: Options, config: Config) -> None:
         data_dir=data_dir,
         owners=owning,
         events=events,
+        estimates=estimates,
     )
     socket_path = options.socket or paths.default_socket(data_dir)
     try:
@@ -439,13 +449,19 @@ async def _main(options: Options, config: Config) -> None:
         asyncio.create_task(_supervised("manager", lambda: manager.run(stop), stop, console)),
         asyncio.create_task(_supervised("executor", lambda: executor.run(stop), stop, console)),
     ]
-    helpers = [asyncio.create_task(_pump_decisions(admission, console, stop), name="decisions")]
+    helpers = [
+        asyncio.create_task(_pump_decisions(admission, console, stop), name="decisions"),
+        asyncio.create_task(_sample_history(ctx, stop), name="history"),
+        asyncio.create_task(estimates.run(stop), name="estimates"),
+    ]
     if options.demo and config.demo:
         helpers.append(asyncio.create_task(_demo(store, itself, config.demo, console, owning), name="demo"))
     for path in client_paths:
         write_client_config(path, url, token, socket_path)
     print(f"pykueue is serving {url} and {socket_path}", flush=True)
     print(f"  admin token: {token}", flush=True)
+    # The token rides in the fragment, which a browser never sends: the page keeps it in its session.
+    print(f"  dashboard: {url}/dashboard#token={token}", flush=True)
     print(f"  data: {data_dir}  (client config: {', '.join(map(str, client_paths))})", flush=True)
     gpus = ", ".join(f"{f}: {len(d)}" for f, d in node.gpus.items()) or "none"
     print(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pykueue.controllers import integrations, job_reconciler, jobframework
+from pykueue.controllers.estimating import StartEstimates
 from pykueue.controllers.isolation import RUN_AS_USER_ANNOTATION, SUBMITTED_BY_ANNOTATION
 from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.store.base import Manifest
@@ -33,7 +34,8 @@ def workload_state(obj: Manifest) -> str:
     return "Pending"
 
 
-def workload_row(obj: Manifest) -> dict[str, Any]:
+def workload_row(obj: Manifest, estimates: StartEstimates | None = None) -> dict[str, Any]:
+    """One workload; ``estimatedStart`` is the latest estimate while it is pending (else None)."""
     meta = obj["metadata"]
     status = obj.get("status") or {}
     reserved = _cond(obj, "QuotaReserved") or {}
@@ -48,7 +50,15 @@ def workload_row(obj: Manifest) -> dict[str, Any]:
         "job": str(owner[1].get("name", "")) if owner is not None else "",
         "reason": reserved.get("message", "") if state == "Pending" else "",
         "created": meta.get("creationTimestamp", ""),
+        "estimatedStart": _estimate(estimates, obj) if state == "Pending" else None,
     }
+
+
+def _estimate(estimates: StartEstimates | None, obj: Manifest) -> dict[str, str] | None:
+    if estimates is None:
+        return None
+    meta = obj["metadata"]
+    return estimates.estimated_start(f"{meta.get('namespace') or 'default'}/{meta['name']}")
 
 
 def job_state(job: Manifest) -> str:
@@ -132,11 +142,16 @@ def local_queue_row(admission: StandaloneAdmission, obj: Manifest) -> dict[str, 
 
 
 def describe_workload(
-    admission: StandaloneAdmission, workload: Manifest, job: Manifest | None
+    admission: StandaloneAdmission,
+    workload: Manifest,
+    job: Manifest | None,
+    estimates: StartEstimates | None = None,
 ) -> dict[str, Any]:
     explanation = admission.explain(workload)
+    row = workload_row(workload, estimates)
     return {
-        "workload": workload_row(workload),
+        "workload": row,
+        "estimatedStart": row["estimatedStart"],
         "explanation": explanation.as_dict(),
         "conditions": (workload.get("status") or {}).get("conditions", []),
         "admission": (workload.get("status") or {}).get("admission"),

@@ -35,6 +35,8 @@ DEFAULT_LIMIT = 1000
 
 # (token, namespace or None for a cluster-wide question) -> allowed?
 Authorizer = Callable[[str, str | None], Awaitable[bool]]
+# "namespace/name" -> its estimated start ({"at", "low", "high", "basis"}) or None.
+EstimatedStart = Callable[[str], dict[str, str] | None]
 
 
 def _time(micros: int) -> str:
@@ -51,7 +53,9 @@ def ordered_pending(state: State, cluster_queue: str) -> list[Workload]:
     return [*active, *parked]
 
 
-def _item(wl: Workload, in_cq: int, in_lq: int) -> dict[str, Any]:
+def _item(wl: Workload, in_cq: int, in_lq: int, estimated: EstimatedStart | None = None) -> dict[str, Any]:
+    # estimatedStart is pykueue's addition to upstream's PendingWorkload (clients ignore unknown fields).
+    estimate = estimated(wl.key) if estimated is not None else None
     return {
         "metadata": {
             "name": wl.name,
@@ -63,6 +67,7 @@ def _item(wl: Workload, in_cq: int, in_lq: int) -> dict[str, Any]:
         "localQueueName": wl.queue_name,
         "positionInClusterQueue": in_cq,
         "positionInLocalQueue": in_lq,
+        **({"estimatedStart": estimate} if estimate is not None else {}),
     }
 
 
@@ -85,13 +90,14 @@ def cluster_queue_summary(
     cluster_queue: str,
     offset: int = 0,
     limit: int = DEFAULT_LIMIT,
+    estimated: EstimatedStart | None = None,
     api_version: str = GROUP_VERSION,
 ) -> dict[str, Any] | None:
     """The summary of one ClusterQueue, or None when it does not exist."""
     if cluster_queue not in state.cluster_queues:
         return None
     rows = _positions(ordered_pending(state, cluster_queue))[offset : offset + limit]
-    return _summary([_item(*row) for row in rows], api_version)
+    return _summary([_item(*row, estimated) for row in rows], api_version)
 
 
 def local_queue_summary(
@@ -100,6 +106,7 @@ def local_queue_summary(
     name: str,
     offset: int = 0,
     limit: int = DEFAULT_LIMIT,
+    estimated: EstimatedStart | None = None,
     api_version: str = GROUP_VERSION,
 ) -> dict[str, Any] | None:
     """The summary of one LocalQueue (positions in its ClusterQueue too), or None when unknown."""
@@ -111,4 +118,4 @@ def local_queue_summary(
         for row in _positions(ordered_pending(state, lq.cluster_queue))
         if row[0].namespace == namespace and row[0].queue_name == name
     ][offset : offset + limit]
-    return _summary([_item(*row) for row in rows], api_version)
+    return _summary([_item(*row, estimated) for row in rows], api_version)

@@ -44,6 +44,8 @@ class Source:
 
     state: Callable[[], State | None]
     authorizer: Authorizer
+    # pykueue's estimated starts, added to each item as on the metrics port (None: none).
+    estimated: visibility.EstimatedStart | None = None
 
 
 def status(code: int, reason: str, message: str) -> JSONResponse:
@@ -116,6 +118,7 @@ def create_router(
     config: Callable[[], front_proxy.RequestHeaderConfig | None],
     authorizer: Authorizer,
     state: Callable[[], State | None],
+    estimated: visibility.EstimatedStart | None = None,
 ) -> APIRouter:
     """The routes; ``config`` None (not read yet) answers 503, as the API server then would."""
     router = APIRouter()
@@ -188,7 +191,7 @@ def create_router(
             {"resource": "clusterqueues", "subresource": PENDING, "name": name},
             (offset, limit),
             lambda engine, first, count, api_version: visibility.cluster_queue_summary(
-                engine, name, first, count, api_version
+                engine, name, first, count, estimated, api_version
             ),
         )
 
@@ -207,7 +210,7 @@ def create_router(
             {"resource": "localqueues", "subresource": PENDING, "name": name, "namespace": namespace},
             (offset, limit),
             lambda engine, first, count, api_version: visibility.local_queue_summary(
-                engine, namespace, name, first, count, api_version
+                engine, namespace, name, first, count, estimated, api_version
             ),
         )
 

@@ -455,7 +455,7 @@ class WebhookServer:
         if visibility is not None:
             self.app.include_router(
                 visibility_api.create_router(
-                    lambda: self.front_proxy, visibility.authorizer, visibility.state
+                    lambda: self.front_proxy, visibility.authorizer, visibility.state, visibility.estimated
                 )
             )
         self._socket: socket.socket | None = None

@@ -14,12 +14,19 @@ user's edit of the spec, and the other way round.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 Manifest = dict[str, Any]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+# The rank of the requests made in this context. A store with a client-side rate limit
+# lets the lowest rank through first when requests wait for it; a caller that orders its
+# writes (the Workload status write queue, from (1, ...) on) sets it around its call.
+# Unranked requests rank (0,), first: a job's Finished, say, gives quota back.
+request_rank: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("request_rank", default=(0,))
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,8 @@ import asyncio
 import base64
 import builtins
 import contextlib
+import heapq
+import itertools
 import logging
 import os
 import random
@@ -61,6 +63,7 @@ from pykueue.errors import (
     Unavailable,
     ValidationError,
 )
+from pykueue.store import base
 from pykueue.store.base import EventType, Key, Manifest, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -301,7 +304,12 @@ def resource_of_path(path: str) -> str:
 
 
 class TokenBucket:
-    """``rate`` tokens a second, at most ``burst`` saved up; `take` waits for one (FIFO)."""
+    """``rate`` tokens a second, at most ``burst`` saved up; `take` waits for one.
+
+    Waiters are served by `base.request_rank` (then in arrival order), not first come first
+    served: a request that matters more does not queue behind the ones that were merely
+    sent earlier.
+    """
 
     def __init__(self, rate: float, burst: int, clock: Any = None) -> None:
         self.rate = rate
@@ -309,19 +317,43 @@ class TokenBucket:
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
         self._tokens = float(self.burst)
         self._at: float | None = None
-        self._lock = asyncio.Lock()
+        self._waiters: list[tuple[tuple[Any, ...], int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def _refill(self) -> None:
+        now = self._clock()
+        if self._at is not None:
+            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+        self._at = now
 
     async def take(self) -> None:
-        async with self._lock:
-            now = self._clock()
-            if self._at is not None:
-                self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
-            self._at = now
-            if self._tokens < 1:
-                await asyncio.sleep((1 - self._tokens) / self.rate)
-                self._at = self._clock()
-                self._tokens = 1.0
+        self._refill()
+        if self._tokens >= 1 and not self._waiters:
             self._tokens -= 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (base.request_rank.get(), next(self._seq), future))
+        self._arm()
+        await future  # a cancelled waiter is skipped when its turn comes
+
+    def _arm(self) -> None:
+        if self._timer is None and self._waiters:
+            wait = max(0.0, (1 - self._tokens) / self.rate)
+            self._timer = asyncio.get_running_loop().call_later(wait, self._wake)
+
+    def _wake(self) -> None:
+        self._timer = None
+        self._refill()
+        while self._waiters and self._tokens >= 1:
+            _, _, future = heapq.heappop(self._waiters)
+            if future.done():
+                continue
+            future.set_result(None)
+            self._tokens -= 1
+        while self._waiters and self._waiters[0][2].done():
+            heapq.heappop(self._waiters)
+        self._arm()
 
 
 @dataclass
@@ -340,6 +372,9 @@ class KubernetesStore:
     # ClusterQueues, LocalQueues, Events...
     qps: float = 0.0
     burst: int = 10
+    # List from the API server's watch cache (see `list_selected`): what a controller that
+    # lists to start its watches wants.
+    list_from_watch_cache: bool = False
     # Connections kept open to the server: enough for every watch plus the writes a
     # controller pipelines; callers bound their own concurrency.
     max_connections: int = 128
@@ -467,10 +502,16 @@ class KubernetesStore:
     async def list_selected(
         self, kind: str, namespace: str | None = None, label_selector: str = ""
     ) -> tuple[builtins.list[Manifest], str]:
-        """Like `list`, with a label selector; pages through large collections."""
+        """Like `list`, with a label selector; pages through large collections.
+
+        With ``list_from_watch_cache`` the API server answers from its watch cache
+        (``resourceVersion=0``, all at once), as client-go's informers list before they
+        watch: no read from etcd, and an answer in moments even while the server is busy.
+        It may be a little behind; the watch that starts from its version catches up.
+        """
         res = resource_of(kind)
         items: builtins.list[Manifest] = []
-        params = {"limit": "500"}
+        params = {"resourceVersion": "0"} if self.list_from_watch_cache else {"limit": "500"}
         if label_selector:
             params["labelSelector"] = label_selector
         while True:

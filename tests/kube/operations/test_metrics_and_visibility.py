@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -163,3 +164,47 @@ def test_metrics_equal_the_objects_and_tenants_see_only_their_namespace(
     assert controller.http(lq_path)[0] == 401
     for w in items:
         kwok_cluster.delete(f"{KUEUE}/namespaces/{ns}/workloads/{w['metadata']['name']}")
+
+
+def test_pending_workloads_carry_their_estimated_start(
+    kwok_cluster: KubeCluster, kueue: Kueue, controllers: Controllers, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    cq = f"{ns}-cq"
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(cq, f"{ns}-flavor", "1"))
+    kueue.apply(_local_queue(ns, "queue", cq))
+    first = workload(ns, "first")
+    first["spec"]["maximumExecutionTimeSeconds"] = 600
+    kwok_cluster.create(f"{KUEUE}/namespaces/{ns}/workloads", first)
+    controller = controllers.start()
+    controller.wait_running()
+    path = f"{KUEUE}/namespaces/{ns}/workloads"
+    wait(lambda: is_true(kwok_cluster.get(f"{path}/first"), "Admitted"), 30, "the first workload admitted")
+    kwok_cluster.create(path, workload(ns, "second"))
+
+    def annotated() -> dict[str, Any] | None:
+        obj: dict[str, Any] = kwok_cluster.get(f"{path}/second")
+        return obj if "pykueue.io/estimated-start" in (obj["metadata"].get("annotations") or {}) else None
+
+    second = wait(annotated, 60, "the estimated-start annotation")
+    estimate = json.loads(second["metadata"]["annotations"]["pykueue.io/estimated-start"])
+    # The first one ends by its maximumExecutionTimeSeconds: 600 s after its admission.
+    reserved = next(
+        c["lastTransitionTime"]
+        for c in kwok_cluster.get(f"{path}/first")["status"]["conditions"]
+        if c["type"] == "QuotaReserved"
+    )
+    assert estimate["at"] == estimate["low"] == estimate["high"]
+    started = datetime.fromisoformat(reserved.replace("Z", "+00:00"))
+    at = datetime.fromisoformat(estimate["at"].replace("Z", "+00:00"))
+    assert abs((at - started).total_seconds() - 600) <= 1
+    assert estimate["basis"] == "maximumExecutionTimeSeconds"
+
+    status, body = controller.http(f"{VISIBILITY}/clusterqueues/{cq}/pendingworkloads", kwok_cluster.token)
+    assert status == 200, body
+    [item] = json.loads(body)["items"]
+    assert item["metadata"]["name"] == "second" and item["estimatedStart"] == estimate
+
+    for name in ("first", "second"):
+        kwok_cluster.delete(f"{path}/{name}")

@@ -1,4 +1,4 @@
-"""Real headless Chromium (Debian's package) driven over the DevTools protocol, for layout checks.
+"""Real headless Chromium (Debian's package) driven over the DevTools protocol, for every web page test.
 
 Chromium is started with ``--remote-debugging-port=0``; the port it picked is read
 from ``DevToolsActivePort`` in its profile folder, and one page target is driven
@@ -7,11 +7,16 @@ through aiohttp's websocket client (aiohttp is a pinned dependency already):
 (``mobile: true`` honours the page's viewport meta, as a phone does),
 ``Page.navigate`` loads the file, ``Runtime.evaluate`` measures it. No test
 skips when Chromium is missing: `.ci/run` installs it.
+
+A page stays loaded between calls, on one DevTools connection kept open (an
+emulated viewport lasts only as long as the connection that set it), so a test can `load` a live page once, then `evaluate` and
+`wait_for` what it shows as it changes, and take a `screenshot`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
 import shutil
@@ -58,6 +63,9 @@ class Browser:
         self.port = self._port()
         self.ids = itertools.count(1)
         self.seen: set[str] = set()  # events that arrived while waiting for a reply
+        self.loop = asyncio.new_event_loop()  # the DevTools connection lives on this loop
+        self.session: aiohttp.ClientSession | None = None
+        self.ws: aiohttp.ClientWebSocketResponse | None = None
 
     def _port(self) -> int:
         marker = Path(self.profile.name) / "DevToolsActivePort"
@@ -73,6 +81,8 @@ class Browser:
         raise AssertionError("chromium did not open its debugging port")
 
     def close(self) -> None:
+        self.loop.run_until_complete(self._disconnect())
+        self.loop.close()
         self.process.terminate()
         try:
             self.process.wait(timeout=30)
@@ -89,32 +99,76 @@ class Browser:
 
     def measure(self, url: str, width: int, height: int, mobile: bool, script: str) -> Any:
         """Load ``url`` in a viewport of ``width`` x ``height`` CSS pixels; the value of ``script``."""
-        return asyncio.run(self._measure(url, width, height, mobile, script))
+        self.load(url, width, height, mobile)
+        return self.evaluate(script)
 
-    async def _measure(self, url: str, width: int, height: int, mobile: bool, script: str) -> Any:
-        async with aiohttp.ClientSession() as session:
-            async with session.get(f"http://127.0.0.1:{self.port}/json/list") as response:
+    def load(self, url: str, width: int, height: int, mobile: bool) -> None:
+        """Load ``url`` in a viewport of ``width`` x ``height`` CSS pixels and wait for its load event."""
+        self.loop.run_until_complete(self._load(url, width, height, mobile))
+
+    def evaluate(self, script: str) -> Any:
+        """The value of ``script`` in the loaded page (a promise is awaited)."""
+        return self.loop.run_until_complete(self._evaluate(script))
+
+    def wait_for(self, script: str, timeout: float = 30.0, interval: float = 0.2) -> Any:
+        """Evaluate ``script`` until its value is truthy (the page changes on its own); fail at the deadline."""
+        deadline = time.monotonic() + timeout
+        value: Any = None
+        while time.monotonic() < deadline:
+            value = self.evaluate(script)
+            if value:
+                return value
+            time.sleep(interval)
+        raise AssertionError(f"the page did not get there within {timeout}s: {script} was {value!r}")
+
+    def screenshot(self, path: Path) -> None:
+        """A PNG of the whole page (beyond the viewport) at ``path``."""
+        path.write_bytes(self.loop.run_until_complete(self._screenshot()))
+
+    async def _disconnect(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+        if self.session is not None:
+            await self.session.close()
+
+    async def _page(self) -> aiohttp.ClientWebSocketResponse:
+        """The page's DevTools connection, opened on first use and kept until `close`."""
+        if self.ws is None or self.ws.closed:
+            self.session = self.session or aiohttp.ClientSession()
+            async with self.session.get(f"http://127.0.0.1:{self.port}/json/list") as response:
                 targets = await response.json(content_type=None)
             page = next(t for t in targets if t.get("type") == "page")
-            async with session.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-                await self._call(ws, "Page.enable")
-                await self._call(
-                    ws,
-                    "Emulation.setDeviceMetricsOverride",
-                    width=width,
-                    height=height,
-                    deviceScaleFactor=1,
-                    mobile=mobile,
-                )
-                self.seen.clear()
-                await self._call(ws, "Page.navigate", url=url)
-                await self._event(ws, "Page.loadEventFired")
-                result = await self._call(
-                    ws, "Runtime.evaluate", expression=script, returnByValue=True, awaitPromise=True
-                )
-                if "exceptionDetails" in result:
-                    raise AssertionError(f"the page script failed: {result['exceptionDetails']}")
-                return result["result"].get("value")
+            self.ws = await self.session.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0)
+        return self.ws
+
+    async def _load(self, url: str, width: int, height: int, mobile: bool) -> None:
+        ws = await self._page()
+        await self._call(ws, "Page.enable")
+        await self._call(
+            ws,
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=mobile,
+        )
+        self.seen.clear()
+        await self._call(ws, "Page.navigate", url=url)
+        await self._event(ws, "Page.loadEventFired")
+
+    async def _evaluate(self, script: str) -> Any:
+        ws = await self._page()
+        result = await self._call(
+            ws, "Runtime.evaluate", expression=script, returnByValue=True, awaitPromise=True
+        )
+        if "exceptionDetails" in result:
+            raise AssertionError(f"the page script failed: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    async def _screenshot(self) -> bytes:
+        ws = await self._page()
+        shot = await self._call(ws, "Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        return base64.b64decode(shot["data"])
 
     async def _call(self, ws: aiohttp.ClientWebSocketResponse, method: str, **params: Any) -> Any:
         ident = next(self.ids)

@@ -1,0 +1,117 @@
+"""Estimated start times: the engine played forward on a copy, with learned or declared runtimes."""
+
+from __future__ import annotations
+
+from pykueue.engine import forecast, runtimes
+
+from .builders import LOWER_PRIORITY, SECOND, T0, Cluster, q
+
+LQ = "team/a"
+
+
+def _cluster(now: float = 0) -> Cluster:
+    c = Cluster().cq("a", {"f": {"cpu": q(4)}}, within=LOWER_PRIORITY)
+    c.admitted("running", "a", cpu=4, admitted_at=0)
+    c.pending("b", "a", cpu=2, created=1)
+    c.pending("c", "a", cpu=2, created=2)
+    c.pending("d", "a", cpu=4, created=3)
+    c.state.now = T0 + round(now * SECOND)
+    return c
+
+
+def _model(*seconds: float) -> runtimes.Model:
+    model = runtimes.Model()
+    for value in seconds:
+        model.learn(LQ, round(value * SECOND))
+    return model
+
+
+def _at(estimates: dict[str, forecast.Estimate], name: str) -> float:
+    return (estimates[f"team/{name}"].at - T0) / SECOND
+
+
+def test_queue_drains_in_order_with_learned_runtimes() -> None:
+    c = _cluster(now=4)
+    estimates = forecast.estimate(forecast.snapshot(c.state), _model(10, 10, 10))
+    # The running workload has 6 s left; b and c fit together, d waits for both.
+    assert (_at(estimates, "b"), _at(estimates, "c"), _at(estimates, "d")) == (10, 10, 20)
+    assert estimates["team/b"].basis == "learned p50 of 3 finished in team/a"
+
+
+def test_live_state_is_untouched() -> None:
+    c = _cluster()
+    before = (c.admitted_names(), c.pending_names("a"), c.state.now, c.state.cycle)
+    forecast.estimate(forecast.snapshot(c.state), _model(10, 10, 10))
+    assert (c.admitted_names(), c.pending_names("a"), c.state.now, c.state.cycle) == before
+    assert c.wl("b").admission is None and "QuotaReserved" not in c.wl("b").conditions
+
+
+def test_a_declared_limit_overrides_what_was_learned() -> None:
+    c = _cluster()
+    model = _model(10, 10, 10)
+    model.set_limit("team/b", 5)
+    model.set_limit("team/c", 5)
+    estimates = forecast.estimate(forecast.snapshot(c.state), model)
+    assert _at(estimates, "d") == 15  # b and c are cut at 5 s, so d starts at 10 + 5
+    # The basis is the running time that let each one in: the running one's learned time for
+    # b, b's declared limit for d.
+    assert estimates["team/b"].basis == "learned p50 of 3 finished in team/a"
+    assert estimates["team/d"].basis == "maximumExecutionTimeSeconds"
+
+
+def test_range_comes_from_the_percentiles() -> None:
+    c = _cluster()
+    estimates = forecast.estimate(forecast.snapshot(c.state), _model(2, 10, 30))
+    b = estimates["team/b"]
+    assert ((b.low - T0) / SECOND, (b.at - T0) / SECOND, (b.high - T0) / SECOND) == (2, 10, 30)
+
+
+def test_a_running_workload_past_most_samples_is_expected_to_run_long() -> None:
+    model = _model(2, 3, 4, 100)
+    # Run 5 s: only the 100 s sample is longer, so 95 s are left.
+    assert model.remaining("team/x", LQ, 5 * SECOND, "expected") == 95 * SECOND
+    # Run longer than every sample: due now.
+    assert model.remaining("team/x", LQ, 200 * SECOND, "expected") == 0
+
+
+def test_without_samples_the_default_is_named() -> None:
+    model = runtimes.Model(runtimes.Settings(default_runtime=60 * SECOND))
+    runtime = model.runtime("team/x", LQ)
+    assert (runtime.expected, runtime.basis) == (60 * SECOND, "default")
+    model.learn("other/q", 7 * SECOND)
+    model.learn("other/q", 7 * SECOND)
+    model.learn("other/q", 7 * SECOND)
+    # Too few in its own queue: every queue's samples.
+    assert model.runtime("team/x", LQ).basis == "learned p50 of 3 finished in all queues"
+
+
+def test_preemption_in_the_forward_run_is_played() -> None:
+    c = Cluster().cq("a", {"f": {"cpu": q(4)}}, within=LOWER_PRIORITY)
+    c.admitted("low", "a", cpu=4, priority=0)
+    c.pending("high", "a", cpu=4, priority=10, created=1)
+    c.pending("after", "a", cpu=4, priority=0, created=2)
+    estimates = forecast.estimate(forecast.snapshot(c.state), _model(10, 10, 10))
+    # "high" preempts "low" at once; "low" (older) then runs before "after".
+    assert (_at(estimates, "high"), _at(estimates, "after")) == (0, 20)
+    assert estimates["team/high"].basis == forecast.FITS_NOW
+
+
+def test_a_workload_that_never_fits_gets_no_estimate() -> None:
+    c = _cluster()
+    c.pending("huge", "a", cpu=8, created=5)
+    estimates = forecast.estimate(forecast.snapshot(c.state), _model(10, 10, 10))
+    assert "team/huge" not in estimates and "team/d" in estimates
+
+
+def test_a_snapshot_copies_every_field_and_owns_the_mutable_ones() -> None:
+    c = _cluster()
+    live = c.wl("b")
+    live.set_condition("QuotaReserved", "False", "Pending", "waiting", T0)
+    snap = forecast.snapshot(c.state)
+    copied = next(wl for wl in snap.workloads if wl.key == live.key)
+    for name in type(live).__slots__:
+        assert getattr(copied, name) == getattr(live, name), name
+    assert copied.conditions["QuotaReserved"].message == "waiting"
+    copied.conditions["QuotaReserved"].message = "changed"
+    copied.pod_sets.append(copied.pod_sets[0])
+    assert live.conditions["QuotaReserved"].message == "waiting" and len(live.pod_sets) == 1
