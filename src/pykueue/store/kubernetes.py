@@ -138,6 +138,10 @@ RESOURCES: dict[str, Resource] = {
     "ValidatingWebhookConfiguration": Resource(
         "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False
     ),
+    # The visibility API's registration with the aggregation layer (and, outside the
+    # cluster, the address it is reached at).
+    "APIService": Resource("apiregistration.k8s.io", "v1", "apiservices", False),
+    "EndpointSlice": Resource("discovery.k8s.io", "v1", "endpointslices", True),
 }
 
 # The job kinds of pykueue's integrations (controllers/integrations/) beyond batch/v1 Job.
