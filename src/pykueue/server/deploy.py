@@ -331,6 +331,29 @@ USER_ROLES: Final = (
     UserRole("resourceflavor-editor", crd.GROUP, "resourceflavors", tuple(_EDIT), False, False, ()),
     UserRole("topology-viewer", crd.GROUP, "topologies", tuple(_READ), False, False, ("admin",)),
     UserRole("topology-editor", crd.GROUP, "topologies", tuple(_EDIT), False, False, ()),
+    # The other job kinds, as upstream ships them: a viewer and an editor each, like Jobs'.
+    *(
+        role
+        for name, group, resource in (
+            ("jaxjob", "kubeflow.org", "jaxjobs"),
+            ("jobset", "jobset.x-k8s.io", "jobsets"),
+            ("leaderworkerset", "leaderworkerset.x-k8s.io", "leaderworkersets"),
+            ("mpijob", "kubeflow.org", "mpijobs"),
+            ("paddlejob", "kubeflow.org", "paddlejobs"),
+            ("pytorchjob", "kubeflow.org", "pytorchjobs"),
+            ("raycluster", "ray.io", "rayclusters"),
+            ("rayjob", "ray.io", "rayjobs"),
+            ("rayservice", "ray.io", "rayservices"),
+            ("sparkapplication", "sparkoperator.k8s.io", "sparkapplications"),
+            ("tfjob", "kubeflow.org", "tfjobs"),
+            ("trainjob", "trainer.kubeflow.org", "trainjobs"),
+            ("xgboostjob", "kubeflow.org", "xgboostjobs"),
+        )
+        for role in (
+            UserRole(f"{name}-viewer", group, resource, tuple(_READ), True, True, _NAMESPACE_FACING),
+            UserRole(f"{name}-editor", group, resource, tuple(_EDIT), True, True, ()),
+        )
+    ),
 )
 
 
