@@ -303,9 +303,12 @@ class MultiKueueController:
             for kind in self.registry.kinds():
                 if self.registry.multikueue(kind) is None:
                     continue
-                items, _ = await store.list_selected(
-                    kind, label_selector=f"{jobframework.MULTIKUEUE_ORIGIN_LABEL}={self.settings.origin}"
-                )
+                try:
+                    items, _ = await store.list_selected(
+                        kind, label_selector=f"{jobframework.MULTIKUEUE_ORIGIN_LABEL}={self.settings.origin}"
+                    )
+                except NotFound:
+                    continue  # the worker does not serve this kind: no copy of it can be there
                 for job in items:
                     owner = _annotation(job, jobframework.MULTIKUEUE_WORKLOAD_ANNOTATION)
                     if owner is None:
