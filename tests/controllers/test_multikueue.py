@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from pykueue.api import configuration
-from pykueue.controllers import multikueue, multikueue_clusters
-from pykueue.controllers.integrations import batch_job
+from pykueue.controllers import integrations, multikueue, multikueue_clusters
+from pykueue.controllers.integrations import batch_job, jobset
 from pykueue.errors import ValidationError
 
 
@@ -158,3 +158,31 @@ def test_the_configuration_section_sets_the_dispatcher_and_the_timeout() -> None
                 "multiKueue": {"workerLostTimeout": "soon"},
             }
         )
+
+
+def test_a_jobset_copy_is_suspended_and_unmanaged() -> None:
+    manager_set = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "s", "namespace": "ns", "uid": "u2", "generation": 3},
+        "spec": {"managedBy": "kueue.x-k8s.io/multikueue", "suspend": False, "replicatedJobs": []},
+        "status": {"restarts": 0},
+    }
+    adapter = jobset.JobSetMultiKueue()
+    assert adapter.managed(manager_set)
+    assert not adapter.managed({"spec": {"managedBy": "jobset.sigs.k8s.io/jobset-controller"}})
+    remote = adapter.remote_copy(manager_set)
+    assert remote == {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "s", "namespace": "ns"},
+        "spec": {"suspend": True, "replicatedJobs": []},
+    }
+    assert adapter.mirror_status(manager_set, {"status": {"restarts": 1}}) is not None
+
+
+def test_every_kind_with_a_multikueue_adapter_is_reachable_through_the_registry() -> None:
+    registry = integrations.registry(("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob"))
+    assert isinstance(registry.multikueue("Job"), batch_job.BatchJobMultiKueue)
+    assert isinstance(registry.multikueue("JobSet"), jobset.JobSetMultiKueue)
+    assert registry.multikueue("PyTorchJob") is None

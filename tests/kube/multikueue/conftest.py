@@ -1,8 +1,8 @@
 """Three real control planes for the MultiKueue tests: a manager and two workers.
 
 Each has its own etcd and kube-apiserver (own ports, own data directory); the workers
-also run kube-controller-manager, kube-scheduler and kwok with two fake nodes each, so a
-job dispatched to them really runs (pods bound, run, succeed). The manager runs nothing
+also run kube-controller-manager, kube-scheduler, kwok with two fake nodes each and the
+JobSet controller, so a job dispatched to them really runs (pods bound, run, succeed). The manager runs nothing
 but pykueue: its jobs carry ``spec.managedBy: kueue.x-k8s.io/multikueue`` and never run there.
 
 ``multikueue`` (module scope) yields a `Clusters` with the three clusters, a pykueue
@@ -31,15 +31,17 @@ import yaml
 
 from pykueue.cli import controller_command
 from pykueue.controllers import multikueue
+from pykueue.devcluster import kinds
 from pykueue.store import kubernetes
 
 from ..controller.conftest import ControllerThread
-from ..controlplane import KubeCluster, NodeSpec, Process
+from ..controlplane import KubeCluster, NodeSpec, Process, wait_for
 
 NAMESPACE = "mk-test"
 SYSTEM = "kueue-system"
 WORKER_LOST_TIMEOUT = timedelta(seconds=10)
 WORKER_CPU = {"worker1": "2", "worker2": "4"}
+FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 
 
 @dataclass
@@ -171,6 +173,22 @@ def _start_cluster(bin_dir: Path, workdir: Path, worker: bool) -> KubeCluster:
                 for i in range(2)
             ]
         )
+        kinds.start(cluster, kinds.JOBSET)
+    else:
+        # The manager needs the JobSet kind only: its JobSets never run there.
+        for crd in sorted((kinds.build(kinds.JOBSET.name) / "crds").glob("*.yaml")):
+            cluster.kubectl("apply", "--server-side", "-f", str(crd))
+            crd_name = yaml.safe_load(crd.read_text())["metadata"]["name"]
+            wait_for(
+                lambda n=crd_name: (
+                    "Established"
+                    in cluster.kubectl(
+                        "get", f"crd/{n}", "-o", "jsonpath={.status.conditions[?(@.status=='True')].type}"
+                    )
+                ),
+                timeout=60,
+                what=f"{crd_name} Established",
+            )
     _install_crds(cluster)
     cluster.create_namespace(NAMESPACE)
     return cluster
@@ -194,9 +212,11 @@ def multikueue_clusters(kube_bin_dir: Path, tmp_path_factory: pytest.TempPathFac
         settings = multikueue.Settings(
             namespace=SYSTEM, worker_lost_timeout=WORKER_LOST_TIMEOUT, poll_seconds=0.5
         )
-        controllers["manager"] = ControllerThread(str(manager.kubeconfig), multikueue=settings).start()
+        controllers["manager"] = ControllerThread(
+            str(manager.kubeconfig), frameworks=FRAMEWORKS, multikueue=settings
+        ).start()
         for name, cluster in workers.items():
-            controllers[name] = ControllerThread(str(cluster.kubeconfig)).start()
+            controllers[name] = ControllerThread(str(cluster.kubeconfig), frameworks=FRAMEWORKS).start()
         yield Clusters(manager, workers, controllers)
     finally:
         for thread in controllers.values():
@@ -229,5 +249,21 @@ def job(name: str, cpu: str, run_duration: str) -> dict[str, Any]:
                     ],
                 },
             },
+        },
+    }
+
+
+def jobset(name: str, run_duration: str) -> dict[str, Any]:
+    """A JobSet for the manager (one replicated job of one pod), handed to MultiKueue."""
+    template = job(name, cpu="1", run_duration=run_duration)
+    pod_job = {"spec": {k: v for k, v in template["spec"].items() if k not in ("suspend", "managedBy")}}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {
+            "suspend": True,
+            "managedBy": "kueue.x-k8s.io/multikueue",
+            "replicatedJobs": [{"name": "workers", "replicas": 1, "template": pod_job}],
         },
     }

@@ -10,9 +10,9 @@ import secrets
 import time
 from typing import Any
 
-from ..controller.conftest import is_true, wait
+from ..controller.conftest import condition, is_true, wait
 from ..controlplane import ApiError, KubeCluster
-from .conftest import NAMESPACE, WORKER_LOST_TIMEOUT, Clusters, job
+from .conftest import NAMESPACE, WORKER_LOST_TIMEOUT, Clusters, job, jobset
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JOBS = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
@@ -87,7 +87,7 @@ def test_a_job_runs_on_one_worker_and_its_status_comes_back(multikueue_clusters:
     assert remote["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
     assert remote["spec"].get("managedBy") in (None, "kubernetes.io/job-controller")
 
-    # The manager's Job is admitted there, never run there, and ends as the copy ends.
+    # The manager's Job (no job controller there) ends as the copy ends.
     done = wait(
         lambda: is_true(_job(clusters.manager, name), "Complete") and _job(clusters.manager, name),
         90,
@@ -100,7 +100,6 @@ def test_a_job_runs_on_one_worker_and_its_status_comes_back(multikueue_clusters:
         "finished",
     )
     assert wl["status"]["clusterName"] == winner
-    assert clusters.manager.get(f"/api/v1/namespaces/{NAMESPACE}/pods")["items"] == []
     # Finished work is collected from the worker.
     wait(lambda: not _copies(clusters, name), 30, "the winner's copy removed")
 
@@ -132,6 +131,53 @@ def test_the_first_worker_to_reserve_quota_wins_and_the_other_copy_goes(
 def _manager_workload_by_name_gone(clusters: Clusters, job_name: str) -> bool:
     items = clusters.manager.get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads")["items"]
     return not any(w["metadata"]["name"].startswith(f"job-{job_name}-") for w in items)
+
+
+def test_a_job_not_handed_to_multikueue_is_rejected_and_never_copied(multikueue_clusters: Clusters) -> None:
+    clusters = multikueue_clusters
+    name = _unique("unmanaged")
+    manifest = job(name, cpu="1", run_duration="1s")
+    del manifest["spec"]["managedBy"]
+    clusters.manager.create(JOBS, manifest)
+    why = f"Job {NAMESPACE}/{name}: spec.managedBy must be 'kueue.x-k8s.io/multikueue'"
+
+    def deactivated_for_it() -> dict[str, Any] | None:
+        wl = _manager_workload(clusters, name)
+        evicted = condition(wl, "Evicted") or {}
+        return wl if why in evicted.get("message", "") else None
+
+    # The check is Rejected with that message, so the engine deactivates the Workload.
+    wl = wait(deactivated_for_it, 60, "the Workload deactivated by the check")
+    assert wl["spec"]["active"] is False
+    assert 'AdmissionCheck in Rejected state: "mk"' in (condition(wl, "Evicted") or {})["message"]
+    assert not _copies(clusters, name)
+    assert (_job(clusters.manager, name) or {})["spec"]["suspend"] is True
+    clusters.manager.delete(f"{JOBS}/{name}")
+
+
+JOBSETS = f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{NAMESPACE}/jobsets"
+
+
+def test_a_jobset_runs_on_a_worker_through_the_same_adapter_contract(multikueue_clusters: Clusters) -> None:
+    clusters = multikueue_clusters
+    name = _unique("set")
+    created = clusters.manager.create(JOBSETS, jobset(name, run_duration="3s"))
+
+    def workload() -> dict[str, Any] | None:
+        return _workload_of(clusters.manager, created)
+
+    def manager_jobset() -> dict[str, Any]:
+        found: dict[str, Any] = clusters.manager.get(f"{JOBSETS}/{name}")
+        return found
+
+    wait(lambda: _check(workload()).get("state") == "Ready", 60, "a worker to win the JobSet")
+    winner = (workload() or {})["status"]["clusterName"]
+    # The copy runs on the winner (its JobSet controller made a Job of it) and completes there;
+    # the manager's JobSet (no JobSet controller there) shows it.
+    done = wait(lambda: is_true(manager_jobset(), "Completed") and manager_jobset(), 90, "Completed mirrored")
+    assert done["status"]["replicatedJobsStatus"][0]["succeeded"] == 1
+    wait(lambda: is_true(workload(), "Finished"), 30, "the manager's Workload finished")
+    wait(lambda: clusters.workers[winner].get_or_none(f"{JOBSETS}/{name}") is None, 30, "the copy collected")
 
 
 def test_a_lost_worker_loses_its_workload_and_its_stale_copy_goes_when_back(
