@@ -353,7 +353,9 @@ class MultiKueueController:
                 await self._set_check(workload, entry, "Rejected", reason)
             return
         await self._forget_mirrored(job, state)
-        if not (workload.get("status") or {}).get("admission"):
+        if not (workload.get("status") or {}).get("admission") or is_true(workload, "Evicted"):
+            # Until the eviction completes the reservation stays, and the old winner's copy with
+            # it: electing it again would undo the eviction. The collect step removes it.
             return
         if state == "Pending":
             await self._dispatch_or_elect(workload, entry, job, adapter, order, remote)
