@@ -24,7 +24,7 @@ import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from pykueue.controllers import (
     kueue_configuration,
     leader,
     metrics,
+    multikueue,
 )
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
@@ -67,6 +68,8 @@ class Jobs:
     registry: jobframework.Registry
     settings: jobframework.Settings
     frameworks: tuple[str, ...]
+    # The MultiKueue admission check's settings (it acts only for checks naming it).
+    multikueue: multikueue.Settings = field(default_factory=multikueue.Settings)
 
 
 def jobs_of(cfg: configuration.Configuration) -> Jobs:
@@ -82,7 +85,12 @@ def jobs_of(cfg: configuration.Configuration) -> Jobs:
             for device_class in mapping.device_class_names
         },
     )
-    return Jobs(integrations.registry(frameworks), settings, frameworks)
+    return Jobs(
+        integrations.registry(frameworks),
+        settings,
+        frameworks,
+        multikueue.settings_of(cfg.multi_kueue, cfg.namespace),
+    )
 
 
 @dataclass(frozen=True)
@@ -273,6 +281,7 @@ async def _run_controller(
         max_admissions_ahead=ops.max_admissions_ahead,
         on_pass=registry.observe_pass,
         events=EventRecorder(writer),
+        multikueue_settings=jobs.multikueue,
     )
     estimates = estimating.StartEstimates(manager.admission, job_by_uid=manager.jobs.job_by_uid)
     annotations = estimate_annotations.AnnotationWriter(writer, manager.admission.cache.get)

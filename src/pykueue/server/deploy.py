@@ -54,8 +54,16 @@ SECRET: Final = _CERTS.secret_name
 SERVICE: Final = _CERTS.service_name
 LABELS: Final = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "controller"}
 KUEUE_PLURALS: Final = tuple(kind.plural for kind in crd.KINDS)
-# admissionchecks: the ProvisioningRequest check's controller keeps their Active condition.
-STATUS_WRITTEN: Final = ("clusterqueues", "localqueues", "cohorts", "workloads", "admissionchecks")
+# admissionchecks: the ProvisioningRequest and MultiKueue checks keep their Active condition;
+# multikueueclusters: MultiKueue writes whether each worker answers.
+STATUS_WRITTEN: Final = (
+    "clusterqueues",
+    "localqueues",
+    "cohorts",
+    "workloads",
+    "admissionchecks",
+    "multikueueclusters",
+)
 CONFIG_MAP: Final = "pykueue-manager-config"
 CONFIG_KEY: Final = "controller_manager_config.yaml"
 CONFIG_MOUNT: Final = "/etc/pykueue"

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from pykueue.cli import controller_command
-from pykueue.controllers import integrations, jobframework
+from pykueue.controllers import integrations, jobframework, multikueue
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.devcluster import running
 from pykueue.engine.config import EngineConfig
@@ -95,8 +95,10 @@ class ControllerThread:
         config: EngineConfig | None = None,
         frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
         settings: jobframework.Settings | None = None,
+        multikueue: multikueue.Settings | None = None,
     ) -> None:
         self.frameworks = frameworks
+        self.multikueue = multikueue
         self.settings = settings or jobframework.Settings()
         # A kubeconfig file, or credentials made by the test (e.g. a service account's token).
         self.kube_config = (
@@ -148,6 +150,7 @@ class ControllerThread:
             config=self.config,
             frameworks=self.frameworks,
             settings=self.settings,
+            multikueue=self.multikueue,
         )
         ready = asyncio.Event()
         waiter = asyncio.ensure_future(ready.wait())
