@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck layers unit bench bench-cluster bench-upstream kueue-perf-binaries setup clean \
-	constraints dist test-dist test-pythons image test-image kind-controllers
+	constraints dist test-dist test-pythons image test-image kind-controllers kueuectl
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,11 @@ kube-binaries:
 kind-controllers:
 	bash hack/kind-controllers
 
-unit: $(STAMP) kube-binaries kind-controllers
+## kueuectl: build upstream Kueue's kubectl plugin (`kubectl kueue`) for the kube tests (cached)
+kueuectl:
+	bash hack/kueuectl
+
+unit: $(STAMP) kube-binaries kind-controllers kueuectl
 	$(BIN)/pytest
 
 bench: $(STAMP)

@@ -351,3 +351,15 @@ def test_crds_render_as_yaml_kubectl_accepts(crds_installed: KubeCluster) -> Non
         "apply", "--dry-run=server", "--server-side", "--force-conflicts", "-f", "-", input=text
     )
     assert out.count("customresourcedefinition.apiextensions.k8s.io/") == len(crd.KINDS)
+
+
+def test_kubectl_explain_describes_the_kinds_and_their_fields(crds_installed: KubeCluster) -> None:
+    def explain(path: str) -> str:
+        return " ".join(crds_installed.kubectl("explain", path).split())
+
+    assert "A pool of quota per resource flavor" in explain("clusterqueues")
+    quota = explain("clusterqueues.spec.resourceGroups.flavors.resources.borrowingLimit")
+    assert "How much more than its nominal quota this ClusterQueue may borrow" in quota
+    assert "feeds one ClusterQueue" in explain("localqueues")
+    assert "The LocalQueue of the workload's namespace" in explain("workloads.spec.queueName")
+    assert "spot or on-demand" in explain("resourceflavors")

@@ -29,7 +29,14 @@ FRAMEWORKS = [
     "kubeflow.org/pytorchjob",
     "trainer.kubeflow.org/trainjob",
 ]
-DRY_RUN_KINDS = ("CustomResourceDefinition", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+# Cluster-wide objects the other tests would feel: checked by a server-side dry run only. (An
+# APIService whose Service has no server breaks discovery, and with it namespace deletion.)
+DRY_RUN_KINDS = (
+    "CustomResourceDefinition",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+    "APIService",
+)
 
 
 def helm(bin_dir: Path, *args: str, values: dict[str, Any] | None = None, check: bool = True) -> str:
@@ -163,6 +170,7 @@ def test_chart_applies_to_the_api_server_and_grants_the_kinds_it_manages(
             "mutatingwebhookconfiguration.admissionregistration.k8s.io/pykueue-mutating-webhook-configuration"
             in out
         )
+        assert "apiservice.apiregistration.k8s.io/v1beta2.visibility.kueue.x-k8s.io" in out
         account = f"system:serviceaccount:{namespace}:pykueue-controller-manager"
 
         def can(verb: str, resource: str) -> bool:
@@ -205,4 +213,7 @@ def test_chart_applies_to_the_api_server_and_grants_the_kinds_it_manages(
             ("clusterrole", "pykueue-manager-role"),
         ):
             kube_apiserver.kubectl("delete", kind, name, "--ignore-not-found", check=False)
+        kube_apiserver.kubectl(
+            "delete", "rolebinding", "pykueue-visibility-server-auth-reader", "-n", "kube-system", check=False
+        )
         kube_apiserver.delete(f"/api/v1/namespaces/{namespace}")

@@ -44,7 +44,6 @@ def test_cli_prints_every_piece_once(kube_namespace: str) -> None:
         "ServiceAccount",
         "ClusterRoleBinding",
         "Role",
-        "RoleBinding",
         "Secret",
         "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
@@ -52,12 +51,22 @@ def test_cli_prints_every_piece_once(kube_namespace: str) -> None:
         "Deployment",
     ):
         assert kinds.count(kind) == 1, kind
+    # Ours in the namespace, and the one that lets the visibility API read the front-proxy settings.
+    bindings = {(d["metadata"]["namespace"], d["roleRef"]["name"]) for d in _of(docs, "RoleBinding")}
+    assert bindings == {
+        (kube_namespace, "pykueue-leader-election-and-certs"),
+        ("kube-system", "extension-apiserver-authentication-reader"),
+    }
+    # The visibility API: both versions behind the webhook Service, the CA published by the controller.
+    services = {d["spec"]["version"]: d["spec"]["service"] for d in _of(docs, "APIService")}
+    assert services == {
+        version: {"name": deploy.SERVICE, "namespace": kube_namespace, "port": 443}
+        for version in ("v1beta2", "v1beta1")
+    }
     # Everything namespaced lands in the namespace asked for, and the CRDs convert through
     # the Service there.
     namespaced = [
-        d
-        for d in docs
-        if d["kind"] in ("ServiceAccount", "Role", "RoleBinding", "Secret", "Service", "Deployment")
+        d for d in docs if d["kind"] in ("ServiceAccount", "Role", "Secret", "Service", "Deployment")
     ]
     assert {d["metadata"]["namespace"] for d in namespaced} == {kube_namespace}
     service = _of(docs, "CustomResourceDefinition")[0]["spec"]["conversion"]["webhook"]["clientConfig"][
@@ -211,6 +220,9 @@ CAN = [
     ("patch", "customresourcedefinitions/clusterqueues.kueue.x-k8s.io", ""),
     ("update", f"secrets/{deploy.SECRET}", "OWN"),
     ("create", "leases.coordination.k8s.io", "OWN"),
+    # The visibility API: its APIServices' CA bundle, the API server's front-proxy settings.
+    ("patch", "apiservices.apiregistration.k8s.io/v1beta2.visibility.kueue.x-k8s.io", ""),
+    ("get", "configmaps/extension-apiserver-authentication", "kube-system"),
 ]
 CANNOT = [
     ("delete", "jobs.batch", ""),
@@ -224,6 +236,8 @@ CANNOT = [
     ("update", "customresourcedefinitions/widgets.example.com", ""),
     ("create", "leases.coordination.k8s.io", "default"),
     ("update", "nodes", ""),
+    ("patch", "apiservices.apiregistration.k8s.io/v1.apps", ""),
+    ("get", "configmaps/some-other", "kube-system"),
 ]
 
 

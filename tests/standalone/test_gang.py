@@ -12,6 +12,8 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
+
 from .helpers import Server, cluster_queue, flavor_and_queue, job, wait_until, write_config
 
 RENDEZVOUS = textwrap.dedent(
@@ -123,3 +125,26 @@ def test_a_gang_starts_only_when_all_its_devices_are_free(
     assert len(ranks) == 3
     # No rank started while the holder had its 2 of the 4 devices (2 were free all along).
     assert min(float(str(r["STARTED"])) for r in ranks) >= float(holder.read_text())
+
+
+def test_a_jobs_gpus_come_from_one_declared_domain(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    # Domains {0, 2} and {1, 3}: with 0 held, the next two free devices in order (1, 2) would
+    # straddle both; a 2-GPU pod must get 1 and 3, the domain that is still whole.
+    queues = cluster_queue("main", cpu="8", gpus=4) + "---\n" + flavor_and_queue("a100", "main", "default")
+    config = write_config(tmp_path, queues, gpus=4)
+    settings = yaml.safe_load(config.read_text())
+    settings["node"]["gpuDomains"] = [["0", "2"], ["1", "3"]]
+    config.write_text(yaml.safe_dump(settings))
+    server = start_server(config)
+    out = server.shared / "out"
+    out.mkdir()
+    out.chmod(0o777)
+    record = f'echo "$CUDA_VISIBLE_DEVICES" > {out}/'
+    assert server.apply([job("one", f"{record}one; sleep 600", cpu="1", gpus=1)]).status_code == 200
+    wait_until(lambda: (out / "one").exists(), timeout=60)
+    assert server.apply([job("two", f"{record}two; sleep 600", cpu="1", gpus=2)]).status_code == 200
+    wait_until(lambda: (out / "two").exists() and (out / "two").read_text().strip(), timeout=60)
+    assert (out / "one").read_text().strip() == "0"
+    assert (out / "two").read_text().strip() == "1,3"

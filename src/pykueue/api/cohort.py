@@ -20,9 +20,17 @@ from pykueue.api.meta import DNSSubdomain, KubeModel, ObjectMeta
 
 
 class CohortSpec(KubeModel):
-    parent_name: DNSSubdomain = ""
-    resource_groups: list[ResourceGroup] = Field(default_factory=list, max_length=MAX_RESOURCE_GROUPS)
-    fair_sharing: FairSharing | None = None
+    """The cohort's place in the tree and the quota it holds itself."""
+
+    parent_name: DNSSubdomain = Field("", description="The parent Cohort, for a tree of cohorts.")
+    resource_groups: list[ResourceGroup] = Field(
+        default_factory=list,
+        max_length=MAX_RESOURCE_GROUPS,
+        description="Quota the cohort holds itself, shared by every queue below it.",
+    )
+    fair_sharing: FairSharing | None = Field(
+        None, description="This cohort's weight in fair sharing among its siblings."
+    )
 
 
 class CohortStatus(KubeModel):
@@ -30,6 +38,8 @@ class CohortStatus(KubeModel):
 
 
 class Cohort(KubeModel):
+    """A group of ClusterQueues (and child cohorts) that lend and borrow unused quota; cluster-scoped."""
+
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["Cohort"] = "Cohort"
     metadata: ObjectMeta

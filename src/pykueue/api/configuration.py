@@ -61,6 +61,19 @@ class FairSharing(KubeModel):
     )
 
 
+# A Go duration as the Configuration writes them: 15m, 1h30m, 90s.
+GO_DURATION: Final = r"^([0-9]+(\.[0-9]+)?(h|m|s))+$"
+
+
+class MultiKueue(KubeModel):
+    """``multiKueue``: how a manager dispatches to its workers (`pykueue.controllers.multikueue`)."""
+
+    gc_interval: str | None = Field(default=None, pattern=GO_DURATION)
+    origin: str | None = Field(default=None, min_length=1, max_length=63)
+    worker_lost_timeout: str | None = Field(default=None, pattern=GO_DURATION)
+    dispatcher_name: str | None = Field(default=None, min_length=1)
+
+
 class Configuration(PassthroughModel):
     """The parts of upstream's Configuration pykueue reads; the rest is kept as given."""
 
@@ -73,6 +86,7 @@ class Configuration(PassthroughModel):
     resources: Resources = Field(default_factory=Resources)
     fair_sharing: FairSharing | None = None
     feature_gates: dict[str, bool] = Field(default_factory=dict)
+    multi_kueue: MultiKueue = Field(default_factory=MultiKueue)
 
     def namespace_selector(self) -> LabelSelector:
         """``managedJobsNamespaceSelector``, or upstream's default: every namespace but

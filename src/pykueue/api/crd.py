@@ -585,8 +585,19 @@ def _default(field: FieldInfo) -> Any:
     return None
 
 
+def description_of(model: type[pydantic.BaseModel]) -> str:
+    """The first paragraph of the model's own docstring, on one line ("" without one)."""
+    doc = model.__dict__.get("__doc__") or ""
+    paragraph = doc.strip().split("\n\n", 1)[0]
+    return " ".join(line.strip() for line in paragraph.splitlines())
+
+
 def model_schema(model: type[pydantic.BaseModel]) -> Schema:
-    """The object schema of a model: camelCase properties, required fields, defaults."""
+    """The object schema of a model: camelCase properties, required fields, defaults.
+
+    Descriptions, for ``kubectl explain``: a field's ``Field(description=...)``, else, for
+    a field holding a model, that model's docstring (its first paragraph).
+    """
     hints = typing.get_type_hints(model, include_extras=True)
     properties: dict[str, Schema] = {}
     required: list[str] = []
@@ -597,10 +608,14 @@ def model_schema(model: type[pydantic.BaseModel]) -> Schema:
         default = _default(field)
         if default is not None:
             schema["default"] = default
+        if field.description:
+            schema["description"] = " ".join(field.description.split())
         if field.is_required():
             required.append(wire)
         properties[wire] = schema
     out: Schema = {"type": "object", "properties": properties}
+    if description := description_of(model):
+        out["description"] = description
     if required:
         out["required"] = required
     if model.model_config.get("extra") == "allow":

@@ -27,8 +27,13 @@ from pykueue.api.meta import (
 
 
 class LocalQueueSpec(KubeModel):
-    cluster_queue: DNSSubdomain = ""
-    stop_policy: StopPolicy = "None"
+    """Where this namespace's workloads are queued."""
+
+    cluster_queue: DNSSubdomain = Field("", description="The ClusterQueue this queue sends its workloads to.")
+    stop_policy: StopPolicy = Field(
+        "None",
+        description="None: admit as usual. Hold: admit nothing more from this queue. HoldAndDrain: also evict what it has admitted.",
+    )
     fair_sharing: FairSharing | None = None
 
 
@@ -53,16 +58,30 @@ class LocalQueueFlavorUsage(KubeModel):
 
 
 class LocalQueueStatus(KubeModel):
+    """This queue's workloads and the quota they hold."""
+
     conditions: list[Condition] = Field(default_factory=list, max_length=16)
-    pending_workloads: Int32 | None = None
-    reserving_workloads: Int32 | None = None
-    admitted_workloads: Int32 | None = None
-    flavors_reservation: list[LocalQueueFlavorUsage] = Field(default_factory=list, max_length=64)
-    flavors_usage: list[LocalQueueFlavorUsage] = Field(default_factory=list, max_length=64)
+    pending_workloads: Int32 | None = Field(None, description="Workloads of this queue waiting for quota.")
+    reserving_workloads: Int32 | None = Field(
+        None, description="Workloads of this queue holding a quota reservation."
+    )
+    admitted_workloads: Int32 | None = Field(None, description="Workloads of this queue admitted.")
+    flavors_reservation: list[LocalQueueFlavorUsage] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Quota reserved by this queue's workloads, per flavor and resource.",
+    )
+    flavors_usage: list[LocalQueueFlavorUsage] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Quota used by this queue's admitted workloads, per flavor and resource.",
+    )
     fair_sharing: LocalQueueFairSharingStatus | None = None
 
 
 class LocalQueue(KubeModel):
+    """A namespaced queue that users submit jobs to (label kueue.x-k8s.io/queue-name); it feeds one ClusterQueue."""
+
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["LocalQueue"] = "LocalQueue"
     metadata: ObjectMeta

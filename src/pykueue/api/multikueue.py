@@ -1,7 +1,8 @@
 """MultiKueueConfig and MultiKueueCluster: dispatching admitted workloads to worker clusters.
 
-pykueue reads these kinds so that manifests written for a MultiKueue manager load and
-validate; dispatching to remote clusters is outside what the engine does.
+The engine ignores these kinds: dispatching to worker clusters is the business of the
+Kubernetes controller's MultiKueue admission check (`pykueue.controllers.multikueue`,
+docs/multikueue.md), which reads them as manifests.
 """
 
 from __future__ import annotations

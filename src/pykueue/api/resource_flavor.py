@@ -21,13 +21,31 @@ MAX_TOLERATIONS = 8
 
 
 class ResourceFlavorSpec(KubeModel):
-    node_labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_NODE_LABELS)
-    node_taints: list[Taint] = Field(default_factory=list, max_length=MAX_NODE_TAINTS)
-    tolerations: list[Toleration] = Field(default_factory=list, max_length=MAX_TOLERATIONS)
-    topology_name: DNSSubdomain | None = None
+    """The nodes this flavor stands for: their labels, taints and topology."""
+
+    node_labels: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=MAX_NODE_LABELS,
+        description="Labels of the nodes this flavor stands for; admitted pods get them as node selectors.",
+    )
+    node_taints: list[Taint] = Field(
+        default_factory=list,
+        max_length=MAX_NODE_TAINTS,
+        description="Taints of those nodes; a workload gets this flavor only if it tolerates them.",
+    )
+    tolerations: list[Toleration] = Field(
+        default_factory=list,
+        max_length=MAX_TOLERATIONS,
+        description="Tolerations added to admitted pods, for taints of the nodes this flavor stands for.",
+    )
+    topology_name: DNSSubdomain | None = Field(
+        None, description="The Topology of these nodes, for topology-aware scheduling."
+    )
 
 
 class ResourceFlavor(KubeModel):
+    """A kind of node (GPU model, spot or on-demand...) that ClusterQueues set quota for; cluster-scoped."""
+
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["ResourceFlavor"] = "ResourceFlavor"
     metadata: ObjectMeta

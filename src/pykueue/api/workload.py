@@ -81,10 +81,16 @@ class PodSetTopologyRequest(KubeModel):
 
 
 class PodSet(KubeModel):
-    name: DNSLabel = DEFAULT_POD_SET_NAME
-    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
-    count: NonNegInt32 = 1
-    min_count: PositiveInt32 | None = None
+    """A group of identical pods of the workload."""
+
+    name: DNSLabel = Field(DEFAULT_POD_SET_NAME, description="The pod set's name, unique in the workload.")
+    template: PodTemplateSpec = Field(
+        default_factory=PodTemplateSpec, description="The pods' template: their requests decide the quota."
+    )
+    count: NonNegInt32 = Field(1, description="How many pods of this template.")
+    min_count: PositiveInt32 | None = Field(
+        None, description="With partial admission: the fewest pods the job can run with."
+    )
     topology_request: PodSetTopologyRequest | None = None
 
 
@@ -93,12 +99,24 @@ class PreemptionGate(KubeModel):
 
 
 class WorkloadSpec(KubeModel):
-    pod_sets: list[PodSet] = Field(default_factory=list, max_length=MAX_POD_SETS)
-    queue_name: DNSSubdomain = ""
+    """The pods a job needs, its queue and its priority."""
+
+    pod_sets: list[PodSet] = Field(
+        default_factory=list,
+        max_length=MAX_POD_SETS,
+        description="Groups of identical pods; the whole workload is admitted at once.",
+    )
+    queue_name: DNSSubdomain = Field(
+        "", description="The LocalQueue of the workload's namespace it waits in."
+    )
     priority_class_ref: PriorityClassRef | None = None
-    priority: Int32 | None = None
-    active: bool = True
-    maximum_execution_time_seconds: PositiveInt32 | None = None
+    priority: Int32 | None = Field(None, description="The workload's priority, from its priority class.")
+    active: bool = Field(
+        True, description="false deactivates the workload: it is evicted and waits until set true again."
+    )
+    maximum_execution_time_seconds: PositiveInt32 | None = Field(
+        None, description="Once admitted this long in total, the workload is deactivated."
+    )
     preemption_gates: list[PreemptionGate] = Field(default_factory=list, max_length=8)
 
 
@@ -239,6 +257,8 @@ class WorkloadStatus(KubeModel):
 
 
 class Workload(KubeModel):
+    """The unit of admission: one job's pods, the queue it waits in, and the quota it was given."""
+
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = "kueue.x-k8s.io/v1beta2"
     kind: Literal["Workload"] = "Workload"
     metadata: ObjectMeta

@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import ipaddress
 import logging
 import os
 import signal
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +40,14 @@ from pykueue.controllers import (
     kueue_configuration,
     leader,
     metrics,
+    multikueue,
 )
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine import intake
 from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import AlreadyExists, PykueueError, StoreError
-from pykueue.server import certs, deploy, health, webhooks
+from pykueue.server import certs, deploy, health, visibility_api, webhooks
 from pykueue.store import kubernetes
 from pykueue.store.base import Key
 
@@ -66,6 +68,8 @@ class Jobs:
     registry: jobframework.Registry
     settings: jobframework.Settings
     frameworks: tuple[str, ...]
+    # The MultiKueue admission check's settings (it acts only for checks naming it).
+    multikueue: multikueue.Settings = field(default_factory=multikueue.Settings)
 
 
 def jobs_of(cfg: configuration.Configuration) -> Jobs:
@@ -81,7 +85,12 @@ def jobs_of(cfg: configuration.Configuration) -> Jobs:
             for device_class in mapping.device_class_names
         },
     )
-    return Jobs(integrations.registry(frameworks), settings, frameworks)
+    return Jobs(
+        integrations.registry(frameworks),
+        settings,
+        frameworks,
+        multikueue.settings_of(cfg.multi_kueue, cfg.namespace),
+    )
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,11 @@ def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> we
     return exists
 
 
+# The selector-less Service (and its EndpointSlice) through which the API server reaches the
+# visibility API of a controller outside the cluster.
+LOCAL_VISIBILITY_SERVICE = "pykueue-local-visibility"
+
+
 async def start_local_webhooks(
     store: kubernetes.KubernetesStore,
     queues: webhooks.LocalQueueLookup,
@@ -118,6 +132,7 @@ async def start_local_webhooks(
     namespace: str = "kueue-system",
     convert: bool = True,
     jobs: Jobs | None = None,
+    visibility: visibility_api.Source | None = None,
 ) -> webhooks.WebhookServer:
     """The webhook server for a controller outside the cluster, registered by URL.
 
@@ -128,6 +143,10 @@ async def start_local_webhooks(
     CRDs too (v1beta1 served, converted by this server). They stay registered when the
     controller stops: as with upstream's Deployment, Jobs and Kueue objects are refused
     (failurePolicy Fail) rather than let through unchecked while it is down.
+
+    With ``visibility`` the server also answers the visibility API, registered as the
+    APIServices ``v1beta2``/``v1beta1.visibility.kueue.x-k8s.io`` behind a selector-less
+    Service whose EndpointSlice holds ``host`` (`register_local_visibility`).
     """
     with contextlib.suppress(AlreadyExists):
         await store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
@@ -136,11 +155,14 @@ async def start_local_webhooks(
     config = webhooks.WebhookConfig(
         host=host,
         port=port,
-        certs=certs.CertConfig(namespace=namespace, hosts=(host, "localhost")),
+        # The API server checks an APIService's certificate for its Service's name.
+        certs=certs.CertConfig(
+            namespace=namespace, hosts=(host, "localhost", f"{LOCAL_VISIBILITY_SERVICE}.{namespace}.svc")
+        ),
         frameworks=frameworks,
         manage_jobs_without_queue_name=jobs.settings.manage_jobs_without_queue_name,
     )
-    server = webhooks.WebhookServer(config, store, queues)
+    server = webhooks.WebhookServer(config, store, queues, visibility=visibility)
     await server.start()
     assert server.certificates is not None
     bracketed = f"[{host}]" if ":" in host else host
@@ -158,7 +180,40 @@ async def start_local_webhooks(
     if convert:
         await apply_all(store, crd.crds(client))
     log.info("local webhooks registered at %s", client.url)
+    if visibility is not None:
+        await register_local_visibility(store, host, server.port, namespace, server.certificates.ca_bundle)
     return server
+
+
+async def register_local_visibility(
+    store: kubernetes.KubernetesStore, host: str, port: int, namespace: str, ca_bundle: bytes
+) -> None:
+    """Point the visibility APIServices at ``host:port``.
+
+    An EndpointSlice holds IP addresses, and the API server refuses loopback ones: with a
+    name or a loopback ``host`` the API is left unregistered, with a warning saying why.
+    """
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        log.warning(
+            "the visibility API is not registered with the API server: --webhook-host %s is not an "
+            "IP address (an EndpointSlice holds addresses)",
+            host,
+        )
+        return
+    if loopback:
+        log.warning(
+            "the visibility API is not registered with the API server: --webhook-host %s is a loopback "
+            "address, which the API server refuses as an endpoint (give the host's address to serve it)",
+            host,
+        )
+        return
+    for doc in deploy.external_endpoint(LOCAL_VISIBILITY_SERVICE, namespace, host, port):
+        await store.apply(doc, field_manager=INSTALL_FIELD_MANAGER)
+    for doc in deploy.api_services(LOCAL_VISIBILITY_SERVICE, namespace, ca_bundle=ca_bundle):
+        await store.apply(doc, field_manager=INSTALL_FIELD_MANAGER)
+    log.info("visibility API registered at https://%s:%d", host, port)
 
 
 async def _until_reachable(start: Callable[[], Awaitable[None]], stop: asyncio.Event, what: str) -> None:
@@ -226,14 +281,23 @@ async def _run_controller(
         max_admissions_ahead=ops.max_admissions_ahead,
         on_pass=registry.observe_pass,
         events=EventRecorder(writer),
+        multikueue_settings=jobs.multikueue,
     )
     estimates = estimating.StartEstimates(manager.admission, job_by_uid=manager.jobs.job_by_uid)
     annotations = estimate_annotations.AnnotationWriter(writer, manager.admission.cache.get)
     estimates.on_refresh = lambda found: annotations.write(found, intake.micros(manager.clock()))
+    # The aggregated visibility API answers from the engine once a pass ran (as /metrics does).
+    source = visibility_api.Source(
+        state=lambda: manager.admission.state if manager.passes else None,
+        authorizer=visibility_api.subject_access_reviewer(store.request),
+        estimated=estimates.estimated_start,
+    )
     server: webhooks.WebhookServer | None = None
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
-        server = webhooks.WebhookServer(webhook_config, store, cached_queues(manager, store))
+        server = webhooks.WebhookServer(
+            webhook_config, store, cached_queues(manager, store), visibility=source
+        )
         await _until_reachable(server.start, stop, "start the webhook server")
         if stop.is_set():
             await store.close()
@@ -244,7 +308,9 @@ async def _run_controller(
 
         async def start_local() -> None:
             nonlocal server
-            server = await start_local_webhooks(store, queues, host, port, ops.lease_namespace, jobs=jobs)
+            server = await start_local_webhooks(
+                store, queues, host, port, ops.lease_namespace, jobs=jobs, visibility=source
+            )
 
         await _until_reachable(start_local, stop, "register the local webhooks")
     side = None

@@ -451,7 +451,9 @@ class LocalExecutor:
         gpus = _gpu_count(container)
         flavors = _admitted_flavors(await self._workload(key, job)) if gpus else {}
         holder = f"{key}#{index}"
-        devices = self.devices.take(holder, flavors.get(GPU_RESOURCE), gpus)
+        # A gang's pods start together: the first one picks a GPU domain with room for all.
+        pods = int((job.get("spec") or {}).get("parallelism") or 1) if run.gang_port else 1
+        devices = self.devices.take(holder, flavors.get(GPU_RESOURCE), gpus, together=gpus * pods)
         if devices is None:
             message = f"waiting for {gpus} free GPU(s) of {flavors.get(GPU_RESOURCE) or 'any flavor'}"
             if run.waiting != message:

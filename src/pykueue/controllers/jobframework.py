@@ -317,6 +317,55 @@ class JobAdapter(Protocol):
         ...
 
 
+# The value of a job's ``spec.managedBy`` that hands it to MultiKueue: on the manager cluster
+# the kind's own controller leaves such a job alone, and MultiKueue runs it on a worker.
+MULTIKUEUE_MANAGED_BY = "kueue.x-k8s.io/multikueue"
+# Labels of a job copy in a worker: which manager made it, and the manager Workload it runs for.
+MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+MULTIKUEUE_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/multikueue-workload"
+
+
+class MultiKueueAdapter(Protocol):
+    """What MultiKueue needs of one job kind to run a manager's job on a worker cluster.
+
+    ``managed``       the job hands itself to MultiKueue (``spec.managedBy``, for kinds that have it)
+    ``remote_copy``   the object to create in a worker: the job as its user wrote it, suspended,
+                      without what the manager's API server filled in for its own copy
+    ``mirror_status`` the manager's job with the worker copy's status, or None when they agree
+    """
+
+    def managed(self, job: Manifest) -> bool: ...
+
+    def remote_copy(self, job: Manifest) -> Manifest: ...
+
+    def mirror_status(self, job: Manifest, remote: Manifest) -> Manifest | None: ...
+
+
+def bare_copy(job: Manifest) -> Manifest:
+    """A job's manifest without what its API server made of it: identity, status, bookkeeping.
+
+    The base of every kind's `MultiKueueAdapter.remote_copy`: a worker's API server assigns its
+    own uid, resourceVersion and owner references, and the manager's are meaningless there.
+    """
+    meta = job.get("metadata") or {}
+    kept = {
+        key: copy.deepcopy(meta[key]) for key in ("name", "namespace", "labels", "annotations") if key in meta
+    }
+    result = {key: copy.deepcopy(value) for key, value in job.items() if key not in ("metadata", "status")}
+    result["metadata"] = kept
+    return result
+
+
+def copied_status(job: Manifest, remote: Manifest) -> Manifest | None:
+    """``job`` with ``remote``'s status in place of its own; None when they are already equal."""
+    status = remote.get("status") or {}
+    if (job.get("status") or {}) == status:
+        return None
+    updated = copy.deepcopy(job)
+    updated["status"] = copy.deepcopy(status)
+    return updated
+
+
 @dataclass(frozen=True, slots=True)
 class Integration:
     """One job kind as the configuration names it: upstream's framework name and where it lives.
@@ -342,6 +391,8 @@ class Integration:
     # The kind's own webhook rules, besides `validate_on_create`/`validate_on_update`:
     # ``validate(new, old)`` (old is None on create) -> the problems, with field paths.
     validate: Callable[[Manifest, Manifest | None], list[FieldProblem]] | None = None
+    # How MultiKueue dispatches the kind to worker clusters; None: it cannot be dispatched.
+    multikueue: Callable[[], MultiKueueAdapter] | None = None
 
     @property
     def api_version(self) -> str:
@@ -357,6 +408,7 @@ class Registry:
 
     def __init__(self, adapters: Iterable[JobAdapter] = ()) -> None:
         self._adapters: dict[str, JobAdapter] = {}
+        self._remote: dict[str, MultiKueueAdapter] = {}
         self.composable: set[str] = set()
         self.integrations: list[Integration] = []
         for adapter in adapters:
@@ -375,7 +427,13 @@ class Registry:
             registry.integrations.append(integration)
             if integration.adapter is not None:
                 registry.register(integration.adapter(), composable=integration.composable)
+            if integration.multikueue is not None:
+                registry._remote[integration.kind] = integration.multikueue()
         return registry
+
+    def multikueue(self, kind: str) -> MultiKueueAdapter | None:
+        """How MultiKueue dispatches ``kind``, if it can."""
+        return self._remote.get(kind)
 
     def register(self, adapter: JobAdapter, composable: bool = False) -> None:
         if adapter.kind in self._adapters:

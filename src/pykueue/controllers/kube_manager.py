@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pykueue.api import manifests
-from pykueue.controllers import admission, integrations, jobframework, workload_status
+from pykueue.controllers import admission, integrations, jobframework, multikueue, workload_status
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.events import EventRecorder, record_decisions
 from pykueue.controllers.job_reconciler import JobReconciler
@@ -103,6 +103,10 @@ class KubeManager:
     # seconds, doubling up to the maximum (see `_first_sync`).
     sync_retry_seconds: float = 1.0
     sync_retry_max_seconds: float = 30.0
+    # The MultiKueue admission check: this controller as a manager dispatching to worker
+    # clusters (`pykueue.controllers.multikueue`); None leaves such checks unanswered.
+    multikueue_settings: multikueue.Settings | None = None
+    multikueue_checks: multikueue.MultiKueueController | None = field(init=False, default=None)
     admission: AdmissionController = field(init=False)
     jobs: JobReconciler = field(init=False)
     # Pods queued alone or in groups (the "pod" framework); None when it is not enabled.
@@ -147,6 +151,15 @@ class KubeManager:
         self.ungater = self.topology_ungater()
         if self.ungater is not None:
             self.node_failures = NodeFailures(self.store, self.admission.cache, self.clock)
+        if self.multikueue_settings is not None:
+            self.multikueue_checks = multikueue.MultiKueueController(
+                self.store,
+                self.registry,
+                self.admission.cache,
+                self.jobs.job_by_uid,
+                self.multikueue_settings,
+                self.clock,
+            )
 
     def _stored_workload(self, engine_key: str) -> Manifest | None:
         namespace, _, name = engine_key.partition("/")
@@ -320,6 +333,9 @@ class KubeManager:
         followers = [
             asyncio.create_task(self._follow(kind, versions.get(kind, ""), events)) for kind in kinds
         ]
+        if self.multikueue_checks is not None:
+            # Its own loop: a worker that does not answer must not hold the manager's passes.
+            followers.append(asyncio.create_task(self.multikueue_checks.run(stop)))
         loop = asyncio.get_running_loop()
         next_full = loop.time() + self.full_resync_seconds
         try:

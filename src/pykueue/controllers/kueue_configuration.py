@@ -29,14 +29,20 @@ from pykueue.errors import InputError
 API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2")
 # The sections the job framework reads (`pykueue.api.configuration`, which checks them).
 JOB_SECTIONS = frozenset(
-    {"namespace", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "integrations", "resources"}
+    {
+        "namespace",
+        "manageJobsWithoutQueueName",
+        "managedJobsNamespaceSelector",
+        "integrations",
+        "resources",
+        "multiKueue",
+    }
 )
 # Upstream's Configuration sections pykueue accepts without acting on them (yet).
 OTHER_SECTIONS = frozenset(
     {
         "internalCertManagement",
         "clientConnection",
-        "multiKueue",
         "objectRetentionPolicies",
         "queueVisibility",
         "health",

@@ -514,6 +514,9 @@ class KubeCluster:
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
                 f"--proxy-client-cert-file={creds.front_proxy_cert}",
                 f"--proxy-client-key-file={creds.front_proxy_key}",
+                # An APIService's Service is reached at its endpoints: there is no kube-proxy
+                # here to route its cluster IP.
+                "--enable-aggregator-routing=true",
                 "--authorization-mode=RBAC",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={creds.sa_pub}",

@@ -14,7 +14,7 @@ import contextlib
 from dataclasses import dataclass, field
 
 from pykueue.api import crd
-from pykueue.controllers import integrations, jobframework
+from pykueue.controllers import integrations, jobframework, multikueue
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig
@@ -44,6 +44,8 @@ class LocalPykueue:
     resync_seconds: float = 0.3
     manager: KubeManager | None = None
     webhook_port: int = 0
+    # As a MultiKueue manager (`pykueue.controllers.multikueue`); None answers no such check.
+    multikueue: multikueue.Settings | None = None
 
     async def run(self, stop: asyncio.Event, ready: asyncio.Event) -> None:
         """Serve until ``stop`` is set; ``ready`` once the controller has synced."""
@@ -55,6 +57,7 @@ class LocalPykueue:
             registry=integrations.registry(self.frameworks),
             settings=self.settings,
             events=EventRecorder(store),  # as `pykueue controller` writes them
+            multikueue_settings=self.multikueue,
         )
         server = await self._start_webhooks(store, self.manager) if self.webhook_namespace else None
         try:

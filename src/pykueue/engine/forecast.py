@@ -209,6 +209,7 @@ def _copy_workload(wl: Workload) -> Workload:
     clone.gated_by = wl.gated_by
     clone.eviction = wl.eviction
     clone.eviction_counts = dict(wl.eviction_counts)
+    clone.unhealthy_nodes = wl.unhealthy_nodes
     clone.key = wl.key
     clone.queue_key = wl.queue_key
     return clone

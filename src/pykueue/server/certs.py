@@ -45,6 +45,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from pykueue.api import crd
 from pykueue.errors import AlreadyExists, Conflict, NotFound
+from pykueue.server import visibility
 
 log = logging.getLogger(__name__)
 
@@ -278,6 +279,7 @@ class CertConfig:
     mutating_webhook: str = "pykueue-mutating-webhook-configuration"
     validating_webhook: str = "pykueue-validating-webhook-configuration"
     crd_names: tuple[str, ...] = field(default_factory=lambda: tuple(crd.crd_names()))
+    api_services: tuple[str, ...] = tuple(f"{v}.{visibility.GROUP}" for v in visibility.VERSIONS)
 
     def service_hosts(self) -> tuple[str, ...]:
         if self.hosts:
@@ -369,7 +371,8 @@ def _secret(config: CertConfig, certs: Certificates) -> Manifest:
 
 
 async def publish(kube: KubeAccess, config: CertConfig, ca_bundle: bytes) -> list[str]:
-    """Write `ca_bundle` into the webhook configurations and conversion CRDs; what changed."""
+    """Write `ca_bundle` into the webhook configurations, conversion CRDs and the visibility
+    APIServices; what changed."""
     encoded = base64.b64encode(ca_bundle).decode("ascii")
     changed: list[str] = []
 
@@ -392,10 +395,19 @@ async def publish(kube: KubeAccess, config: CertConfig, ca_bundle: bytes) -> lis
         client["caBundle"] = encoded
         return True
 
+    def api_service(obj: Manifest) -> bool:
+        spec = obj.setdefault("spec", {})
+        # One that skips verification (upstream's way) is left so: the two exclude each other.
+        if spec.get("insecureSkipTLSVerify") or spec.get("caBundle") == encoded:
+            return False
+        spec["caBundle"] = encoded
+        return True
+
     targets: list[tuple[str, str, Callable[[Manifest], bool]]] = [
         ("MutatingWebhookConfiguration", config.mutating_webhook, webhooks),
         ("ValidatingWebhookConfiguration", config.validating_webhook, webhooks),
         *(("CustomResourceDefinition", name, conversion) for name in config.crd_names),
+        *(("APIService", name, api_service) for name in config.api_services),
     ]
     for kind, name, patch in targets:
         if await _update_with_retry(kube, kind, name, patch):

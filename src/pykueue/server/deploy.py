@@ -1,7 +1,7 @@
 """Everything a cluster needs to run pykueue, as manifests: what `pykueue manifests` prints.
 
     namespace ─ CRDs (conversion via the webhook Service) ─ RBAC ─ webhook Secret
-    ─ Mutating/ValidatingWebhookConfigurations ─ Service ─ Deployment
+    ─ Mutating/ValidatingWebhookConfigurations ─ Service ─ visibility APIServices ─ Deployment
     [─ metrics Service (with a metrics port) ─ ServiceMonitor (if asked for)]
 
 Least privilege, rule by rule (nothing with ``*``):
@@ -23,6 +23,8 @@ Least privilege, rule by rule (nothing with ``*``):
 | our CRDs (by name) | get update patch | the conversion webhook's CA bundle |
 | leases in our namespace | get list watch create update patch | leader election |
 | tokenreviews, subjectaccessreviews | create | who may read the visibility API |
+| the visibility APIServices (by name) | get update patch | publish the CA bundle |
+| ConfigMap ``kube-system/extension-apiserver-authentication`` (the built-in Role ``extension-apiserver-authentication-reader``, bound in ``kube-system``) | get list watch | trust the API server's front proxy (visibility API) |
 | our certificate Secret in our namespace (by name) | get update patch | the serving certificate |
 
 The Secret is part of the manifests (empty), so the controller never needs ``create``
@@ -33,12 +35,13 @@ capabilities; its probes are the webhook server's ``/healthz`` and ``/readyz``.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any, Final
 
 from pykueue.api import crd
 from pykueue.controllers import integrations, jobframework
-from pykueue.server import certs, webhooks
+from pykueue.server import certs, visibility, webhooks
 
 Doc = dict[str, Any]
 
@@ -53,8 +56,16 @@ SECRET: Final = _CERTS.secret_name
 SERVICE: Final = _CERTS.service_name
 LABELS: Final = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "controller"}
 KUEUE_PLURALS: Final = tuple(kind.plural for kind in crd.KINDS)
-# admissionchecks: the ProvisioningRequest check's controller keeps their Active condition.
-STATUS_WRITTEN: Final = ("clusterqueues", "localqueues", "cohorts", "workloads", "admissionchecks")
+# admissionchecks: the ProvisioningRequest and MultiKueue checks keep their Active condition;
+# multikueueclusters: MultiKueue writes whether each worker answers.
+STATUS_WRITTEN: Final = (
+    "clusterqueues",
+    "localqueues",
+    "cohorts",
+    "workloads",
+    "admissionchecks",
+    "multikueueclusters",
+)
 CONFIG_MAP: Final = "pykueue-manager-config"
 CONFIG_KEY: Final = "controller_manager_config.yaml"
 CONFIG_MOUNT: Final = "/etc/pykueue"
@@ -210,6 +221,12 @@ def cluster_role(frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS) 
                 ["get", "update", "patch"],
                 crd.crd_names(),
             ),
+            _rule(
+                ["apiregistration.k8s.io"],
+                ["apiservices"],
+                ["get", "update", "patch"],
+                list(_CERTS.api_services),
+            ),
         ],
     }
 
@@ -249,6 +266,18 @@ def rbac(config: DeployConfig) -> list[Doc]:
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "Role",
                 "name": role["metadata"]["name"],
+            },
+            "subjects": subject,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            # Upstream's visibility server is bound the same way: the Role is built in.
+            "metadata": _meta("pykueue-visibility-server-auth-reader", "kube-system"),
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "extension-apiserver-authentication-reader",
             },
             "subjects": subject,
         },
@@ -316,6 +345,29 @@ USER_ROLES: Final = (
     UserRole("resourceflavor-editor", crd.GROUP, "resourceflavors", tuple(_EDIT), False, False, ()),
     UserRole("topology-viewer", crd.GROUP, "topologies", tuple(_READ), False, False, ("admin",)),
     UserRole("topology-editor", crd.GROUP, "topologies", tuple(_EDIT), False, False, ()),
+    # The other job kinds, as upstream ships them: a viewer and an editor each, like Jobs'.
+    *(
+        role
+        for name, group, resource in (
+            ("jaxjob", "kubeflow.org", "jaxjobs"),
+            ("jobset", "jobset.x-k8s.io", "jobsets"),
+            ("leaderworkerset", "leaderworkerset.x-k8s.io", "leaderworkersets"),
+            ("mpijob", "kubeflow.org", "mpijobs"),
+            ("paddlejob", "kubeflow.org", "paddlejobs"),
+            ("pytorchjob", "kubeflow.org", "pytorchjobs"),
+            ("raycluster", "ray.io", "rayclusters"),
+            ("rayjob", "ray.io", "rayjobs"),
+            ("rayservice", "ray.io", "rayservices"),
+            ("sparkapplication", "sparkoperator.k8s.io", "sparkapplications"),
+            ("tfjob", "kubeflow.org", "tfjobs"),
+            ("trainjob", "trainer.kubeflow.org", "trainjobs"),
+            ("xgboostjob", "kubeflow.org", "xgboostjobs"),
+        )
+        for role in (
+            UserRole(f"{name}-viewer", group, resource, tuple(_READ), True, True, _NAMESPACE_FACING),
+            UserRole(f"{name}-editor", group, resource, tuple(_EDIT), True, True, ()),
+        )
+    ),
 )
 
 
@@ -477,6 +529,62 @@ def service(config: DeployConfig) -> Doc:
     }
 
 
+def api_services(service_name: str, namespace: str, port: int = 443, ca_bundle: bytes = b"") -> list[Doc]:
+    """The visibility API's APIServices, v1beta2 and v1beta1, served by ``service_name``.
+
+    Upstream's skip TLS verification; ours carry the CA of the serving certificate
+    (the controller publishes it, as into the webhook configurations).
+    """
+    docs = []
+    for version in visibility.VERSIONS:
+        spec: Doc = {
+            "group": visibility.GROUP,
+            "version": version,
+            "groupPriorityMinimum": 100,
+            "versionPriority": 100,
+            "service": {"name": service_name, "namespace": namespace, "port": port},
+        }
+        if ca_bundle:
+            spec["caBundle"] = base64.b64encode(ca_bundle).decode("ascii")
+        docs.append(
+            {
+                "apiVersion": "apiregistration.k8s.io/v1",
+                "kind": "APIService",
+                "metadata": {"name": f"{version}.{visibility.GROUP}", "labels": dict(LABELS)},
+                "spec": spec,
+            }
+        )
+    return docs
+
+
+def external_endpoint(service_name: str, namespace: str, address: str, port: int) -> list[Doc]:
+    """A Service without selector and its EndpointSlice: ``address:port`` under a Service name.
+
+    How an APIService reaches a server outside the cluster; the API server routes to the
+    endpoint itself (``--enable-aggregator-routing``), and refuses loopback addresses in it.
+    """
+    family = "IPv6" if ":" in address else "IPv4"
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _meta(service_name, namespace),
+            "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port, "protocol": "TCP"}]},
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                **_meta(service_name, namespace),
+                "labels": {**LABELS, "kubernetes.io/service-name": service_name},
+            },
+            "addressType": family,
+            "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+            "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+        },
+    ]
+
+
 def secret(config: DeployConfig) -> Doc:
     return {
         "apiVersion": "v1",
@@ -612,6 +720,7 @@ def render(config: DeployConfig | None = None) -> list[Doc]:
         mutating_webhook_configuration(client, config.namespace, config.frameworks),
         validating_webhook_configuration(client, config.namespace, config.frameworks),
         service(config),
+        *api_services(SERVICE, config.namespace),
         deployment(config),
         *([metrics_service(config)] if config.metrics_port else []),
         *([service_monitor(config)] if config.metrics_port and config.service_monitor else []),

@@ -84,6 +84,7 @@ class Config:
     """The ``--config`` file: node GPUs, manifests applied at start, demo phases, isolation."""
 
     gpus: list[dict[str, Any]] = field(default_factory=list)
+    gpu_domains: list[Any] = field(default_factory=list)  # node.gpuDomains: lists of device ids
     manifests: list[Path] = field(default_factory=list)
     demo: list[tuple[float, Path]] = field(default_factory=list)
     user_prefix: str = owners.DEFAULT_USER_PREFIX
@@ -114,6 +115,9 @@ class Config:
             raise InputError(f"{path}: unknown config keys {', '.join(sorted(map(str, unknown)))}")
         base = path.parent
         node = raw.get("node") or {}
+        if not isinstance(node, dict) or set(node) - {"gpus", "gpuDomains"}:
+            extra = sorted(map(str, node)) if isinstance(node, dict) else []
+            raise InputError(f"{path}: node takes gpus and gpuDomains (got {', '.join(extra) or node!r})")
         fences = _section(path, raw, "isolation", {"userPrefix": str, "createUsers": bool, "cgroups": bool})
         pace = _section(
             path, raw, "executor", {"podFailureBackoffSeconds": float, "podFailureBackoffMaxSeconds": float}
@@ -124,6 +128,7 @@ class Config:
         )
         return Config(
             gpus=[dict(g) for g in node.get("gpus") or []],
+            gpu_domains=list(node.get("gpuDomains") or []),
             manifests=[base / str(p) for p in raw.get("manifests") or []],
             demo=[(float(d.get("after", 0)), base / str(d["file"])) for d in raw.get("demo") or []],
             user_prefix=str(fences.get("userPrefix", owners.DEFAULT_USER_PREFIX)),
@@ -376,7 +381,7 @@ async def _main(options: Options, config: Config) -> None:
     store = SQLiteStore(data_dir / "pykueue.db")
     events: list[dict[str, Any]] = []
     console = Console(events, None if options.quiet else sys.stdout)
-    node = discover(config.gpus)
+    node = discover(config.gpus, config.gpu_domains)
     work_root = options.work_dir or isolation.default_work_root(data_dir, store.path)
     fences = isolation.Isolation.detect(store.path, work_root, use_cgroups=config.cgroups)
     try:

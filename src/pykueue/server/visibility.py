@@ -8,7 +8,8 @@ Upstream serves ``visibility.kueue.x-k8s.io/v1beta1`` as an aggregated API:
 and answers a ``PendingWorkloadsSummary`` whose ``items`` are ``PendingWorkload``s
 (``metadata``, ``priority``, ``localQueueName``, ``positionInClusterQueue``,
 ``positionInLocalQueue``). We serve the same paths and shape on the controller's
-plain HTTP port. The order is the engine's: the active heap in its sort order,
+plain HTTP port (v1beta1) and, as upstream, through the API server as an aggregated
+API, v1beta2 and v1beta1 (`visibility_api`). The order is the engine's: the active heap in its sort order,
 then the inadmissible workloads in the same order (upstream does the same).
 
 Access: ClusterQueue summaries span namespaces and are for cluster readers; a
@@ -26,7 +27,10 @@ from typing import Any
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
 
-GROUP_VERSION = "visibility.kueue.x-k8s.io/v1beta1"
+GROUP = "visibility.kueue.x-k8s.io"
+# Served versions, preferred first (upstream serves both with the same objects).
+VERSIONS = ("v1beta2", "v1beta1")
+GROUP_VERSION = f"{GROUP}/v1beta1"
 DEFAULT_LIMIT = 1000
 
 # (token, namespace or None for a cluster-wide question) -> allowed?
@@ -67,8 +71,8 @@ def _item(wl: Workload, in_cq: int, in_lq: int, estimated: EstimatedStart | None
     }
 
 
-def _summary(items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"kind": "PendingWorkloadsSummary", "apiVersion": GROUP_VERSION, "metadata": {}, "items": items}
+def _summary(items: list[dict[str, Any]], api_version: str) -> dict[str, Any]:
+    return {"kind": "PendingWorkloadsSummary", "apiVersion": api_version, "metadata": {}, "items": items}
 
 
 def _positions(workloads: list[Workload]) -> list[tuple[Workload, int, int]]:
@@ -87,12 +91,13 @@ def cluster_queue_summary(
     offset: int = 0,
     limit: int = DEFAULT_LIMIT,
     estimated: EstimatedStart | None = None,
+    api_version: str = GROUP_VERSION,
 ) -> dict[str, Any] | None:
     """The summary of one ClusterQueue, or None when it does not exist."""
     if cluster_queue not in state.cluster_queues:
         return None
     rows = _positions(ordered_pending(state, cluster_queue))[offset : offset + limit]
-    return _summary([_item(*row, estimated) for row in rows])
+    return _summary([_item(*row, estimated) for row in rows], api_version)
 
 
 def local_queue_summary(
@@ -102,6 +107,7 @@ def local_queue_summary(
     offset: int = 0,
     limit: int = DEFAULT_LIMIT,
     estimated: EstimatedStart | None = None,
+    api_version: str = GROUP_VERSION,
 ) -> dict[str, Any] | None:
     """The summary of one LocalQueue (positions in its ClusterQueue too), or None when unknown."""
     lq = state.local_queues.get(f"{namespace}/{name}")
@@ -112,4 +118,4 @@ def local_queue_summary(
         for row in _positions(ordered_pending(state, lq.cluster_queue))
         if row[0].namespace == namespace and row[0].queue_name == name
     ][offset : offset + limit]
-    return _summary([_item(*row, estimated) for row in rows])
+    return _summary([_item(*row, estimated) for row in rows], api_version)

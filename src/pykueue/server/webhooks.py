@@ -13,6 +13,9 @@
                                   CEL cannot check, answered with the field paths
     POST /convert                 ConversionReview v1beta1 <-> v1beta2 (`conversion_webhook`)
     GET  /healthz, /readyz        probes (ready once the certificate is in place)
+    GET  /apis/visibility.kueue.x-k8s.io/...  the aggregated visibility API, when the server is
+                                  given a `visibility_api.Source` (the API server's front proxy
+                                  calls it; `visibility_api`)
 
 Start it inside an asyncio program with `WebhookServer` (``await server.start()`` ...
 ``await server.stop()``) or `serve_webhooks` (runs until cancelled). It gets its
@@ -49,8 +52,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pykueue.api import manifests, validation
 from pykueue.api.batch import QUEUE_NAME_LABEL
 from pykueue.controllers import integrations, jobframework
-from pykueue.errors import FieldProblem, NotFound, ValidationError
-from pykueue.server import certs, conversion_webhook
+from pykueue.errors import FieldProblem, NotFound, StoreError, ValidationError
+from pykueue.server import certs, conversion_webhook, front_proxy, visibility_api
 
 log = logging.getLogger(__name__)
 
@@ -436,6 +439,7 @@ class WebhookServer:
         queues: LocalQueueLookup | None = None,
         *,
         rotate: bool = True,
+        visibility: visibility_api.Source | None = None,
     ) -> None:
         self.config = config
         self.kube = kube
@@ -446,6 +450,14 @@ class WebhookServer:
         self.certificates: certs.Certificates | None = None
         self.rotator = certs.Rotator(kube, config.certs, self._use)
         self.app = create_app(config, self.queues, lambda: self.certificates is not None)
+        self.visibility = visibility
+        self.front_proxy: front_proxy.RequestHeaderConfig | None = None
+        if visibility is not None:
+            self.app.include_router(
+                visibility_api.create_router(
+                    lambda: self.front_proxy, visibility.authorizer, visibility.state, visibility.estimated
+                )
+            )
         self._socket: socket.socket | None = None
         self._server: _Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -465,6 +477,8 @@ class WebhookServer:
     async def start(self) -> None:
         """Get the certificate, bind the port (0 picks a free one) and serve in the background."""
         await self.rotator.refresh()
+        if self.visibility is not None:
+            await self._trust_front_proxy()
         family = socket.AF_INET6 if ":" in self.config.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -478,6 +492,8 @@ class WebhookServer:
             log_level="warning",
             lifespan="off",
             ssl_context_factory=lambda _config, _default: self.ssl_context,
+            # Shows the visibility routes the client certificate the handshake verified.
+            http=front_proxy.PeerCertProtocol,
         )
         self._server = _Server(uv_config)
         self._tasks.append(asyncio.create_task(self._server.serve(sockets=[sock]), name="webhook-server"))
@@ -489,6 +505,20 @@ class WebhookServer:
                 raise RuntimeError("webhook server stopped during start-up")
             await asyncio.sleep(0.02)
         log.info("webhook server listening on https://%s:%d", self.config.host, self.port)
+
+    async def _trust_front_proxy(self) -> None:
+        """Read the API server's front-proxy settings; without them the webhooks still serve."""
+        try:
+            self.front_proxy = await front_proxy.RequestHeaderConfig.load(self.kube)
+        except (NotFound, ValueError) as exc:
+            log.warning("the visibility API answers 503: %s", exc)
+            return
+        except StoreError as exc:
+            if exc.retryable:
+                raise
+            log.warning("the visibility API answers 503: %s", exc)
+            return
+        self.front_proxy.trust(self.ssl_context)
 
     async def stop(self) -> None:
         if self._server is not None:

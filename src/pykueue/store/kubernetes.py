@@ -138,6 +138,10 @@ RESOURCES: dict[str, Resource] = {
     "ValidatingWebhookConfiguration": Resource(
         "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False
     ),
+    # The visibility API's registration with the aggregation layer (and, outside the
+    # cluster, the address it is reached at).
+    "APIService": Resource("apiregistration.k8s.io", "v1", "apiservices", False),
+    "EndpointSlice": Resource("discovery.k8s.io", "v1", "endpointslices", True),
 }
 
 # The job kinds of pykueue's integrations (controllers/integrations/) beyond batch/v1 Job.
@@ -226,7 +230,27 @@ def load_kubeconfig(path: str | Path, context: str | None = None) -> KubeConfig:
     """Read one context of a kubeconfig file (the current one unless named)."""
     path = Path(path).expanduser()
     doc = yaml.safe_load(path.read_text()) or {}
-    base = path.parent
+    return parse_kubeconfig(doc, str(path), path.parent, context)
+
+
+def parse_kubeconfig(
+    doc: Mapping[str, Any], source: str, base: Path | None, context: str | None = None
+) -> KubeConfig:
+    """One context of a kubeconfig document; ``base`` None forbids references to files
+    (a kubeconfig read from a Secret must carry its credentials inline)."""
+    path = source
+    if not isinstance(doc, Mapping):
+        raise StoreError(f"{source}: not a kubeconfig document")
+    if base is None:
+        base = Path("/nonexistent")
+        for section in ("clusters", "users"):
+            for item in doc.get(section) or []:
+                inner = item.get(section[:-1]) or {}
+                for key in ("certificate-authority", "client-certificate", "client-key", "tokenFile"):
+                    if inner.get(key):
+                        raise StoreError(
+                            f"{source}: {section}[{item.get('name')}].{key}: files are not allowed here"
+                        )
 
     def named(section: str, name: str) -> dict[str, Any]:
         for item in doc.get(section) or []:

@@ -9,17 +9,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import secrets
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 import yaml
 
 from pykueue.cli import controller_command
-from pykueue.controllers import integrations, jobframework
+from pykueue.controllers import integrations, jobframework, multikueue
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.devcluster import running
 from pykueue.engine.config import EngineConfig
@@ -29,6 +37,7 @@ from pykueue.store import kubernetes
 from ..controlplane import ApiError, KubeCluster
 
 T = TypeVar("T")
+PYKUEUE = str(Path(sys.executable).parent / "pykueue")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 WEBHOOK_CONFIGURATIONS = (
@@ -86,8 +95,10 @@ class ControllerThread:
         config: EngineConfig | None = None,
         frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
         settings: jobframework.Settings | None = None,
+        multikueue: multikueue.Settings | None = None,
     ) -> None:
         self.frameworks = frameworks
+        self.multikueue = multikueue
         self.settings = settings or jobframework.Settings()
         # A kubeconfig file, or credentials made by the test (e.g. a service account's token).
         self.kube_config = (
@@ -139,6 +150,7 @@ class ControllerThread:
             config=self.config,
             frameworks=self.frameworks,
             settings=self.settings,
+            multikueue=self.multikueue,
         )
         ready = asyncio.Event()
         waiter = asyncio.ensure_future(ready.wait())
@@ -341,3 +353,117 @@ def jobset_controller(kwok_cluster: KubeCluster) -> Iterator[KubeCluster]:
         yield kwok_cluster
     finally:
         kind_controllers.stop(kwok_cluster, kind_controllers.JOBSET)
+
+
+# --- the controller outside the cluster, with its visibility API registered ---------------------
+
+
+def host_address() -> str:
+    """This machine's address on its first non-loopback route (the API server refuses loopback endpoints)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        # A UDP "connect" sends nothing; it only picks the outgoing interface.
+        for target in ("192.0.2.1", "10.255.255.255", "8.8.8.8"):
+            with contextlib.suppress(OSError):
+                probe.connect((target, 9))
+                address = str(probe.getsockname()[0])
+                if not address.startswith("127."):
+                    return address
+    raise RuntimeError("this machine has no non-loopback IPv4 address for the API server to reach")
+
+
+@dataclass
+class LocalController:
+    process: subprocess.Popen[str]
+    log: Path
+    address: str
+    port: int
+
+
+@pytest.fixture
+def visibility_controller(
+    kwok_cluster: KubeCluster, kueue_crds: list[str], tmp_path: Path
+) -> Iterator[LocalController]:
+    system = f"pykueue-vis-{secrets.token_hex(3)}"
+    address = host_address()
+    log_path = tmp_path / "controller.log"
+    log = log_path.open("w")
+    process = subprocess.Popen(
+        [
+            PYKUEUE,
+            "controller",
+            "--kubeconfig",
+            str(kwok_cluster.kubeconfig),
+            "--resync-seconds",
+            "0.3",
+            "--local-webhooks",
+            "--webhook-host",
+            address,
+            "--webhook-port",
+            "0",
+            "--lease-namespace",
+            system,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait(
+            lambda: "pykueue controller is running" in log_path.read_text() or process.poll() is not None,
+            60,
+            "the controller with local webhooks to start",
+        )
+        assert process.poll() is None, log_path.read_text()
+
+        def available() -> bool:
+            for version in ("v1beta2", "v1beta1"):
+                service = kwok_cluster.get_or_none(
+                    f"/apis/apiregistration.k8s.io/v1/apiservices/{version}.visibility.kueue.x-k8s.io"
+                )
+                if not is_true(service, "Available"):
+                    return False
+            return True
+
+        try:
+            wait(available, 60, "the visibility APIServices to become Available")
+        except AssertionError as exc:
+            services = kwok_cluster.kubectl("get", "apiservices", "-o", "yaml", check=False)
+            detail = [line for line in services.splitlines() if "visibility" in line or "message" in line]
+            raise AssertionError(f"{exc}\n{detail}\n{log_path.read_text()[-3000:]}") from None
+        slice_ = kwok_cluster.get(
+            f"/apis/discovery.k8s.io/v1/namespaces/{system}/endpointslices/{controller_command.LOCAL_VISIBILITY_SERVICE}"
+        )
+        yield LocalController(process, log_path, address, int(slice_["ports"][0]["port"]))
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(15)
+        log.close()
+        for doc in deploy.api_services("", ""):
+            kwok_cluster.delete(f"/apis/apiregistration.k8s.io/v1/apiservices/{doc['metadata']['name']}")
+        for kind, name in WEBHOOK_CONFIGURATIONS:
+            kwok_cluster.delete(f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}s/{name}")
+        subprocess.run(
+            [PYKUEUE, "install", "--crds-only", "--kubeconfig", str(kwok_cluster.kubeconfig)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        kwok_cluster.delete(f"/api/v1/namespaces/{system}")
+
+
+# --- upstream's kubectl plugin ---------------------------------------------------------------
+
+HACK = Path(__file__).resolve().parents[3] / "hack"
+
+
+@pytest.fixture(scope="session")
+def kueuectl_path() -> str:
+    """A PATH with `kubectl-kueue` (built by hack/kueuectl) first; fails, never skips, without it."""
+    found = subprocess.run(
+        ["bash", str(HACK / "kueuectl"), "--print-dir"], capture_output=True, text=True, check=True
+    )
+    bin_dir = Path(found.stdout.strip())
+    if not (bin_dir / "kubectl-kueue").is_file():
+        pytest.fail(f"{bin_dir}/kubectl-kueue is missing: run `make kueuectl` (hack/kueuectl)", pytrace=False)
+    return f"{bin_dir}:{os.environ.get('PATH', '')}"

@@ -526,6 +526,30 @@ def test_upstreams_user_roles_let_a_namespace_editor_see_its_workloads_and_queue
     assert can("bob", "list", "workloads.kueue.x-k8s.io")
     assert not can("bob", "delete", "workloads.kueue.x-k8s.io")
 
+    # The other job kinds' roles: a batch user submits them, a namespace editor reads them.
+    # (Asked by SubjectAccessReview: their CRDs need not be installed for RBAC to answer.)
+    def allowed(user: str, verb: str, group: str, resource: str) -> bool:
+        attributes = {"group": group, "resource": resource, "verb": verb, "namespace": ns}
+        answer = kwok_cluster.create(
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            {
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SubjectAccessReview",
+                "spec": {"user": user, "resourceAttributes": attributes},
+            },
+        )
+        return bool(answer["status"].get("allowed"))
+
+    wait(
+        lambda: allowed("bob", "create", "jobset.x-k8s.io", "jobsets"),
+        30,
+        "the JobSet editor role aggregated",
+    )
+    assert allowed("bob", "delete", "kubeflow.org", "pytorchjobs")
+    wait(lambda: allowed("alice", "list", "ray.io", "rayjobs"), 30, "edit to include the RayJob viewer")
+    assert not allowed("alice", "create", "ray.io", "rayjobs")
+    assert not allowed("bob", "create", "batch", "cronjobs")
+
 
 def test_a_local_queues_flavors_reservation_and_usage_list_every_flavor_and_resource(
     kueue: Kueue, controller: ControllerThread, kube_namespace: str

@@ -19,9 +19,12 @@ import copy
 from typing import Any
 
 from pykueue.controllers.jobframework import (
+    MULTIKUEUE_MANAGED_BY,
     Finished,
     Integration,
     PodSetInfo,
+    bare_copy,
+    copied_status,
     merge_into_template,
     queue_name_of,
     restore_template,
@@ -199,6 +202,38 @@ def validate(job: Manifest, old: Manifest | None) -> list[FieldProblem]:
     return problems
 
 
+# Labels and fields a Job's API server writes from the Job's own uid: a copy elsewhere gets its own.
+_GENERATED_TEMPLATE_LABELS = (
+    "controller-uid",
+    "batch.kubernetes.io/controller-uid",
+    "job-name",
+    "batch.kubernetes.io/job-name",
+)
+
+
+class BatchJobMultiKueue:
+    """batch/v1 Job through `pykueue.controllers.jobframework.MultiKueueAdapter`."""
+
+    def managed(self, job: Manifest) -> bool:
+        return _spec(job).get("managedBy") == MULTIKUEUE_MANAGED_BY
+
+    def remote_copy(self, job: Manifest) -> Manifest:
+        remote = bare_copy(job)
+        spec = _spec(remote)
+        # The worker's own Job controller must run the copy, and its Kueue admit it first.
+        spec.pop("managedBy", None)
+        spec["suspend"] = True
+        if not spec.get("manualSelector"):
+            spec.pop("selector", None)
+            labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+            for key in _GENERATED_TEMPLATE_LABELS:
+                labels.pop(key, None)
+        return remote
+
+    def mirror_status(self, job: Manifest, remote: Manifest) -> Manifest | None:
+        return copied_status(job, remote)
+
+
 INTEGRATION = Integration(
     name="batch/job",
     kind="Job",
@@ -207,4 +242,5 @@ INTEGRATION = Integration(
     plural="jobs",
     adapter=BatchJobAdapter,
     validate=validate,
+    multikueue=BatchJobMultiKueue,
 )

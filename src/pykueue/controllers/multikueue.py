@@ -1,0 +1,537 @@
+"""The MultiKueue admission check (``kueue.x-k8s.io/multikueue``): run a manager's jobs on worker clusters.
+
+A ClusterQueue of the manager names an AdmissionCheck of this controller, whose
+parameters name a MultiKueueConfig, which lists MultiKueueClusters (the workers). Each
+poll (``poll_seconds``) walks the steps below; every step reads the manager's informer
+caches and lists the workers, so a step missed (a conflict, a worker that did not
+answer) is simply made again on the next poll:
+
+    1. connect     MultiKueueCluster Active conditions (`multikueue_clusters`)
+    2. checks      AdmissionCheck Active: its MultiKueueConfig exists and a cluster is active
+    3. observe     each active worker: the job copies labelled with our origin, their Workloads
+    4. dispatch    a Workload with quota reserved and the check Pending gets a copy of its
+                   job in every eligible worker (the dispatcher decides which: `eligible`);
+                   the worker's own Kueue queues the copy like any other job
+    5. elect       the first copy whose Workload reserves quota wins (`winner`): the check
+                   turns Ready, ``status.clusterName`` names the worker; the engine admits
+    6. mirror      the winner's job status is copied onto the manager's job, which therefore
+                   finishes (and finishes its Workload) when the copy does
+    7. lose        a winner unreachable for ``worker_lost_timeout``, or whose copy is gone,
+                   sends the check to Retry: the engine evicts and requeues, step 4 again
+    8. collect     every copy that should not exist is deleted with its Workload: the losers,
+                   copies of finished, evicted or deleted Workloads, a lost worker's copies once
+                   it is back, and copies no Workload of the manager knows (orphans)
+
+The manager's job carries ``spec.managedBy: kueue.x-k8s.io/multikueue``, so its own
+cluster's job controller never runs it; a job without it is rejected by the check.
+Which job kinds can be dispatched is `jobframework.MultiKueueAdapter`'s business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from pykueue.api import configuration
+from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
+from pykueue.controllers import jobframework
+from pykueue.controllers.multikueue_clusters import ClusterConnections
+from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError
+from pykueue.store.base import Key, Manifest, Store
+
+log = logging.getLogger(__name__)
+
+CONTROLLER_NAME = MULTIKUEUE_CONTROLLER
+CONFIG_KIND = "MultiKueueConfig"
+ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+# Incremental dispatch: this many more workers each round, a round lasting this long.
+INCREMENTAL_STEP = 3
+INCREMENTAL_ROUND = timedelta(minutes=5)
+
+Dispatcher = Literal["AllAtOnce", "Incremental", "External"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The Configuration's ``multiKueue`` section (and where the kubeconfig Secrets are)."""
+
+    namespace: str = "kueue-system"
+    origin: str = "multikueue"
+    worker_lost_timeout: timedelta = timedelta(minutes=15)
+    dispatcher: Dispatcher = "AllAtOnce"
+    poll_seconds: float = 1.0
+    allow_path: bool = True
+
+
+def settings_of(section: configuration.MultiKueue, namespace: str = "kueue-system") -> Settings:
+    """`Settings` from a Configuration's ``multiKueue`` section (already validated)."""
+    name = section.dispatcher_name or ALL_AT_ONCE
+    dispatcher: Dispatcher = (
+        "AllAtOnce" if name == ALL_AT_ONCE else "Incremental" if name == INCREMENTAL else "External"
+    )
+    lost = duration(section.worker_lost_timeout) if section.worker_lost_timeout else timedelta(minutes=15)
+    return Settings(
+        namespace=namespace,
+        origin=section.origin or "multikueue",
+        worker_lost_timeout=lost,
+        dispatcher=dispatcher,
+    )
+
+
+def duration(text: str) -> timedelta:
+    """A Go duration of hours, minutes and seconds (``15m``, ``1h30m``, ``90s``), as
+    `pykueue.api.configuration.GO_DURATION` admits them."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0}
+    total, number = 0.0, ""
+    for char in text:
+        if char in units:
+            total += float(number) * units[char]
+            number = ""
+        else:
+            number += char
+    return timedelta(seconds=total)
+
+
+# ------------------------------------------------------------------ planning (pure)
+
+
+def _conditions(obj: Manifest | None) -> list[Manifest]:
+    return list(((obj or {}).get("status") or {}).get("conditions") or [])
+
+
+def condition(obj: Manifest | None, kind: str) -> Manifest | None:
+    return next((c for c in _conditions(obj) if c.get("type") == kind), None)
+
+
+def is_true(obj: Manifest | None, kind: str) -> bool:
+    found = condition(obj, kind)
+    return found is not None and found.get("status") == "True"
+
+
+def config_name(check: Manifest) -> str | None:
+    """The MultiKueueConfig an AdmissionCheck names, or None when its parameters name none."""
+    params = (check.get("spec") or {}).get("parameters") or {}
+    if params.get("apiGroup") != "kueue.x-k8s.io" or params.get("kind") != CONFIG_KIND:
+        return None
+    return str(params.get("name") or "") or None
+
+
+def check_active(check: Manifest, configs: Mapping[str, Manifest], active: set[str]) -> tuple[bool, str, str]:
+    """(status, reason, message) of one of our AdmissionChecks' Active condition."""
+    name = config_name(check)
+    if name is None:
+        return False, "BadParametersRef", "spec.parameters must name a kueue.x-k8s.io MultiKueueConfig"
+    config = configs.get(name)
+    if config is None:
+        return False, "BadParametersRef", f'multikueueconfigs.kueue.x-k8s.io "{name}" not found'
+    clusters = list((config.get("spec") or {}).get("clusters") or [])
+    inactive = [c for c in clusters if c not in active]
+    if len(inactive) == len(clusters):
+        return False, "NoUsableClusters", f"Inactive clusters: {inactive}"
+    if inactive:
+        return True, "SomeActiveClusters", f"Inactive clusters: {inactive}"
+    return True, "Active", "The admission check is active"
+
+
+def eligible(
+    dispatcher: Dispatcher,
+    clusters: Sequence[str],
+    active: set[str],
+    workload: Manifest,
+    reserved_for: timedelta,
+) -> list[str]:
+    """The workers that should hold a copy of a Workload waiting for a winner.
+
+    AllAtOnce: every active worker of the config. Incremental: the first
+    ``INCREMENTAL_STEP`` by name, that many more each ``INCREMENTAL_ROUND`` the Workload
+    waits. External: the ones ``status.nominatedClusterNames`` lists (another controller
+    writes it).
+    """
+    usable = [c for c in clusters if c in active]
+    if dispatcher == "AllAtOnce":
+        return usable
+    if dispatcher == "Incremental":
+        rounds = int(reserved_for / INCREMENTAL_ROUND) + 1
+        return sorted(usable)[: INCREMENTAL_STEP * rounds]
+    nominated = set((workload.get("status") or {}).get("nominatedClusterNames") or [])
+    return [c for c in usable if c in nominated]
+
+
+def winner(remote: Mapping[str, Manifest | None], order: Sequence[str]) -> str | None:
+    """The worker whose Workload reserved quota first (ties: the config's order), or None."""
+    reserved = []
+    for position, name in enumerate(order):
+        found = condition(remote.get(name), "QuotaReserved")
+        if found is not None and found.get("status") == "True":
+            reserved.append((str(found.get("lastTransitionTime") or ""), position, name))
+    return min(reserved)[2] if reserved else None
+
+
+def copy_wanted(workload: Manifest | None, cluster: str, check_state: str | None) -> bool:
+    """Whether a worker should keep its copy of the manager's Workload ``workload``."""
+    if workload is None or is_true(workload, "Finished") or is_true(workload, "Evicted"):
+        return False
+    if not (workload.get("status") or {}).get("admission"):
+        return False
+    elected = (workload.get("status") or {}).get("clusterName")
+    if check_state == "Ready" and elected:
+        return bool(cluster == elected)
+    return check_state in ("Pending", "Ready")
+
+
+def _time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+# ------------------------------------------------------------------ controller
+
+
+@dataclass
+class Remote:
+    """What one worker holds for us: job copies by the manager Workload they run for, and their Workloads."""
+
+    jobs: dict[Key, Manifest] = field(default_factory=dict)
+    workloads: dict[Key, Manifest] = field(default_factory=dict)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class MultiKueueController:
+    """Dispatches the manager's Workloads to workers; see the module's docstring for the steps."""
+
+    store: Store
+    registry: jobframework.Registry
+    # The manager's informer cache (Workloads, AdmissionChecks) and its jobs by uid.
+    cache: Mapping[Key, Manifest]
+    job_by_uid: Callable[[str], Manifest | None]
+    settings: Settings = field(default_factory=Settings)
+    clock: Callable[[], datetime] = _utc_now
+    clusters: ClusterConnections = field(init=False)
+    polls: int = 0
+
+    def __post_init__(self) -> None:
+        self.clusters = ClusterConnections(
+            self.store, self.settings.namespace, self.clock, self.settings.allow_path
+        )
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Poll until ``stop`` is set."""
+        try:
+            while not stop.is_set():
+                try:
+                    await self.poll()
+                except StoreError as exc:
+                    log.warning("multikueue: poll failed: %s", exc)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=self.settings.poll_seconds)
+        finally:
+            await self.clusters.close()
+
+    def _ours(self) -> dict[str, Manifest]:
+        return {
+            key.name: obj
+            for key, obj in self.cache.items()
+            if key.kind == "AdmissionCheck"
+            and (obj.get("spec") or {}).get("controllerName") == CONTROLLER_NAME
+        }
+
+    async def poll(self) -> None:
+        self.polls += 1
+        checks = self._ours()
+        if not checks:
+            await self.clusters.close()
+            return
+        await self.clusters.refresh()
+        active = {name for name, c in self.clusters.connections.items() if c.active}
+        configs = {str(c["metadata"]["name"]): c for c in (await self.store.list(CONFIG_KIND))[0]}
+        for check in checks.values():
+            await self._write_check_active(check, configs, active)
+        remote: dict[str, Remote] = {}
+        for name in sorted(active):
+            seen = await self._observe(name)
+            if seen is not None:
+                remote[name] = seen
+        for key, workload in sorted(self.cache.items(), key=lambda kv: str(kv[0])):
+            if key.kind != "Workload":
+                continue
+            entry = self._entry(workload, checks)
+            if entry is None:
+                continue
+            config = configs.get(config_name(checks[str(entry["name"])]) or "")
+            order = list((config or {}).get("spec", {}).get("clusters") or [])
+            try:
+                await self._reconcile(workload, entry, order, remote)
+            except (Conflict, NotFound):
+                pass  # a newer object is on its way through the watch; next poll
+            except StoreError as exc:
+                log.warning("multikueue: %s: %s", key, exc)
+        await self._collect(remote, checks)
+
+    def _entry(self, workload: Manifest, checks: Mapping[str, Manifest]) -> Manifest | None:
+        for entry in (workload.get("status") or {}).get("admissionChecks") or []:
+            if entry.get("name") in checks:
+                return dict(entry)
+        return None
+
+    # -------------------------------------------------------------- observe
+
+    async def _observe(self, cluster: str) -> Remote | None:
+        """The worker's copies and their Workloads; None (and the worker left alone) when it does not answer."""
+        store = self.clusters.active(cluster)
+        if store is None:
+            return None
+        seen = Remote()
+        try:
+            uids: dict[str, Key] = {}
+            for kind in self.registry.kinds():
+                if self.registry.multikueue(kind) is None:
+                    continue
+                try:
+                    items, _ = await store.list_selected(
+                        kind, label_selector=f"{jobframework.MULTIKUEUE_ORIGIN_LABEL}={self.settings.origin}"
+                    )
+                except NotFound:
+                    continue  # the worker does not serve this kind: no copy of it can be there
+                for job in items:
+                    owner = _annotation(job, jobframework.MULTIKUEUE_WORKLOAD_ANNOTATION)
+                    if owner is None:
+                        continue
+                    seen.jobs[owner] = job
+                    uids[str(job["metadata"].get("uid"))] = owner
+            if uids:
+                workloads, _ = await store.list("Workload")
+                for wl in workloads:
+                    for ref in (wl.get("metadata") or {}).get("ownerReferences") or []:
+                        owner = uids.get(str(ref.get("uid")))
+                        if owner is not None:
+                            seen.workloads[owner] = wl
+        except StoreError as exc:
+            log.warning("multikueue: cannot list worker %s: %s", cluster, exc)
+            return None
+        return seen
+
+    # ------------------------------------------------------------ reconcile
+
+    async def _reconcile(
+        self, workload: Manifest, entry: Manifest, order: list[str], remote: Mapping[str, Remote]
+    ) -> None:
+        key = Key.of(workload)
+        state = entry.get("state")
+        if is_true(workload, "Finished"):
+            return
+        owner = self.registry.owner_of(workload)
+        job = None if owner is None else self.job_by_uid(str(owner[1].get("uid") or ""))
+        adapter = None if owner is None else self.registry.multikueue(owner[0].kind)
+        if owner is None or job is None:
+            return  # the job reconciler has not seen it yet, or it is gone (then collected)
+        if adapter is None or not adapter.managed(job):
+            if state == "Pending" and (workload.get("status") or {}).get("admission"):
+                kind = owner[0].kind
+                reason = (
+                    f"{kind} {key.namespace}/{job['metadata']['name']}: spec.managedBy must be "
+                    f"{jobframework.MULTIKUEUE_MANAGED_BY!r} for MultiKueue to dispatch it"
+                    if adapter is not None
+                    else f"MultiKueue cannot dispatch the kind {kind}"
+                )
+                await self._set_check(workload, entry, "Rejected", reason)
+            return
+        await self._forget_mirrored(job, state)
+        if not (workload.get("status") or {}).get("admission") or is_true(workload, "Evicted"):
+            # Until the eviction completes the reservation stays, and the old winner's copy with
+            # it: electing it again would undo the eviction. The collect step removes it.
+            return
+        if state == "Pending":
+            await self._dispatch_or_elect(workload, entry, job, adapter, order, remote)
+        elif state == "Ready":
+            await self._follow_winner(workload, entry, job, adapter, remote)
+
+    async def _dispatch_or_elect(
+        self,
+        workload: Manifest,
+        entry: Manifest,
+        job: Manifest,
+        adapter: jobframework.MultiKueueAdapter,
+        order: list[str],
+        remote: Mapping[str, Remote],
+    ) -> None:
+        key = Key.of(workload)
+        found = winner({name: seen.workloads.get(key) for name, seen in remote.items()}, order)
+        if found is not None:
+            await self._set_check(
+                workload, entry, "Ready", f'The workload got reservation on "{found}"', found
+            )
+            return
+        reserved_at = _parse_time(
+            str((condition(workload, "QuotaReserved") or {}).get("lastTransitionTime", ""))
+        )
+        waited = self.clock() - reserved_at if reserved_at is not None else timedelta(0)
+        targets = eligible(self.settings.dispatcher, order, set(remote), workload, waited)
+        for cluster in targets:
+            if key not in remote[cluster].jobs:
+                await self._create_copy(cluster, key, job, adapter)
+
+    async def _create_copy(
+        self, cluster: str, key: Key, job: Manifest, adapter: jobframework.MultiKueueAdapter
+    ) -> None:
+        store = self.clusters.active(cluster)
+        if store is None:
+            return
+        body = adapter.remote_copy(job)
+        meta = body.setdefault("metadata", {})
+        meta.setdefault("labels", {})[jobframework.MULTIKUEUE_ORIGIN_LABEL] = self.settings.origin
+        meta.setdefault("annotations", {})[jobframework.MULTIKUEUE_WORKLOAD_ANNOTATION] = key.name
+        try:
+            await store.create(body)
+        except AlreadyExists:
+            return  # made by an earlier poll, not listed yet; or someone else's: never overwritten
+        except StoreError as exc:
+            log.warning("multikueue: %s: cannot create its copy in %s: %s", key, cluster, exc)
+            return
+        log.info("multikueue: %s dispatched to %s", key, cluster)
+
+    async def _follow_winner(
+        self,
+        workload: Manifest,
+        entry: Manifest,
+        job: Manifest,
+        adapter: jobframework.MultiKueueAdapter,
+        remote: Mapping[str, Remote],
+    ) -> None:
+        key = Key.of(workload)
+        elected = str((workload.get("status") or {}).get("clusterName") or "")
+        if not elected:
+            return  # Ready before our write of clusterName came back through the watch
+        connection = self.clusters.connections.get(elected)
+        if connection is None or not connection.active:
+            since = None if connection is None else connection.unreachable_since
+            if since is None or self.clock() - since >= self.settings.worker_lost_timeout:
+                await self._lose(workload, entry, f'The worker "{elected}" is lost')
+            return
+        seen = remote.get(elected)
+        copy_ = None if seen is None else seen.jobs.get(key)
+        if seen is not None and copy_ is None:
+            await self._lose(workload, entry, f'The workload\'s copy on "{elected}" is gone')
+            return
+        if copy_ is None:
+            return
+        mirrored = adapter.mirror_status(job, copy_)
+        if mirrored is not None and not (job.get("spec") or {}).get("suspend"):
+            await self.store.update_status(mirrored)
+
+    async def _lose(self, workload: Manifest, entry: Manifest, message: str) -> None:
+        """Send the check to Retry (the engine evicts and requeues) and forget the worker elected."""
+        log.warning("multikueue: %s: %s; dispatching it again", Key.of(workload), message)
+        await self._set_check(workload, entry, "Retry", message, "")
+
+    async def _forget_mirrored(self, job: Manifest, state: object) -> None:
+        """Clear the status a copy no longer elected left on the manager's job, which never ran
+        here: with that copy's counts it would look active for ever, its eviction never complete."""
+        if state == "Ready" or not job.get("status"):
+            return
+        cleared = copy.deepcopy(job)
+        cleared["status"] = {}
+        await self.store.update_status(cleared)
+
+    async def _set_check(
+        self, workload: Manifest, entry: Manifest, state: str, message: str, cluster: str | None = None
+    ) -> None:
+        updated = copy.deepcopy(workload)
+        status = updated.setdefault("status", {})
+        now = _time(self.clock())
+        checks = []
+        for current in status.get("admissionChecks") or []:
+            if current.get("name") == entry.get("name"):
+                current = {**current, "state": state, "message": message[:32768]}
+                if entry.get("state") != state:
+                    current["lastTransitionTime"] = now
+            checks.append(current)
+        status["admissionChecks"] = checks
+        if cluster is not None:
+            if cluster:
+                status["clusterName"] = cluster
+            else:
+                status.pop("clusterName", None)
+        await self.store.update_status(updated)
+        log.info("multikueue: %s: check %s %s (%s)", Key.of(workload), entry.get("name"), state, message)
+
+    async def _write_check_active(
+        self, check: Manifest, configs: Mapping[str, Manifest], active: set[str]
+    ) -> None:
+        status, reason, message = check_active(check, configs, active)
+        text = "True" if status else "False"
+        conditions = _conditions(check)
+        current = condition(check, "Active")
+        if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
+            text,
+            reason,
+            message,
+        ):
+            return
+        wanted = {
+            "type": "Active",
+            "status": text,
+            "reason": reason,
+            "message": message,
+            "observedGeneration": int((check.get("metadata") or {}).get("generation") or 0),
+            "lastTransitionTime": _time(self.clock())
+            if current is None or current.get("status") != text
+            else current.get("lastTransitionTime"),
+        }
+        updated = copy.deepcopy(check)
+        updated.setdefault("status", {})["conditions"] = [
+            c for c in conditions if c.get("type") != "Active"
+        ] + [wanted]
+        with contextlib.suppress(Conflict, NotFound):
+            await self.store.update_status(updated)
+
+    # -------------------------------------------------------------- collect
+
+    async def _collect(self, remote: Mapping[str, Remote], checks: Mapping[str, Manifest]) -> None:
+        for cluster, seen in remote.items():
+            for key, job in list(seen.jobs.items()):
+                workload = self.cache.get(key)
+                entry = None if workload is None else self._entry(workload, checks)
+                state = None if entry is None else entry.get("state")
+                if copy_wanted(workload, cluster, None if state is None else str(state)):
+                    continue
+                await self._delete_copy(cluster, key, job, seen.workloads.get(key))
+
+    async def _delete_copy(self, cluster: str, key: Key, job: Manifest, workload: Manifest | None) -> None:
+        store = self.clusters.active(cluster)
+        if store is None:
+            return
+        targets: Iterable[Manifest] = [job] if workload is None else [job, workload]
+        for obj in targets:
+            meta = obj["metadata"]
+            with contextlib.suppress(NotFound):
+                try:
+                    await store.delete(
+                        str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta["name"])
+                    )
+                except StoreError as exc:
+                    log.warning("multikueue: cannot delete %s in %s: %s", Key.of(obj), cluster, exc)
+                    return
+        log.info("multikueue: removed the copy of %s from %s", key, cluster)
+
+
+def _annotation(job: Manifest, name: str) -> Key | None:
+    meta = job.get("metadata") or {}
+    value = (meta.get("annotations") or {}).get(name)
+    return None if not value else Key("Workload", str(meta.get("namespace") or ""), str(value))

@@ -1,0 +1,188 @@
+"""The MultiKueue check's planning: who gets a copy, who wins, which copies go, what a Secret may hold."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import timedelta
+
+import pytest
+
+from pykueue.api import configuration
+from pykueue.controllers import integrations, multikueue, multikueue_clusters
+from pykueue.controllers.integrations import batch_job, jobset
+from pykueue.errors import ValidationError
+
+
+def _reserved(at: str) -> dict[str, object]:
+    return {"status": {"conditions": [{"type": "QuotaReserved", "status": "True", "lastTransitionTime": at}]}}
+
+
+def test_the_earliest_reservation_wins_and_a_tie_goes_to_the_config_order() -> None:
+    remote = {"b": _reserved("2026-01-01T00:00:05Z"), "a": _reserved("2026-01-01T00:00:09Z"), "c": None}
+    assert multikueue.winner(remote, ["a", "b", "c"]) == "b"
+    tie = {"b": _reserved("2026-01-01T00:00:05Z"), "a": _reserved("2026-01-01T00:00:05Z")}
+    assert multikueue.winner(tie, ["b", "a"]) == "b"
+    assert multikueue.winner({"a": {"status": {}}}, ["a"]) is None
+
+
+def test_dispatchers_choose_different_workers() -> None:
+    clusters = ["w5", "w1", "w4", "w2", "w3"]
+    active = {"w1", "w2", "w3", "w4"}
+    wl: dict[str, object] = {"status": {"nominatedClusterNames": ["w3", "w5"]}}
+    assert multikueue.eligible("AllAtOnce", clusters, active, wl, timedelta(0)) == ["w1", "w4", "w2", "w3"]
+    assert multikueue.eligible("Incremental", clusters, active, wl, timedelta(0)) == ["w1", "w2", "w3"]
+    assert multikueue.eligible("Incremental", clusters, active, wl, timedelta(minutes=5)) == [
+        "w1",
+        "w2",
+        "w3",
+        "w4",
+    ]
+    # External: only what another controller nominated, and only if active.
+    assert multikueue.eligible("External", clusters, active, wl, timedelta(0)) == ["w3"]
+
+
+def _workload(check_state: str, cluster: str | None = None, **conditions: str) -> dict[str, object]:
+    status: dict[str, object] = {
+        "admission": {"clusterQueue": "cq"},
+        "admissionChecks": [{"name": "mk", "state": check_state}],
+        "conditions": [{"type": k, "status": v} for k, v in conditions.items()],
+    }
+    if cluster:
+        status["clusterName"] = cluster
+    return {"status": status}
+
+
+def test_which_copies_are_kept() -> None:
+    assert multikueue.copy_wanted(_workload("Pending"), "w1", "Pending")
+    assert multikueue.copy_wanted(_workload("Ready", "w1"), "w1", "Ready")
+    assert not multikueue.copy_wanted(_workload("Ready", "w1"), "w2", "Ready"), "a loser's copy"
+    assert not multikueue.copy_wanted(None, "w1", None), "an orphan"
+    assert not multikueue.copy_wanted(_workload("Ready", "w1", Finished="True"), "w1", "Ready")
+    assert not multikueue.copy_wanted(_workload("Retry", "w1"), "w1", "Retry")
+    assert not multikueue.copy_wanted({"status": {}}, "w1", "Pending"), "no quota reserved"
+
+
+def test_the_check_is_active_while_one_cluster_is() -> None:
+    check = {"spec": {"parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "mk"}}}
+    configs = {"mk": {"spec": {"clusters": ["w1", "w2"]}}}
+    assert multikueue.check_active(check, configs, {"w1", "w2"})[0:2] == (True, "Active")
+    assert multikueue.check_active(check, configs, {"w2"}) == (
+        True,
+        "SomeActiveClusters",
+        "Inactive clusters: ['w1']",
+    )
+    assert multikueue.check_active(check, configs, set())[0:2] == (False, "NoUsableClusters")
+    assert multikueue.check_active(check, {}, {"w1"})[1] == "BadParametersRef"
+    wrong = {
+        "spec": {
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "x"}
+        }
+    }
+    assert multikueue.check_active(wrong, configs, {"w1"})[1] == "BadParametersRef"
+
+
+def _secret(doc: object) -> dict[str, object]:
+    data = base64.b64encode(json.dumps(doc).encode()).decode()
+    return {"metadata": {"name": "w1", "namespace": "kueue-system"}, "data": {"kubeconfig": data}}
+
+
+def _kubeconfig(user: dict[str, object]) -> dict[str, object]:
+    return {
+        "clusters": [{"name": "c", "cluster": {"server": "https://w1:6443/"}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+
+
+def test_a_secret_kubeconfig_must_carry_its_credentials_inline() -> None:
+    config = multikueue_clusters.kubeconfig_from_secret(_secret(_kubeconfig({"token": "t"})))
+    assert (config.server, config.token) == ("https://w1:6443", "t")
+    with pytest.raises(multikueue_clusters.BadConfig, match=r"users\[u\]\.client-key: files are not allowed"):
+        multikueue_clusters.kubeconfig_from_secret(_secret(_kubeconfig({"client-key": "/etc/key"})))
+    with pytest.raises(
+        multikueue_clusters.BadConfig, match=r"Secret kueue-system/w1: data\.kubeconfig is missing"
+    ):
+        multikueue_clusters.kubeconfig_from_secret({"metadata": {"name": "w1", "namespace": "kueue-system"}})
+
+
+def test_a_batch_job_copy_is_suspended_unmanaged_and_without_the_managers_identity() -> None:
+    manager_job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "j",
+            "namespace": "ns",
+            "uid": "u1",
+            "resourceVersion": "7",
+            "labels": {"a": "b"},
+        },
+        "spec": {
+            "managedBy": "kueue.x-k8s.io/multikueue",
+            "suspend": False,
+            "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u1"}},
+            "template": {"metadata": {"labels": {"batch.kubernetes.io/controller-uid": "u1", "app": "x"}}},
+        },
+        "status": {"active": 1},
+    }
+    adapter = batch_job.BatchJobMultiKueue()
+    assert adapter.managed(manager_job)
+    remote = adapter.remote_copy(manager_job)
+    assert remote["metadata"] == {"name": "j", "namespace": "ns", "labels": {"a": "b"}}
+    assert remote["spec"]["suspend"] is True
+    assert "managedBy" not in remote["spec"] and "selector" not in remote["spec"]
+    assert remote["spec"]["template"]["metadata"]["labels"] == {"app": "x"}
+    assert "status" not in remote
+    assert manager_job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue", "the original is left alone"
+    mirrored = adapter.mirror_status(manager_job, {"status": {"active": 0, "succeeded": 1}})
+    assert mirrored is not None and mirrored["status"] == {"active": 0, "succeeded": 1}
+    assert adapter.mirror_status(manager_job, {"status": {"active": 1}}) is None
+
+
+def test_the_configuration_section_sets_the_dispatcher_and_the_timeout() -> None:
+    section = configuration.MultiKueue(
+        worker_lost_timeout="1h30m", dispatcher_name=multikueue.INCREMENTAL, origin="east"
+    )
+    settings = multikueue.settings_of(section, "ops")
+    assert settings.worker_lost_timeout == timedelta(hours=1, minutes=30)
+    assert (settings.dispatcher, settings.origin, settings.namespace) == ("Incremental", "east", "ops")
+    assert multikueue.settings_of(configuration.MultiKueue()).dispatcher == "AllAtOnce"
+    external = configuration.MultiKueue(dispatcher_name="example.com/mine")
+    assert multikueue.settings_of(external).dispatcher == "External"
+    with pytest.raises(ValidationError, match=r"multiKueue\.workerLostTimeout"):
+        configuration.parse(
+            {
+                "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                "kind": "Configuration",
+                "multiKueue": {"workerLostTimeout": "soon"},
+            }
+        )
+
+
+def test_a_jobset_copy_is_suspended_and_unmanaged() -> None:
+    manager_set = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "s", "namespace": "ns", "uid": "u2", "generation": 3},
+        "spec": {"managedBy": "kueue.x-k8s.io/multikueue", "suspend": False, "replicatedJobs": []},
+        "status": {"restarts": 0},
+    }
+    adapter = jobset.JobSetMultiKueue()
+    assert adapter.managed(manager_set)
+    assert not adapter.managed({"spec": {"managedBy": "jobset.sigs.k8s.io/jobset-controller"}})
+    remote = adapter.remote_copy(manager_set)
+    assert remote == {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "s", "namespace": "ns"},
+        "spec": {"suspend": True, "replicatedJobs": []},
+    }
+    assert adapter.mirror_status(manager_set, {"status": {"restarts": 1}}) is not None
+
+
+def test_every_kind_with_a_multikueue_adapter_is_reachable_through_the_registry() -> None:
+    registry = integrations.registry(("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob"))
+    assert isinstance(registry.multikueue("Job"), batch_job.BatchJobMultiKueue)
+    assert isinstance(registry.multikueue("JobSet"), jobset.JobSetMultiKueue)
+    assert registry.multikueue("PyTorchJob") is None

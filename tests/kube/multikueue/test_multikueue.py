@@ -1,0 +1,217 @@
+"""MultiKueue on three real API servers: a manager dispatching batch/v1 Jobs to two workers.
+
+The workers run their own pykueue and Kubernetes job controller with kwok nodes: a copy
+runs there for real, and its status comes back to the manager's Job.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from ..controller.conftest import condition, is_true, wait
+from ..controlplane import ApiError, KubeCluster
+from .conftest import NAMESPACE, WORKER_LOST_TIMEOUT, Clusters, job, jobset
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+JOBS = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
+
+
+def _job(cluster: KubeCluster, name: str) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = cluster.get_or_none(f"{JOBS}/{name}")
+    return found
+
+
+def _workload_of(cluster: KubeCluster, job_obj: dict[str, Any]) -> dict[str, Any] | None:
+    uid = job_obj["metadata"]["uid"]
+    for wl in cluster.get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads")["items"]:
+        if any(ref.get("uid") == uid for ref in wl["metadata"].get("ownerReferences", [])):
+            found: dict[str, Any] = wl
+            return found
+    return None
+
+
+def _manager_workload(clusters: Clusters, name: str) -> dict[str, Any] | None:
+    job_obj = _job(clusters.manager, name)
+    return None if job_obj is None else _workload_of(clusters.manager, job_obj)
+
+
+def _check(workload: dict[str, Any] | None) -> dict[str, Any]:
+    """The MultiKueue check's entry (an empty one until the engine writes the checks)."""
+    entries = ((workload or {}).get("status") or {}).get("admissionChecks") or []
+    entry: dict[str, Any] = next((e for e in entries if e["name"] == "mk"), {})
+    return entry
+
+
+def _elected(clusters: Clusters, name: str) -> str | None:
+    wl = _manager_workload(clusters, name)
+    if wl is None or _check(wl)["state"] != "Ready":
+        return None
+    cluster: str | None = (wl.get("status") or {}).get("clusterName")
+    return cluster
+
+
+def _copies(clusters: Clusters, name: str) -> set[str]:
+    return {worker for worker, cluster in clusters.workers.items() if _job(cluster, name) is not None}
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(3)}"
+
+
+def test_clusters_and_the_check_become_active(multikueue_clusters: Clusters) -> None:
+    manager = multikueue_clusters.manager
+    for name in ("worker1", "worker2"):
+        cluster = wait(lambda n=name: manager.get(f"{KUEUE}/multikueueclusters/{n}"), 5, name)
+        wait(
+            lambda n=name: is_true(manager.get(f"{KUEUE}/multikueueclusters/{n}"), "Active"),
+            30,
+            f"{name} Active",
+        )
+    wait(lambda: is_true(manager.get(f"{KUEUE}/admissionchecks/mk"), "Active"), 30, "the check Active")
+    assert cluster["spec"]["clusterSource"]["kubeConfig"]["locationType"] == "Path"
+
+
+def test_a_job_runs_on_one_worker_and_its_status_comes_back(multikueue_clusters: Clusters) -> None:
+    clusters = multikueue_clusters
+    name = _unique("fits-both")
+    clusters.manager.create(JOBS, job(name, cpu="1", run_duration="4s"))
+
+    winner = wait(lambda: _elected(clusters, name), 60, "a worker to win the job")
+    assert winner in clusters.workers
+    # The loser's copy is removed; the winner's runs there, and nowhere else.
+    wait(lambda: _copies(clusters, name) == {winner}, 30, "only the winner's copy left")
+    remote = _job(clusters.workers[winner], name)
+    assert remote is not None
+    assert remote["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+    assert remote["spec"].get("managedBy") in (None, "kubernetes.io/job-controller")
+
+    # The manager's Job (no job controller there) ends as the copy ends.
+    done = wait(
+        lambda: is_true(_job(clusters.manager, name), "Complete") and _job(clusters.manager, name),
+        90,
+        "Complete mirrored",
+    )
+    assert done["status"]["succeeded"] == 1
+    wl = wait(
+        lambda: is_true(_manager_workload(clusters, name), "Finished") and _manager_workload(clusters, name),
+        30,
+        "finished",
+    )
+    assert wl["status"]["clusterName"] == winner
+    # Finished work is collected from the worker.
+    wait(lambda: not _copies(clusters, name), 30, "the winner's copy removed")
+
+
+def test_the_first_worker_to_reserve_quota_wins_and_the_other_copy_goes(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    name = _unique("needs-3cpu")
+    # worker1 has 2 cpu: its copy waits there; worker2 (4 cpu) reserves and wins.
+    clusters.manager.create(JOBS, job(name, cpu="3", run_duration="60s"))
+    winner = wait(lambda: _elected(clusters, name), 60, "a worker to win the job")
+    assert winner == "worker2"
+    wait(lambda: _copies(clusters, name) == {"worker2"}, 30, "worker1's copy removed")
+    assert _check(_manager_workload(clusters, name))["message"] == 'The workload got reservation on "worker2"'
+    # The manager's Job shows the copy running.
+    wait(
+        lambda: (_job(clusters.manager, name) or {}).get("status", {}).get("active") == 1,
+        60,
+        "active mirrored",
+    )
+
+    # Deleting the manager's job removes the copy from the worker.
+    clusters.manager.delete(f"{JOBS}/{name}")
+    wait(lambda: not _copies(clusters, name), 30, "the copy removed after the deletion")
+    wait(lambda: _manager_workload_by_name_gone(clusters, name), 30, "the manager's workload gone")
+
+
+def _manager_workload_by_name_gone(clusters: Clusters, job_name: str) -> bool:
+    items = clusters.manager.get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads")["items"]
+    return not any(w["metadata"]["name"].startswith(f"job-{job_name}-") for w in items)
+
+
+def test_a_job_not_handed_to_multikueue_is_rejected_and_never_copied(multikueue_clusters: Clusters) -> None:
+    clusters = multikueue_clusters
+    name = _unique("unmanaged")
+    manifest = job(name, cpu="1", run_duration="1s")
+    del manifest["spec"]["managedBy"]
+    clusters.manager.create(JOBS, manifest)
+    why = f"Job {NAMESPACE}/{name}: spec.managedBy must be 'kueue.x-k8s.io/multikueue'"
+
+    def deactivated_for_it() -> dict[str, Any] | None:
+        wl = _manager_workload(clusters, name)
+        evicted = condition(wl, "Evicted") or {}
+        return wl if why in evicted.get("message", "") else None
+
+    # The check is Rejected with that message, so the engine deactivates the Workload.
+    wl = wait(deactivated_for_it, 60, "the Workload deactivated by the check")
+    assert wl["spec"]["active"] is False
+    assert 'AdmissionCheck in Rejected state: "mk"' in (condition(wl, "Evicted") or {})["message"]
+    assert not _copies(clusters, name)
+    assert (_job(clusters.manager, name) or {})["spec"]["suspend"] is True
+    clusters.manager.delete(f"{JOBS}/{name}")
+
+
+JOBSETS = f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{NAMESPACE}/jobsets"
+
+
+def test_a_jobset_runs_on_a_worker_through_the_same_adapter_contract(multikueue_clusters: Clusters) -> None:
+    clusters = multikueue_clusters
+    name = _unique("set")
+    created = clusters.manager.create(JOBSETS, jobset(name, run_duration="3s"))
+
+    def workload() -> dict[str, Any] | None:
+        return _workload_of(clusters.manager, created)
+
+    def manager_jobset() -> dict[str, Any]:
+        found: dict[str, Any] = clusters.manager.get(f"{JOBSETS}/{name}")
+        return found
+
+    wait(lambda: _check(workload()).get("state") == "Ready", 60, "a worker to win the JobSet")
+    winner = (workload() or {})["status"]["clusterName"]
+    # The copy runs on the winner (its JobSet controller made a Job of it) and completes there;
+    # the manager's JobSet (no JobSet controller there) shows it.
+    done = wait(lambda: is_true(manager_jobset(), "Completed") and manager_jobset(), 90, "Completed mirrored")
+    assert done["status"]["replicatedJobsStatus"][0]["succeeded"] == 1
+    wait(lambda: is_true(workload(), "Finished"), 30, "the manager's Workload finished")
+    wait(lambda: clusters.workers[winner].get_or_none(f"{JOBSETS}/{name}") is None, 30, "the copy collected")
+
+
+def test_a_lost_worker_loses_its_workload_and_its_stale_copy_goes_when_back(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    name = _unique("moves")
+    clusters.manager.create(JOBS, job(name, cpu="2", run_duration="600s"))
+    # worker1 (2 cpu) and worker2 both fit: wait for the winner, then kill its API server.
+    winner = wait(lambda: _elected(clusters, name), 60, "a worker to win the job")
+    other = next(w for w in clusters.workers if w != winner)
+    wait(lambda: _copies(clusters, name) == {winner}, 30, "only the winner's copy")
+    lost_at = time.monotonic()  # before the stop: the server stops answering while it shuts down
+    clusters.stop_apiserver(winner)
+    try:
+        moved = wait(
+            lambda: _elected(clusters, name) == other,
+            WORKER_LOST_TIMEOUT.total_seconds() + 60,
+            "the job moved",
+        )
+        assert moved
+        assert time.monotonic() - lost_at >= WORKER_LOST_TIMEOUT.total_seconds(), "moved before the timeout"
+        wait(lambda: _job(clusters.workers[other], name) is not None, 30, "the copy on the other worker")
+    finally:
+        clusters.restart_apiserver(winner)
+    # Back: the stale copy on the lost worker is removed, the other keeps running it.
+    wait(lambda: _job_or_error(clusters.workers[winner], name) is None, 90, "the stale copy removed")
+    assert _job(clusters.workers[other], name) is not None
+    clusters.manager.delete(f"{JOBS}/{name}")
+    wait(lambda: not _copies(clusters, name), 30, "the copy removed after the deletion")
+
+
+def _job_or_error(cluster: KubeCluster, name: str) -> object:
+    try:
+        return _job(cluster, name)
+    except (ApiError, OSError):
+        return "unreachable"
