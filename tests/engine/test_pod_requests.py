@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pykueue.api import manifests
 from pykueue.api.core import PodSpec
-from pykueue.engine import pod_requests, specs
+from pykueue.engine import intake, pod_requests, specs
 
 PATH = "spec.podSets[0].template.spec"
 
@@ -86,3 +87,23 @@ def test_container_minimum_checks_only_the_resources_the_container_names() -> No
     assert pod.outside_limit_range == [
         f'{PATH}.containers[0]: Invalid value: ["cpu"]: requests must not be below the limitRange min'
     ]
+
+
+def _bound_pod(labels: dict[str, str]) -> Any:
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns", "labels": labels},
+        "spec": {
+            "nodeName": "x1",
+            "containers": [{"name": "main", "resources": {"requests": {"cpu": "2"}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+    return manifests.parse_object(manifest, source="Pod/ns/p")
+
+
+def test_a_bound_pod_takes_its_requests_and_a_slot_unless_its_workload_counts_it() -> None:
+    assert intake.pod_usage(_bound_pod({})) == ("x1", {"cpu": 2000, "pods": 1000})
+    # A TAS workload's pod: its assignment already counts it on the node.
+    assert intake.pod_usage(_bound_pod({intake.TAS_POD_LABEL: "true"})) is None

@@ -207,6 +207,9 @@ CAN = [
     ("patch", "jobs.batch", ""),
     ("update", "jobs.batch#status", ""),
     ("watch", "pods", ""),
+    ("update", "pods", ""),  # the topology ungater
+    ("update", "pods#status", ""),  # a pod on a failed node marked Failed (TAS)
+    ("watch", "nodes", ""),  # topology-aware scheduling's node capacity
     ("create", "workloads.kueue.x-k8s.io", ""),
     ("update", "clusterqueues.kueue.x-k8s.io#status", ""),
     ("patch", "workloads.kueue.x-k8s.io#status", ""),

@@ -56,6 +56,9 @@ KINDS = (
     "LimitRange",
     "Workload",
 )
+# Topology-aware scheduling's inputs (Kubernetes mode): the topologies, the nodes, and the
+# pods that hold node capacity. Listed after the queueing kinds, before the Workloads.
+TOPOLOGY_KINDS = ("Topology", "Node", "Pod")
 MAX_CYCLES_PER_PASS = 1000
 # The write queue's lanes: admissions and evictions, then pending workloads' explanations.
 LANES = ("admission", "explanation")
@@ -131,6 +134,42 @@ def _owned_by_a_job(obj: Manifest | None) -> bool:
     return any(ref.get("controller") for ref in refs)
 
 
+def with_topology_kinds(kinds: tuple[str, ...] = KINDS) -> tuple[str, ...]:
+    """``kinds`` with the topology kinds inserted just before the Workloads."""
+    rest = tuple(k for k in kinds if k != "Workload")
+    return (*rest, *TOPOLOGY_KINDS, *(("Workload",) if "Workload" in kinds else ()))
+
+
+def _capacity_signature(pod: Manifest) -> tuple[Any, ...] | None:
+    """What of a pod the engine's node usage depends on; None while it holds no node capacity.
+
+    Kubelets (and kwok) rewrite pod status often; comparing this first keeps those writes
+    from reaching the engine, where every pod change puts parked workloads back in line.
+    """
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+        return None
+    if labels.get(intake.TAS_POD_LABEL) == "true":
+        return None  # counted through its workload's topology assignment
+
+    def requests(containers: Any) -> tuple[Any, ...]:
+        return tuple(repr((c.get("resources") or {}).get("requests")) for c in containers or [])
+
+    return (
+        spec["nodeName"],
+        requests(spec.get("containers")),
+        requests(spec.get("initContainers")),
+        repr(spec.get("overhead")),
+        repr(spec.get("resources")),
+    )
+
+
+def _unhealthy(obj: Manifest) -> Any:
+    """Failed nodes under a TAS workload (the node failure controller's write): the engine re-places."""
+    return (obj.get("status") or {}).get("unhealthyNodes")
+
+
 def _reclaimable(obj: Manifest) -> Any:
     """Pods that finished and give their quota back: the one status field the engine reads."""
     return (obj.get("status") or {}).get("reclaimablePods")
@@ -164,6 +203,8 @@ class AdmissionController:
     rescan: bool = True
     # The last pass's preemptions of workloads whose admission had not been written.
     unseen_preemptions: set[str] = field(default_factory=set)
+    # The kinds listed and followed (Kubernetes mode adds TOPOLOGY_KINDS).
+    kinds: tuple[str, ...] = KINDS
 
     def __post_init__(self) -> None:
         self.state = State(config=self.config)
@@ -178,11 +219,14 @@ class AdmissionController:
         self.settled.clear()
         self.rescan = True
         # All kinds listed at once (a busy API server answers each slowly), applied in order.
-        listed = await asyncio.gather(*(self.store.list(kind) for kind in KINDS))
-        for kind, (items, version) in zip(KINDS, listed, strict=True):
+        listed = await asyncio.gather(*(self.store.list(kind) for kind in self.kinds))
+        for kind, (items, version) in zip(self.kinds, listed, strict=True):
             self.versions[kind] = version
             for obj in items:
-                self._apply(obj)
+                if kind == "Pod":
+                    self._apply_pod(Key.of(obj), None, obj)
+                else:
+                    self._apply(obj)
 
     def handle(self, event: WatchEvent) -> None:
         """Apply one watched change to the cache and the engine."""
@@ -198,12 +242,15 @@ class AdmissionController:
         previous = self.cache.get(key)
         if previous is not None and version_number(obj) <= version_number(previous):
             return  # our own write echoed back, or an older version we already moved past
+        if key.kind == "Pod":
+            self._apply_pod(key, previous, obj)
+            return
         if key.kind == "Workload" and previous is not None and self._only_status_changed(previous, obj):
             if workload_status.is_finished(obj):
                 self.cache[key] = obj
                 self._finish(key)
                 return
-            if _reclaimable(previous) == _reclaimable(obj):
+            if _reclaimable(previous) == _reclaimable(obj) and _unhealthy(previous) == _unhealthy(obj):
                 # Someone else's status write (ours come back with a version already cached):
                 # take the check states it carries, and compare the rest with the engine's
                 # view on the next write-back.
@@ -286,6 +333,17 @@ class AdmissionController:
             self._finish(key)
             return
         loading.apply(self.state, parsed)
+
+    def _apply_pod(self, key: Key, previous: Manifest | None, obj: Manifest) -> None:
+        self.cache[key] = obj
+        before = None if previous is None else _capacity_signature(previous)
+        after = _capacity_signature(obj)
+        if before == after:
+            return
+        if after is None:
+            loading.delete(self.state, "Pod", key.namespace, key.name)
+            return
+        self._apply(obj)
 
     def _finish(self, key: Key) -> None:
         engine_key = f"{key.namespace or 'default'}/{key.name}"
@@ -549,7 +607,7 @@ class AdmissionController:
         await self.sync()
         await self.reconcile()
         events: asyncio.Queue[WatchEvent] = asyncio.Queue()
-        watchers = [asyncio.create_task(self._follow(kind, events)) for kind in KINDS]
+        watchers = [asyncio.create_task(self._follow(kind, events)) for kind in self.kinds]
         try:
             while not stop.is_set():
                 with contextlib.suppress(TimeoutError):

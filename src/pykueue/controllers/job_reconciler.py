@@ -382,7 +382,10 @@ class JobReconciler:
         infos = [
             _with_check_updates(
                 PodSetInfo.from_assignment(
-                    a, flavors, int((by_name.get(a.get("name")) or {}).get("count", 1))
+                    a,
+                    flavors,
+                    int((by_name.get(a.get("name")) or {}).get("count", 1)),
+                    workload=str(workload["metadata"]["name"]),
                 ),
                 workload,
             )

@@ -57,6 +57,14 @@ JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
 PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
 MAX_NAME = 253
+# Topology-aware scheduling: pods of a pod set placed by topology wait behind this gate until
+# the topology ungater gives each one its domain's node selector (controllers/topology_ungater.py).
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+# On such pods: which Workload and pod set they belong to, and that their node capacity is
+# counted through the Workload's topology assignment (not as a pod the engine does not manage).
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+POD_SET_LABEL = "kueue.x-k8s.io/podset"
+TAS_LABEL = "kueue.x-k8s.io/tas"
 
 
 class PodSetMergeError(Exception):
@@ -98,10 +106,17 @@ class PodSetInfo:
     tolerations: tuple[Mapping[str, Any], ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    scheduling_gates: tuple[str, ...] = ()
 
     @staticmethod
-    def from_assignment(assignment: Manifest, flavors: Mapping[str, Manifest], count: int) -> PodSetInfo:
-        """The info of an admitted pod set: its flavors' node labels and tolerations, its count."""
+    def from_assignment(
+        assignment: Manifest, flavors: Mapping[str, Manifest], count: int, workload: str = ""
+    ) -> PodSetInfo:
+        """The info of an admitted pod set: its flavors' node labels and tolerations, its count.
+
+        A pod set placed by topology (its assignment has a ``topologyAssignment``) also gets
+        the topology gate, and the label and annotation by which the ungater finds its pods.
+        """
         selector: dict[str, str] = {}
         tolerations: list[Mapping[str, Any]] = []
         for flavor_name in dict.fromkeys((assignment.get("flavors") or {}).values()):
@@ -110,7 +125,18 @@ class PodSetInfo:
             tolerations.extend(t for t in spec.get("tolerations") or [] if t not in tolerations)
         if assignment.get("count") is not None:
             count = int(assignment["count"])
-        return PodSetInfo(str(assignment.get("name", "main")), count, selector, tuple(tolerations))
+        name = str(assignment.get("name", "main"))
+        if not assignment.get("topologyAssignment"):
+            return PodSetInfo(name, count, selector, tuple(tolerations))
+        return PodSetInfo(
+            name,
+            count,
+            selector,
+            tuple(tolerations),
+            labels={POD_SET_LABEL: name, TAS_LABEL: "true"},
+            annotations={WORKLOAD_ANNOTATION: workload},
+            scheduling_gates=(TOPOLOGY_GATE,),
+        )
 
     def with_update(self, update: Manifest, check: str = "") -> PodSetInfo:
         """This info plus an admission check's podSetUpdate (labels, annotations, nodeSelector,
@@ -138,6 +164,7 @@ class PodSetInfo:
             tuple(tolerations),
             merged["labels"],
             merged["annotations"],
+            self.scheduling_gates,
         )
 
     @staticmethod
@@ -152,6 +179,7 @@ class PodSetInfo:
             tolerations=tuple(spec.get("tolerations") or ()),
             labels=dict(meta.get("labels") or {}),
             annotations=dict(meta.get("annotations") or {}),
+            scheduling_gates=tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or ()),
         )
 
 
@@ -170,6 +198,10 @@ def merge_into_template(template: Manifest, info: PodSetInfo) -> None:
     tolerations.extend(dict(t) for t in info.tolerations if t not in tolerations)
     if tolerations:
         spec["tolerations"] = tolerations
+    gates = list(spec.get("schedulingGates") or [])
+    gates.extend({"name": g} for g in info.scheduling_gates if {"name": g} not in gates)
+    if gates:
+        spec["schedulingGates"] = gates
     if info.labels:
         meta["labels"] = {**(meta.get("labels") or {}), **info.labels}
     if info.annotations:
@@ -185,6 +217,7 @@ def _directives(template: Manifest) -> tuple[Any, ...]:
         spec.get("tolerations") or [],
         meta.get("labels") or {},
         meta.get("annotations") or {},
+        spec.get("schedulingGates") or [],
     )
 
 
@@ -195,6 +228,7 @@ def restore_template(template: Manifest, info: PodSetInfo) -> bool:
         [dict(t) for t in info.tolerations],
         dict(info.labels),
         dict(info.annotations),
+        [{"name": g} for g in info.scheduling_gates],
     )
     if _directives(template) == wanted:
         return False
@@ -205,6 +239,7 @@ def restore_template(template: Manifest, info: PodSetInfo) -> bool:
         (spec, "tolerations", wanted[1]),
         (meta, "labels", wanted[2]),
         (meta, "annotations", wanted[3]),
+        (spec, "schedulingGates", wanted[4]),
     ):
         if value:
             container[name] = value

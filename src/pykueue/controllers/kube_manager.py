@@ -1,14 +1,18 @@
-"""The Kubernetes controller as one asyncio program: one watch per kind, four reconcilers.
+"""The Kubernetes controller as one asyncio program: one watch per kind, six reconcilers.
 
-    API server ──watch──▶ events ─┬─▶ AdmissionController  (queueing kinds + Workloads → engine)
+    API server ──watch──▶ events ─┬─▶ AdmissionController  (queueing kinds + Workloads → engine;
+                                  │                         with TAS: Topologies, Nodes, Pods)
     (one stream per kind)         ├─▶ JobReconciler        (Jobs + Workloads)
-                                  └─▶ ProvisioningController (Workloads, AdmissionChecks, their
-                                                            configs, the autoscaler's requests)
+                                  ├─▶ ProvisioningController (Workloads, AdmissionChecks, their
+                                  │                         configs, the autoscaler's requests)
+                                  └─▶ TopologyUngater      (Workloads + the pods of TAS workloads)
                  then, per batch of events (or every ``resync_seconds``), one pass:
                     1. admission.reconcile()   scheduling cycles; Workload admission/conditions sent
                     2. statuses.write()        ClusterQueue / LocalQueue / Cohort status, when changed
                     3. jobs.reconcile()        Workloads created, Jobs started / stopped / finished
                     4. provisioning.reconcile() ProvisioningRequests per attempt, check states written
+                    5. ungater.reconcile()     gated pods of TAS workloads sent to their domains
+                    6. node_failures.reconcile() failed nodes into TAS Workloads' unhealthyNodes
 
 The status writes of steps 1 and 2 travel in the background: a pass decides and
 starts them, and the next pass can run while they are on the wire (one write per
@@ -41,9 +45,11 @@ from pykueue.controllers import admission, integrations, jobframework, multikueu
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.events import EventRecorder, record_decisions
 from pykueue.controllers.job_reconciler import JobReconciler
+from pykueue.controllers.node_failures import NodeFailures
 from pykueue.controllers.pod_groups import PodGroupReconciler
 from pykueue.controllers.provisioning import ProvisioningController
 from pykueue.controllers.queue_status import QueueStatusWriter
+from pykueue.controllers.topology_ungater import TopologyUngater
 from pykueue.engine import loading
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.state import State
@@ -107,6 +113,9 @@ class KubeManager:
     pods: PodGroupReconciler | None = field(init=False, default=None)
     statuses: QueueStatusWriter = field(init=False)
     provisioning: ProvisioningController = field(init=False)
+    # Topology-aware scheduling's pod side; None when the TopologyAwareScheduling gate is off.
+    ungater: TopologyUngater | None = field(init=False, default=None)
+    node_failures: NodeFailures | None = field(init=False, default=None)
     passes: int = 0
     # Called after each admission step with the engine state (metrics count its events);
     # the events are dropped afterwards either way, so they never pile up.
@@ -139,6 +148,9 @@ class KubeManager:
             self.pods.on_stopped = self.admission.complete_eviction
         self.statuses = QueueStatusWriter(self.store, self.clock)
         self.provisioning = ProvisioningController(self.store, self.config, self.flavors, self.clock)
+        self.ungater = self.topology_ungater()
+        if self.ungater is not None:
+            self.node_failures = NodeFailures(self.store, self.admission.cache, self.clock)
         if self.multikueue_settings is not None:
             self.multikueue_checks = multikueue.MultiKueueController(
                 self.store,
@@ -157,6 +169,17 @@ class KubeManager:
         """The admission controller this manager runs (standalone mode runs its own kind)."""
         return AdmissionController(self.store, self.config, self.clock)
 
+    def topology_ungater(self) -> TopologyUngater | None:
+        """TAS's pod side: the engine follows Topologies, Nodes and Pods, and gated pods are let go.
+
+        None with the TopologyAwareScheduling gate off (and in standalone mode, which has no
+        nodes nor pods of its own to place).
+        """
+        if not self.config.gate("TopologyAwareScheduling"):
+            return None
+        self.admission.kinds = admission.with_topology_kinds(self.admission.kinds)
+        return TopologyUngater(self.store, self.admission.cache.get)
+
     def priority_of(self, kind: str, name: str) -> int | None:
         return self.admission.state.priority_values.get((kind, name))
 
@@ -171,7 +194,7 @@ class KubeManager:
 
     def dispatch(self, event: WatchEvent) -> None:
         kind = str(event.object.get("kind", ""))
-        if kind in admission.KINDS:
+        if kind in self.admission.kinds:
             key = Key.of(event.object)
             previous = self.admission.cache.get(key)
             if (
@@ -191,11 +214,15 @@ class KubeManager:
             self.provisioning.handle(event)
         if self.pods is not None and kind in self.pods.kinds():
             self.pods.handle(event)
+        if self.ungater is not None and kind in self.ungater.kinds():
+            self.ungater.handle(event)
+        if self.node_failures is not None and kind in self.node_failures.kinds():
+            self.node_failures.handle(event)
 
     # --------------------------------------------------------------------- pass
 
     async def reconcile(self) -> int:
-        """One pass of all four reconcilers; the number of writes made."""
+        """One pass of all six reconcilers; the number of writes made."""
         self.passes += 1
         try:
             writes = await self.admission.reconcile()
@@ -215,6 +242,10 @@ class KubeManager:
             writes += await self.provisioning.reconcile()
         if self.pods is not None:
             writes += await self.pods.reconcile()
+        if self.ungater is not None:
+            writes += await self.ungater.reconcile()
+        if self.node_failures is not None:
+            writes += await self.node_failures.reconcile()
         return writes
 
     def _reapply_reclaimable(self, previous: Manifest, current: Manifest) -> None:
@@ -247,6 +278,12 @@ class KubeManager:
         pods = self.pods.sync() if self.pods is not None else asyncio.sleep(0, {})
         _, job_versions, pod_versions = await asyncio.gather(self.admission.sync(), self.jobs.sync(), pods)
         job_versions.update(pod_versions)
+        if self.ungater is not None:
+            self.ungater.seed(obj for key, obj in self.admission.cache.items() if key.kind == "Pod")
+        if self.node_failures is not None:
+            for key, obj in self.admission.cache.items():
+                if key.kind == "Node":
+                    self.node_failures.handle(WatchEvent("ADDED", obj, resource_version(obj)))
         versions = dict(self.admission.versions)
         versions.update({k: v for k, v in job_versions.items() if k not in versions})
         if not self.provisioning_checks:
@@ -292,7 +329,7 @@ class KubeManager:
             self.statuses.background = True
         provisioning = self.provisioning.kinds() if self.provisioning_checks else []
         pod_kinds = self.pods.kinds() if self.pods is not None else []
-        kinds = list(dict.fromkeys([*admission.KINDS, *self.jobs.kinds(), *provisioning, *pod_kinds]))
+        kinds = list(dict.fromkeys([*self.admission.kinds, *self.jobs.kinds(), *provisioning, *pod_kinds]))
         followers = [
             asyncio.create_task(self._follow(kind, versions.get(kind, ""), events)) for kind in kinds
         ]
@@ -320,6 +357,8 @@ class KubeManager:
                         self.pods.dirty.update(self.pods.members)
                     self.admission.rescan = True
                     self.provisioning.rescan = True
+                    if self.ungater is not None:
+                        self.ungater.dirty.update(self.ungater.members)
                     next_full = loop.time() + self.full_resync_seconds
                 await self._pass()
         finally:

@@ -25,6 +25,9 @@ class StandaloneManager(KubeManager):
     def admission_controller(self) -> StandaloneAdmission:
         return StandaloneAdmission(self.store, self.config, self.clock)
 
+    def topology_ungater(self) -> None:
+        return None  # local processes have no pods to gate, nor nodes to follow
+
     def __post_init__(self) -> None:
         super().__post_init__()
         # A burst of events (a thousand jobs finishing) gathers into one pass; a queue's

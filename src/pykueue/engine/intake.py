@@ -39,6 +39,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 RUNTIME_ANNOTATION = "scenario.kueue.x-k8s.io/runtime"
 ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
+# Pods of workloads placed by topology carry it; their usage is their assignment's (see pod_usage).
+TAS_POD_LABEL = "kueue.x-k8s.io/tas"
 
 
 def micros(moment: datetime | None) -> int:
@@ -127,9 +129,13 @@ def node_view(obj: Node) -> NodeView:
 def pod_usage(obj: Pod) -> tuple[str, dict[str, int]] | None:
     """(node, requests with one pod slot) of a pod holding node capacity, else None.
 
-    A pod holds capacity once bound to a node and until it terminates.
+    A pod holds capacity once bound to a node and until it terminates. A pod labelled
+    ``kueue.x-k8s.io/tas: "true"`` belongs to a workload placed by topology, whose
+    assignment already counts it: it is left out, or its capacity would count twice.
     """
     if not obj.spec.node_name or obj.is_terminated():
+        return None
+    if (obj.metadata.labels or {}).get(TAS_POD_LABEL) == "true":
         return None
     pod = pod_requests.compute(obj.spec, "spec", [], True)
     requests = {res: resource_units(res, value) for res, value in pod.requests.items()}

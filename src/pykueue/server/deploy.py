@@ -13,7 +13,9 @@ Least privilege, rule by rule (nothing with ``*``):
 | clusterqueues, localqueues, cohorts, workloads, admissionchecks ``/status`` | get update patch | queue, workload and check status |
 | batch jobs | get list watch update patch | suspend / resume, inject node selectors |
 | jobs/finalizers, workloads/finalizers | update | owner references with ``blockOwnerDeletion`` |
-| pods | get list watch | pods-ready, partial admission |
+| pods | get list watch update patch | pods-ready, partial admission; node capacity and ungating (TAS) |
+| nodes | get list watch | topology-aware scheduling: the nodes' labels and capacity |
+| pods/status | get update patch | a TAS workload's pod on a failed node marked Failed |
 | podtemplates, autoscaling.x-k8s.io provisioningrequests | + create update (patch) delete | the ProvisioningRequest admission check |
 | namespaces, limitranges, priorityclasses | get list watch | selectors, defaults, priorities |
 | events (core and events.k8s.io) | create patch | the events we write |
@@ -180,7 +182,11 @@ def cluster_role(frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS) 
             # A stopped Job's startTime must be cleared before its template can be restored.
             _rule(["batch"], ["jobs/status"], ["get", "update", "patch"]),
             *_job_kind_rules(frameworks),
-            _rule([""], ["pods"], _READ),
+            # Update: the topology ungater sets a gated pod's nodeSelector and removes its gate.
+            _rule([""], ["pods"], [*_READ, "update", "patch"]),
+            _rule([""], ["nodes"], _READ),
+            # A pod on a failed node under a TAS workload is marked Failed, to be replaced.
+            _rule([""], ["pods/status"], ["get", "update", "patch"]),
             # The ProvisioningRequest admission check: one request and its PodTemplates per attempt.
             _rule([""], ["podtemplates"], [*_READ, "create", "update", "delete"]),
             _rule(
