@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import csv
 import json
 import os
 import shutil
+import signal
 import ssl
 import statistics
 import subprocess
@@ -301,9 +303,15 @@ def run_once(
     poller = MetricsPoller(out / "kubeconfig", series=out / "kueue-writes.jsonl")
     poller.start()
     with (out / "runner.log").open("w") as log:
-        process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+        # Its own process group: a runner that ends on its deadline leaves its etcd and
+        # kube-apiserver running, and they would load the next run.
+        process = subprocess.Popen(
+            argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         poller.runner_pid = process.pid
         returncode = process.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
     poller.stopping.set()
     poller.join(15)
     run.kueue_writes = kueue_requests(poller.last)
