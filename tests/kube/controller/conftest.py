@@ -379,13 +379,15 @@ class LocalController:
     port: int
 
 
-@pytest.fixture
-def visibility_controller(
-    kwok_cluster: KubeCluster, kueue_crds: list[str], tmp_path: Path
-) -> Iterator[LocalController]:
-    system = f"pykueue-vis-{secrets.token_hex(3)}"
-    address = host_address()
-    log_path = tmp_path / "controller.log"
+@contextlib.contextmanager
+def local_controller(
+    kwok_cluster: KubeCluster, log_path: Path, system: str, *extra: str, api_services: bool = False
+) -> Iterator[subprocess.Popen[str]]:
+    """`pykueue controller --local-webhooks` against the cluster, running until the block ends.
+
+    Afterwards the cluster is as the session left it: no webhook configurations (nor, with
+    ``api_services``, the visibility APIServices), the session's CRDs, no lease namespace.
+    """
     log = log_path.open("w")
     process = subprocess.Popen(
         [
@@ -396,8 +398,7 @@ def visibility_controller(
             "--resync-seconds",
             "0.3",
             "--local-webhooks",
-            "--webhook-host",
-            address,
+            *extra,
             "--webhook-port",
             "0",
             "--lease-namespace",
@@ -414,6 +415,36 @@ def visibility_controller(
             "the controller with local webhooks to start",
         )
         assert process.poll() is None, log_path.read_text()
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(15)
+        log.close()
+        if api_services:
+            for doc in deploy.api_services("", ""):
+                kwok_cluster.delete(f"/apis/apiregistration.k8s.io/v1/apiservices/{doc['metadata']['name']}")
+        for kind, name in WEBHOOK_CONFIGURATIONS:
+            kwok_cluster.delete(f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}s/{name}")
+        subprocess.run(
+            [PYKUEUE, "install", "--crds-only", "--kubeconfig", str(kwok_cluster.kubeconfig)],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        kwok_cluster.delete(f"/api/v1/namespaces/{system}")
+
+
+@pytest.fixture
+def visibility_controller(
+    kwok_cluster: KubeCluster, kueue_crds: list[str], tmp_path: Path
+) -> Iterator[LocalController]:
+    system = f"pykueue-vis-{secrets.token_hex(3)}"
+    address = host_address()
+    log_path = tmp_path / "controller.log"
+    with local_controller(
+        kwok_cluster, log_path, system, "--webhook-host", address, api_services=True
+    ) as process:
 
         def available() -> bool:
             for version in ("v1beta2", "v1beta1"):
@@ -434,22 +465,6 @@ def visibility_controller(
             f"/apis/discovery.k8s.io/v1/namespaces/{system}/endpointslices/{controller_command.LOCAL_VISIBILITY_SERVICE}"
         )
         yield LocalController(process, log_path, address, int(slice_["ports"][0]["port"]))
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(15)
-        log.close()
-        for doc in deploy.api_services("", ""):
-            kwok_cluster.delete(f"/apis/apiregistration.k8s.io/v1/apiservices/{doc['metadata']['name']}")
-        for kind, name in WEBHOOK_CONFIGURATIONS:
-            kwok_cluster.delete(f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}s/{name}")
-        subprocess.run(
-            [PYKUEUE, "install", "--crds-only", "--kubeconfig", str(kwok_cluster.kubeconfig)],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-        kwok_cluster.delete(f"/api/v1/namespaces/{system}")
 
 
 # --- upstream's kubectl plugin ---------------------------------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import secrets
-import signal
 import socket
 import subprocess
 import threading
@@ -28,12 +27,12 @@ from ..conftest import NodeFactory
 from ..controlplane import ApiError, ControlPlaneError, KubeCluster
 from .conftest import (
     QUEUE_LABEL,
-    WEBHOOK_CONFIGURATIONS,
     ControllerThread,
     Kueue,
     condition,
     is_true,
     job_manifest,
+    local_controller,
     wait,
 )
 from .test_cli import PYKUEUE
@@ -376,48 +375,8 @@ def local_webhook_controller(
     kwok_cluster: KubeCluster, kueue_crds: list[str], tmp_path: Path
 ) -> Iterator[subprocess.Popen[str]]:
     system = f"pykueue-local-{secrets.token_hex(3)}"
-    log_path = tmp_path / "controller.log"
-    log = log_path.open("w")
-    args = ["--kubeconfig", str(kwok_cluster.kubeconfig), "--resync-seconds", "0.3"]
-    process = subprocess.Popen(
-        [
-            PYKUEUE,
-            "controller",
-            *args,
-            "--local-webhooks",
-            "--webhook-port",
-            "0",
-            "--lease-namespace",
-            system,
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        wait(
-            lambda: "pykueue controller is running" in log_path.read_text() or process.poll() is not None,
-            60,
-            "the controller with local webhooks to start",
-        )
-        assert process.poll() is None, log_path.read_text()
+    with local_controller(kwok_cluster, tmp_path / "controller.log", system) as process:
         yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(15)
-        log.close()
-        # Back to the session's CRDs and no webhooks, for the tests after this one.
-        for kind, name in WEBHOOK_CONFIGURATIONS:
-            plural = f"{kind.lower()}s"
-            kwok_cluster.delete(f"/apis/admissionregistration.k8s.io/v1/{plural}/{name}")
-        subprocess.run(
-            [PYKUEUE, "install", "--crds-only", "--kubeconfig", str(kwok_cluster.kubeconfig)],
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-        kwok_cluster.delete(f"/api/v1/namespaces/{system}")
 
 
 def test_out_of_cluster_with_local_webhooks_jobs_are_suspended_at_creation_and_v1beta1_converts(
