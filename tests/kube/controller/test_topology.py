@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from pykueue.server.conversion_webhook import topology_slices_to_domains
+
 from ..conftest import NodeFactory
 from ..controlplane import KubeCluster
 from .conftest import ControllerThread, Kueue, is_true, job_manifest, wait
@@ -178,19 +180,9 @@ def test_pods_appearing_later_fill_the_assigned_hosts_without_overfilling_one(
 
 def _hosts_of(workload: dict[str, Any]) -> set[str]:
     [assignment] = workload["status"]["admission"]["podSetAssignments"]
-    topology = assignment["topologyAssignment"]
+    topology = topology_slices_to_domains(assignment["topologyAssignment"])
     assert topology["levels"] == [HOSTNAME]
-    hosts: set[str] = set()
-    for part in topology["slices"]:
-        [level] = part["valuesPerLevel"]
-        if level.get("universal"):
-            hosts.add(level["universal"])
-        else:
-            values = level["individual"]
-            hosts.update(
-                f"{values.get('prefix', '')}{root}{values.get('suffix', '')}" for root in values["roots"]
-            )
-    return hosts
+    return {domain["values"][0] for domain in topology["domains"]}
 
 
 def test_a_deleted_node_under_a_job_moves_its_pods_to_a_node_of_the_same_block(
