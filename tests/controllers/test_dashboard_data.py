@@ -141,3 +141,21 @@ def test_the_history_keeps_one_sample_per_interval_when_sampled_on_demand() -> N
     for offset in (0.0, 1.0, dashboard_data.HISTORY_INTERVAL - 0.1, dashboard_data.HISTORY_INTERVAL):
         history.sample_if_due(state, start + offset)
     assert len(history.samples) == 2
+
+
+def test_an_aged_workload_shows_its_aged_priority_and_the_policy_in_words() -> None:
+    state, workloads = _world()
+    research = copy.deepcopy(_cq("research-cq", "research-side", "4"))
+    research["metadata"]["annotations"] = {"pykueue.io/aging": '{"rate": "1/10m", "cap": 5}'}
+    loading.apply(state, manifests.parse_object(research))
+    created = 1_767_225_600  # the workloads' creationTimestamp, 2026-01-01T00:00:00Z
+    state.advance_clock((created + 35 * 60) * 10**6)  # 35 minutes of wait: 3 points
+    scheduler.run_cycle(state)
+    document = dashboard_data.build(
+        state, workloads, ADMIN, dashboard_data.UsageHistory(), created + 35 * 60.0
+    )
+    rows = {w["name"]: w for w in document["workloads"]}
+    assert (rows["next"]["priority"], rows["next"]["aged"]) == (3, 3)
+    assert rows["next"]["aging"] == "priority 3 = 0 + 3 aged waiting (1 per 600s of wait, at most 5)"
+    # product-cq has no policy: nothing aged, nothing said.
+    assert (rows["theirs"]["priority"], rows["theirs"]["aged"], rows["theirs"]["aging"]) == (0, 0, "")

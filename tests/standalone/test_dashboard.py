@@ -230,3 +230,15 @@ def test_an_estimate_is_shown_as_minutes_with_its_range(browser: Browser, tmp_pa
         })()"""
     )
     assert shown == [f"in ~12 min (8{EN_DASH}20)", f"in ~3 h (2{EN_DASH}5)", "any moment", EM_DASH]
+
+
+def test_a_priority_shows_what_aging_added(browser: Browser, tmp_path: Path) -> None:
+    """The Priority cell, with the page's own function: the aged part is named, or absent."""
+    script = Path(__file__).parents[2] / "src" / "pykueue" / "server" / "static" / "dashboard.js"
+    page = tmp_path / "page.html"
+    page.write_text(f"<!doctype html><script>{script.read_text()}</script>")
+    browser.load(page.as_uri(), *DESKTOP)
+    shown = browser.evaluate(
+        "[priorityText({priority: 7, aged: 7}), priorityText({priority: 100, aged: 0}), priorityText({priority: null})]"
+    )
+    assert shown == ["7 (+7 aged)", "100", ""]

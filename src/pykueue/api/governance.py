@@ -11,6 +11,9 @@ accepts these manifests), so every pykueue policy is an annotation under
                                         '{"rate": "1/10m", "cap": 100, "priorityClasses": ["research"]}'
     pykueue.io/preemption-contract      ClusterQueue: what its admitted workloads are promised, e.g.
                                         '{"minRunTime": "30m", "maxPreemptions": 2, "window": "24h"}'
+    pykueue.io/preempted-at             Workload, written by pykueue: when it was preempted (the
+                                        latest times, comma-separated RFC 3339), so a contract's
+                                        maxPreemptions survives a restart of the controller
 
 A policy value is JSON (YAML flow style is JSON's superset only in part, so JSON it is).
 `problems` checks an object's annotations the way a webhook would (every problem, with
@@ -24,8 +27,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
@@ -36,6 +40,7 @@ PREFIX = "pykueue.io/"
 DEFAULT_PRIORITY_CLASS = "pykueue.io/default-priority-class"
 AGING = "pykueue.io/aging"
 PREEMPTION_CONTRACT = "pykueue.io/preemption-contract"
+PREEMPTED_AT = "pykueue.io/preempted-at"
 
 KEYS_BY_KIND: dict[str, frozenset[str]] = {
     "ClusterQueue": frozenset({DEFAULT_PRIORITY_CLASS, AGING, PREEMPTION_CONTRACT}),
@@ -137,6 +142,38 @@ def contract(annotations: Mapping[str, str]) -> PreemptionContract | None:
 
 def default_priority_class(annotations: Mapping[str, str]) -> str:
     return annotations.get(DEFAULT_PRIORITY_CLASS, "")
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def preempted_at(annotations: Mapping[str, str]) -> tuple[int, ...]:
+    """The preemption times a Workload carries (microseconds since the epoch, oldest first).
+
+    pykueue writes the annotation itself; a time it cannot read is passed over rather
+    than refused, since the worst a lost time does is end a contract's protection early.
+    """
+    times = []
+    for part in annotations.get(PREEMPTED_AT, "").split(","):
+        try:
+            moment = datetime.fromisoformat(part.strip().replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        delta = moment - _EPOCH
+        times.append((delta.days * 86400 + delta.seconds) * 10**6 + delta.microseconds)
+    return tuple(sorted(times))
+
+
+def preempted_at_text(times: Iterable[int]) -> str:
+    """The annotation's value for ``times`` (microseconds since the epoch)."""
+    out = []
+    for value in times:
+        seconds, micros = divmod(value, 10**6)
+        moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=micros)
+        out.append(moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    return ",".join(out)
 
 
 class _Invalid(ValueError):

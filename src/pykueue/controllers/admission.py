@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pykueue.api import manifests
+from pykueue.api import governance, manifests
 from pykueue.controllers import workload_status
 from pykueue.controllers.write_queue import WriteQueue
 from pykueue.engine import intake, lifecycle, loading, scheduler
@@ -89,6 +89,7 @@ def _signature(wl: Workload, stored: Manifest) -> tuple[Any, ...]:
     evictions = tuple(sorted(wl.eviction_counts.items()))
     return (
         resource_version(stored),
+        wl.preempted_at,
         admission,
         conditions,
         wl.requeue_count,
@@ -450,7 +451,8 @@ class AdmissionController:
                 continue
             desired = workload_status.desired_status(wl, stored.get("status"))
             deactivate = not wl.active and (stored.get("spec") or {}).get("active", True)
-            if desired == (stored.get("status") or {}) and not deactivate:
+            noted = self._preemptions_note(wl, stored) is None
+            if desired == (stored.get("status") or {}) and not deactivate and noted:
                 self.settled[engine_key] = signature
                 continue
             if self._words_later(engine_key, stored, desired, now):
@@ -522,9 +524,51 @@ class AdmissionController:
                 return 0
             stored = written
         desired = workload_status.desired_status(wl, stored.get("status"))
-        if desired == (stored.get("status") or {}):
+        sent = 0
+        if desired != (stored.get("status") or {}):
+            sent = await self._write_status(key, stored, desired)
+        note = self._preemptions_note(wl, self.cache.get(key) or stored)
+        if note is not None:
+            # After the status: an eviction must not wait for its bookkeeping.
+            sent += await self._write_preemptions(key, note)
+        return min(sent, 1)
+
+    def _preemptions_note(self, wl: Workload, stored: Manifest) -> str | None:
+        """The ``pykueue.io/preempted-at`` value the stored Workload should carry, None when it does.
+
+        Written only for a workload of a ClusterQueue whose preemption contract counts
+        preemptions (``maxPreemptions``): without one nothing reads the times, and the
+        Workload stays as upstream writes it.
+        """
+        lq = self.state.local_queues.get(wl.queue_key)
+        name = wl.admission.cluster_queue if wl.admission is not None else (lq.cluster_queue if lq else "")
+        cq = self.state.cluster_queues.get(name)
+        if cq is None or cq.contract is None or cq.contract.max_preemptions is None:
+            return None
+        text = governance.preempted_at_text(wl.preempted_at)
+        carried = ((stored.get("metadata") or {}).get("annotations") or {}).get(governance.PREEMPTED_AT, "")
+        return None if text == carried or not text else text
+
+    async def _write_preemptions(self, key: Key, note: str) -> int:
+        stored = self.cache.get(key)
+        if stored is None:
             return 0
-        return await self._write_status(key, stored, desired)
+        meta = dict(stored.get("metadata") or {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), governance.PREEMPTED_AT: note}
+        try:
+            written: Manifest = await self.store.update({**stored, "metadata": meta})
+        except Conflict:
+            # Someone wrote first: the fresh object comes back and a later pass tries again.
+            with contextlib.suppress(NotFound):
+                fresh = await self.store.get(key.kind, key.namespace, key.name)
+                self._learned(WatchEvent("MODIFIED", fresh, resource_version(fresh)))
+            return 0
+        except NotFound:
+            return 0
+        current = self.cache.get(key)
+        if current is None or version_number(current) <= version_number(written):
+            self.cache[key] = written
+        return 1
 
     async def _write_inactive(self, key: Key, stored: Manifest) -> Manifest | None:
         update = dict(stored)

@@ -80,3 +80,28 @@ def explain(state: State, wl: Workload) -> str:
         f"priority {wl.priority} = {base} + {wl.aged} aged {since} "
         f"({policy.points} per {policy.per // 10**6}s of wait, at most {policy.cap})"
     )
+
+
+def next_step(state: State) -> int | None:
+    """When a pending workload of an aging ClusterQueue next gains a point; None when none will.
+
+    The controllers and the simulator run a pass then (`lifecycle.next_deadline`): a
+    starved workload's higher priority may let it preempt, or, under StrictFIFO, put a
+    workload that fits at the head, and nothing else would wake the engine on a quiet queue.
+    """
+    first: int | None = None
+    for name in sorted(state.aging_queues):
+        cq = state.cluster_queues.get(name)
+        policy = cq.aging if cq is not None else None
+        queue = state.queues.get(name)
+        if policy is None or queue is None:
+            continue
+        for wl in [*queue.active(), *queue.inadmissible.values()]:
+            if wl.aged >= policy.cap or not policy.applies_to(wl.priority - wl.aged, wl.priority_class):
+                continue
+            # The least wait with floor(wait * points / per) > aged, from the queue time.
+            wait = -(-(wl.aged + 1) * policy.per // policy.points)
+            at = wl.queue_order_time() + wait
+            if at > state.now and (first is None or at < first):
+                first = at
+    return first

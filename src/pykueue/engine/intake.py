@@ -339,6 +339,9 @@ def workload(
     )
     wl.shape = shape_of(wl)
     _read_status(obj, wl)
+    # Its preemption times, as the controller last wrote them: a contract's maxPreemptions
+    # counts them across a restart (docs/governance.md).
+    wl.preempted_at = governance.preempted_at(meta.annotations)
     runtime = meta.annotations.get(RUNTIME_ANNOTATION)
     if runtime is not None:
         wl.runtime = parse_duration(runtime)

@@ -21,7 +21,7 @@ Every function is deterministic and reads no clock: the time is ``state.now``.
 
 from __future__ import annotations
 
-from pykueue.engine import admission_checks, evictions, pods_ready
+from pykueue.engine import admission_checks, aging, evictions, pods_ready
 from pykueue.engine.state import PODS_READY, Event, State
 from pykueue.engine.workloads import CHECK_REJECTED, CHECK_RETRY, CHECK_STATES
 
@@ -170,9 +170,9 @@ def _time_out(state: State, key: str, cause: str) -> None:
 
 
 def next_deadline(state: State) -> int | None:
-    """The earliest time `advance` would change something: a PodsReady timeout, the end
-    of a requeue backoff, the end of a preemption contract's protection. None when
-    nothing is waiting on the clock."""
+    """The earliest time `advance` (or the next cycle) would change something: a PodsReady
+    timeout, the end of a requeue backoff, the end of a preemption contract's protection,
+    a waiting workload's next point of aging. None when nothing is waiting on the clock."""
     times: list[int] = []
     config = state.config.wait_for_pods_ready
     if config is not None:
@@ -186,4 +186,7 @@ def next_deadline(state: State) -> int | None:
             if wl.requeue_at is not None:
                 times.append(wl.requeue_at)
     times.extend(state.protection_deadlines())
+    step = aging.next_step(state)
+    if step is not None:
+        times.append(step)
     return min(times) if times else None

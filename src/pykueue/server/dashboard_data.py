@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pykueue.api import quantity
-from pykueue.engine import pending_causes
+from pykueue.engine import aging, pending_causes
 from pykueue.engine.state import State
 from pykueue.server import auth, views, visibility
 from pykueue.store.base import Manifest
@@ -209,6 +209,9 @@ def workload_row(
         "position": position,
         "pendingInQueue": of,
         "priority": wl.priority if wl is not None else None,
+        # What aging added, and the policy in words (docs/governance.md); 0 and "" without one.
+        "aged": wl.aged if wl is not None else 0,
+        "aging": aging.explain(state, wl) if wl is not None and wl.aged else "",
         "estimatedStart": estimated(key) if pending and estimated is not None else None,
         "events": _events(manifest),
     }

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pykueue.engine import scheduler
+from pykueue.engine import aging, scheduler
 from pykueue.engine.evictions import PREEMPTED
 from pykueue.engine.state import State
 from pykueue.errors import EngineError
@@ -171,6 +171,10 @@ class _Loop:
             times.append(self.next_cycle)
         # A preemption contract's protection that ends may let a parked preemptor in.
         times.extend(t for t in self.state.protection_deadlines() if t > self.state.now)
+        # A waiting workload's next point of aging may let it preempt, or lead a StrictFIFO queue.
+        step = aging.next_step(self.state)
+        if step is not None:
+            times.append(step)
         return min(times) if times else None
 
     def run(self) -> None:

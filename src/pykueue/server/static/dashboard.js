@@ -144,6 +144,12 @@ function eventList(events) {
   );
 }
 
+// The effective priority, with what aging added to it (docs/governance.md, "Aging").
+function priorityText(w) {
+  if (w.priority === null || w.priority === undefined) return "";
+  return w.aged ? `${w.priority} (+${w.aged} aged)` : `${w.priority}`;
+}
+
 function renderWorkloads(rows, now) {
   const body = document.querySelector("#workloads tbody");
   const out = [];
@@ -157,6 +163,7 @@ function renderWorkloads(rows, now) {
       el("td", { class: "name", "data-label": "Workload" }, key),
       el("td", { class: "queue", "data-label": "Queue" }, queue),
       el("td", { class: `state state-${w.state}`, "data-label": "State" }, w.state),
+      el("td", { class: "priority", "data-label": "Priority", title: w.aging || "" }, priorityText(w)),
       el("td", { class: "cause", "data-label": "Cause" }, w.cause ? el("span", { class: `chip cause-${w.cause}` }, w.cause) : ""),
       el("td", { class: "reason", "data-label": "Why" }, w.reason || ""),
       el("td", { class: "eta", "data-label": "Estimated start" }, w.state === "Pending" ? estimatedStart(w.estimatedStart, now) : ""),
