@@ -113,12 +113,16 @@ LWS = Spec(
     args=("--config={config}", "--leader-elect=false"),
     pod_webhooks={"matchExpressions": [{"key": "leaderworkerset.sigs.k8s.io/name", "operator": "Exists"}]},
 )
+# KubeRay asks a Ray head's dashboard whether a RayJob's job ended; through the API server's
+# service proxy (--use-kubernetes-proxy) that works from outside the cluster's network, as
+# this controller runs, wherever the head's pod really answers.
 KUBERAY = Spec(
     name="kuberay",
     args=(
         "--metrics-addr=127.0.0.1:0",
         "--health-probe-bind-address=127.0.0.1:{health_port}",
         "--enable-leader-election=false",
+        "--use-kubernetes-proxy",
     ),
 )
 # Its webhooks only validate; their certificate (made by cert-controller for an in-cluster

@@ -16,6 +16,7 @@ import pytest
 from pykueue.devcluster import kinds as kind_controllers
 
 from ..controlplane import KubeCluster
+from ..ray_dashboard import host_address, ray_dashboard
 from ..upstream_examples import example
 from .conftest import Kueue, is_true, wait
 from .kinds import (
@@ -226,8 +227,48 @@ def test_upstream_sample_rayjob(
         )
         wait(lambda: admitted(cluster, kube_namespace, uid), 60, "admitted again")
         wait(lambda: cluster.get(path)["spec"].get("suspend") is False, 30, "resumed again")
-        cluster.delete(path)
+        # It finishes on its own: the test answers as its head's dashboard that the Ray job succeeded.
+        with ray_dashboard("SUCCEEDED") as dashboard:
+            _serve_dashboard_from(cluster, kube_namespace, path, host_address())
+            done = wait(
+                lambda: (
+                    (s := cluster.get(path).get("status", {})).get("jobDeploymentStatus") == "Complete" and s
+                ),
+                90,
+                "the RayJob Complete",
+            )
+            assert done["jobStatus"] == "SUCCEEDED" and done["jobId"] in dashboard.asked
+        finished = wait_finished(cluster, kube_namespace, uid)
+        assert (
+            next(c for c in finished["status"]["conditions"] if c["type"] == "Finished")["reason"]
+            == "Succeeded"
+        )
         wait(lambda: quota_released(kueue, setup), 60, "quota released")
+
+
+def _serve_dashboard_from(cluster: KubeCluster, namespace: str, path: str, address: str) -> None:
+    """Give the RayJob's head pod ``address``, once kwok has made it run: the API server's
+    service proxy then reaches the test's dashboard there (tests/kube/ray_dashboard.py)."""
+    name = wait(lambda: cluster.get(path).get("status", {}).get("rayClusterName"), 60, "its RayCluster")
+    head = wait(
+        lambda: next(
+            (
+                p
+                for p in pods(cluster, namespace, f"ray.io/cluster%3D{name},ray.io/node-type%3Dhead")
+                if (p.get("status") or {}).get("podIP")
+            ),
+            None,
+        ),
+        90,
+        "its head pod running",
+    )
+    status = {"podIP": address, "podIPs": [{"ip": address}]}
+    cluster.request(
+        "PATCH",
+        f"/api/v1/namespaces/{namespace}/pods/{head['metadata']['name']}/status",
+        {"status": status},
+        content_type="application/merge-patch+json",
+    )
 
 
 def test_upstream_sample_appwrapper(
