@@ -239,6 +239,20 @@ def _latency(text: str, designs: list[Design]) -> int:
     return value
 
 
+def _outages(texts: list[str], designs: list[Design]) -> tuple[tuple[str, int, int], ...]:
+    workers = {
+        name for design in designs if design.federation is not None for name in design.federation.workers
+    }
+    result = []
+    for text in texts:
+        name, start, end = federation.parse_outage(text)
+        if name not in workers:
+            known = ", ".join(sorted(workers)) or "none: give them with --cluster"
+            raise InputError(f"--outage {text}: no worker {name} (workers: {known})")
+        result.append((name, start, end))
+    return tuple(result)
+
+
 def _duration_option(text: str, option: str) -> int:
     try:
         return trace.duration(text, option)
@@ -278,6 +292,11 @@ def simulate(
     dispatch_latency: str = typer.Option(
         "0", "--dispatch-latency", help="MultiKueue: how long a copy takes to reach a worker (e.g. 2s)."
     ),
+    outages: list[str] = typer.Option(
+        [],
+        "--outage",
+        help="MultiKueue: NAME=START..END, a worker the manager cannot reach then (e.g. w1=1h..3h).",
+    ),
     rangespec: Path | None = typer.Option(
         None,
         "--rangespec",
@@ -301,6 +320,7 @@ def simulate(
             progress=update,
             cycle_time=_cycle_time(cycle_time),
             dispatch_latency=_latency(dispatch_latency, designs),
+            outages=_outages(outages, designs),
         )
         if bar is not None:
             with bar:
@@ -374,6 +394,11 @@ def plan_command(
     dispatch_latency: str = typer.Option(
         "0", "--dispatch-latency", help="MultiKueue: how long a copy takes to reach a worker (e.g. 2s)."
     ),
+    outages: list[str] = typer.Option(
+        [],
+        "--outage",
+        help="MultiKueue: NAME=START..END, a worker the manager cannot reach then (e.g. w1=1h..3h).",
+    ),
 ) -> None:
     """Run one trace on several quota designs and show them side by side."""
     console = Console(highlight=False)
@@ -390,6 +415,7 @@ def plan_command(
             progress=update,
             cycle_time=_cycle_time(cycle_time),
             dispatch_latency=_latency(dispatch_latency, designs),
+            outages=_outages(outages, designs),
         )
         spread = _duration_option(jitter, "--jitter")
         if bar is not None:

@@ -62,6 +62,7 @@ class ClusterRecord:
     copies: int = 0  # copies received (workers)
     withdrawn: int = 0  # copies removed: another worker won, or the manager evicted the job
     preemptions: int = 0  # workloads this cluster's scheduler preempted (copies included)
+    lost: int = 0  # jobs that won here and were dispatched again after workerLostTimeout
     waits: list[int] = field(default_factory=list)  # copy arrival -> its reservation, jobs won here
 
     def sample(self, state: State, now: int, primary: str) -> None:
@@ -112,6 +113,7 @@ class ClusterRecord:
         if self.role != MANAGER:
             result["copies"] = self.copies
             result["copiesWithdrawn"] = self.withdrawn
+            result["lostToTimeout"] = self.lost
             result["workerWait"] = distribution(sorted(self.waits))
         return result
 
@@ -127,6 +129,8 @@ class Figures:
     site: list[str]  # per job: where it last started ("" never)
     manager_wait: list[int]  # per job: submission -> the reservation that led to its first start (-1)
     worker_wait: list[int]  # per job: that reservation -> its first start on a worker (-1: none)
+    worker_lost_timeout: int = 0
+    outages: list[tuple[str, int, int]] = field(default_factory=list)  # (worker, start, end), merged
 
     def summary(self, rec: Recorder) -> dict[str, Any]:
         """The summary's ``multiKueue`` section: the model, the split waits and every cluster."""
@@ -140,6 +144,15 @@ class Figures:
             else None,
             "dispatcher": self.dispatcher,
             "dispatchLatencySeconds": round(self.latency / SECOND, 6),
+            "workerLostTimeoutSeconds": round(self.worker_lost_timeout / SECOND, 6),
+            "outages": [
+                {
+                    "worker": name,
+                    "startSeconds": round(start / SECOND, 6),
+                    "endSeconds": round(end / SECOND, 6),
+                }
+                for name, start, end in self.outages
+            ],
             "managerWait": distribution(sorted(w for w in self.manager_wait if w >= 0)),
             "workerWait": distribution(sorted(w for w in self.worker_wait if w >= 0)),
             "manager": self.manager.summary(end, rec.primary),

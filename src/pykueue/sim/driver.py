@@ -62,6 +62,9 @@ class Options:
     progress_every: int = 1  # instants between progress callbacks
     cycle_time: int = 0  # microseconds one scheduling cycle takes; 0: settle at each instant
     dispatch_latency: int = 0  # MultiKueue: microseconds from the manager's reservation to a copy's arrival
+    outages: tuple[
+        tuple[str, int, int], ...
+    ] = ()  # MultiKueue: (worker, start, end) out of the manager's reach
 
 
 @dataclass(slots=True)
@@ -113,6 +116,15 @@ class Run:
                 f"{self.clusters.dispatcher} dispatch, copies arrive {self.clusters.latency / SECOND:g}s "
                 "after the manager's reservation; the first worker to reserve quota runs the job"
             )
+            if self.clusters.outages:
+                windows = ", ".join(
+                    f"{name} {start / SECOND:g}s..{end / SECOND:g}s"
+                    for name, start, end in self.clusters.outages
+                )
+                model["clusters"] += (
+                    f"; out of the manager's reach: {windows} (workerLostTimeout "
+                    f"{self.clusters.worker_lost_timeout / SECOND:g}s)"
+                )
         return model
 
 

@@ -31,11 +31,12 @@ from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER, AdmissionCheck
 from pykueue.api.multikueue import MultiKueueConfig
 from pykueue.engine.state import State
 from pykueue.errors import InputError
-from pykueue.sim import dispatch
+from pykueue.sim import dispatch, trace
 from pykueue.sim.design import MULTIKUEUE_KINDS, Design, JobProblem
-from pykueue.sim.jobs import Job
+from pykueue.sim.jobs import SECOND, Job
 
 CONFIG_KIND = "MultiKueueConfig"
+WORKER_LOST_TIMEOUT = 15 * 60 * SECOND  # upstream's default
 
 
 @dataclass(slots=True)
@@ -46,6 +47,8 @@ class Federation:
     # per MultiKueue AdmissionCheck, its MultiKueueConfig's clusters in the config's order
     checks: dict[str, tuple[str, ...]]
     dispatcher: dispatch.Dispatcher = dispatch.ALL_AT_ONCE
+    # how long a job stays with a worker the manager cannot reach before it is dispatched again
+    worker_lost_timeout: int = WORKER_LOST_TIMEOUT
     notes: list[str] = field(default_factory=list)
 
     def clusters_of(self, state: State, cq_name: str) -> tuple[str, ...]:
@@ -152,6 +155,7 @@ def attach(manager: Design, pool: Mapping[str, Design], strict: bool = True) -> 
         {name: pool[name] for name in clusters},
         checks,
         _dispatcher(manager),
+        _worker_lost_timeout(manager),
         notes,
     )
     manager.notes.extend(notes)
@@ -214,3 +218,29 @@ def _dispatcher(manager: Design) -> dispatch.Dispatcher:
             f"the simulator cannot model (use one of {', '.join(dispatch.DISPATCHER_NAMES)})"
         )
     return found
+
+
+def _worker_lost_timeout(manager: Design) -> int:
+    text = manager.multikueue_section.get("workerLostTimeout")
+    if text is None:
+        return WORKER_LOST_TIMEOUT
+    try:
+        return trace.duration(text, "workerLostTimeout")
+    except trace.FieldProblem as problem:
+        raise InputError(f"{manager.config_source}: multiKueue.workerLostTimeout: {problem}") from problem
+
+
+def parse_outage(text: str) -> tuple[str, int, int]:
+    """``NAME=START..END`` of an ``--outage`` option: a worker the manager cannot reach in [START, END)."""
+    name, equals, window = text.partition("=")
+    start_text, dots, end_text = window.partition("..")
+    if not equals or not dots or not name.strip():
+        raise InputError(f"--outage {text}: expected NAME=START..END (a worker, and times like 30m..2h)")
+    try:
+        start = trace.duration(start_text.strip(), "START")
+        end = trace.duration(end_text.strip(), "END")
+    except trace.FieldProblem as problem:
+        raise InputError(f"--outage {text}: {problem.field}: {problem}") from problem
+    if end <= start:
+        raise InputError(f"--outage {text}: the end must come after the start")
+    return name.strip(), start, end

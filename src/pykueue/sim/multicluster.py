@@ -25,8 +25,17 @@ checkpoint, as in a single-cluster run. A job the manager evicts (its own
 quota reclaimed) has every copy withdrawn and is dispatched afresh when the
 manager reserves again.
 
-At each instant: completions, Incremental dispatch rounds, arrivals, then the
-clusters settle together, the manager, the copies due, every worker in
+Outages (``Options.outages``): a worker the manager cannot reach keeps running
+its own jobs, but the manager sends it nothing, cannot see its copies win, and
+cannot delete them. A job that won there stays for ``workerLostTimeout``; if
+the worker is still out of reach then, the manager's check goes Retry, the
+engine evicts and requeues the job, and it is dispatched again to the workers
+that answer (its run there counts as lost work). A job that ends on a worker
+out of reach ends for the manager when the worker is back. Copies the manager
+wanted gone stay on the worker, holding its quota, until it is back.
+
+At each instant: workers coming back and going away, completions, lost
+workers, Incremental dispatch rounds, arrivals, then the clusters settle together, the manager, the copies due, every worker in
 MultiKueueCluster order, the elections, until nothing changes anywhere.
 Deterministic: the order of clusters and jobs is fixed, uids come from the seed.
 """
@@ -50,6 +59,7 @@ from pykueue.sim.jobs import SECOND, Job, saved_progress
 from pykueue.sim.metrics import Recorder
 
 MAX_ROUNDS = 10_000  # settle rounds over all clusters at one instant before the run is declared stuck
+WORKER_LOST = "MultiKueueWorkerLost"  # the reason recorded when a lost worker's job is dispatched again
 
 
 @dataclass(slots=True)
@@ -63,9 +73,11 @@ class _Trip:
     sent: set[str] = field(default_factory=set)  # workers a copy went to (arrived or on its way)
     arrived: dict[str, int] = field(default_factory=dict)  # workers holding a copy: when it arrived
     winner: str = ""  # the worker whose copy won ("" none yet, or the job runs on the manager)
-    running: bool = False
+    running: bool = False  # running on its site (the recorder's view: also while `ended_unseen`)
+    ended_unseen: int = -1  # it ended then on a worker out of reach; the manager does not know yet
     progress: int = 0
     started: int = -1
+    ends: int = -1  # when its current run ends
     epoch: int = 0  # bumped when a run stops: its scheduled completion is void
     holding: dict[str, int] = field(default_factory=dict)
 
@@ -122,8 +134,18 @@ class _Federated:
             [""] * n,
             [-1] * n,
             [-1] * n,
+            self.federation.worker_lost_timeout,
         )
         self.awaiting: set[int] = set()  # jobs whose copies race for a winner
+        self.outages = _merged(options.outages, set(self.workers))
+        self.figures.outages = [
+            (name, start, end) for name, windows in self.outages.items() for start, end in windows
+        ]
+        self.changes = sorted({t for windows in self.outages.values() for window in windows for t in window})
+        self.stale: dict[str, set[int]] = {name: set() for name in self.workers}  # copies to delete when back
+        self.lost: list[tuple[int, int, int, int]] = []  # (time, sequence, job, generation)
+        # runs left behind on a worker out of reach: they go on until their end (time, sequence, job, worker)
+        self.left_behind: list[tuple[int, int, int, str]] = []
         self.completions: list[tuple[int, int, int, int]] = []  # (time, sequence, job, epoch)
         self.deliveries: list[
             tuple[int, int, int, int, str]
@@ -162,9 +184,23 @@ class _Federated:
             heapq.heappop(self.rounds)
         if self.rounds:
             times.append(self.rounds[0][0])
+        if self.lost:
+            times.append(self.lost[0][0])
+        if self.left_behind:
+            times.append(self.left_behind[0][0])
+        if self.changes:
+            times.append(self.changes[0])
         for state in self._states():
             times.extend(t for t in state.protection_deadlines() if t > state.now)
         return min(times) if times else None
+
+    def reachable(self, name: str, now: int) -> bool:
+        return not any(start <= now < end for start, end in self.outages.get(name, ()))
+
+    def out_since(self, name: str, now: int) -> bool:
+        """Whether worker ``name`` has been out of reach for workerLostTimeout at ``now``."""
+        timeout = self.federation.worker_lost_timeout
+        return any(start <= now - timeout and now < end for start, end in self.outages.get(name, ()))
 
     def _states(self) -> list[State]:
         return [self.manager, *self.workers.values()]
@@ -176,7 +212,10 @@ class _Federated:
                 state.advance_clock(now)
             self.instants += 1
             dirty: set[str] = set()
+            self.outage_changes(now, dirty)
             self.complete(now, dirty)
+            self.end_left_behind(now)
+            self.lost_workers(now, dirty)
             self.incremental_rounds(now)
             self.submit(now, dirty)
             self.settle(now, dirty)
@@ -218,12 +257,96 @@ class _Federated:
                 worker.finish(key)
                 worker.delete_workload(key)
                 self.figures.workers[trip.winner].finished += 1
+                if not self.reachable(trip.winner, now):
+                    trip.ended_unseen = now  # the manager learns when the worker is back
+                    continue
             else:
                 self.figures.manager.finished += 1
-            self.manager.finish(key)
-            self.manager.delete_workload(key)
-            trip.running = False
-            self.recorder.finished(i, now)
+            self.finish_on_manager(i, now, dirty)
+
+    def finish_on_manager(self, i: int, now: int, dirty: set[str]) -> None:
+        key = self.jobs[i].key
+        self.manager.finish(key)
+        self.manager.delete_workload(key)
+        trip = self.trips[i]
+        trip.running = False
+        trip.ended_unseen = -1
+        self.recorder.finished(i, now)
+        dirty.add(self.cq_of[i])
+
+    def outage_changes(self, now: int, dirty: set[str]) -> None:
+        """Workers coming back at ``now`` (first), then workers going out of reach."""
+        while self.changes and self.changes[0] <= now:
+            self.changes.pop(0)
+        for name, windows in self.outages.items():
+            if any(end == now for _, end in windows) and self.reachable(name, now):
+                self.back(name, now, dirty)
+        for name, windows in self.outages.items():
+            for start, _ in windows:
+                if start == now:
+                    # what won there is lost if the worker is still away after workerLostTimeout
+                    for i, trip in enumerate(self.trips):
+                        if trip.winner == name:
+                            self.sequence += 1
+                            due = now + self.federation.worker_lost_timeout
+                            heapq.heappush(self.lost, (due, self.sequence, i, trip.generation))
+
+    def back(self, name: str, now: int, dirty: set[str]) -> None:
+        """Worker ``name`` answers again: its unwanted copies go, what ended there ends, copies are sent."""
+        worker = self.workers[name]
+        for i in sorted(self.stale[name]):
+            key = self.jobs[i].key
+            if key in worker.workloads:
+                worker.delete_workload(key)
+                self.figures.workers[name].withdrawn += 1
+        self.stale[name].clear()
+        for i, trip in enumerate(self.trips):
+            if trip.winner == name and trip.ended_unseen >= 0:
+                self.finish_on_manager(i, now, dirty)
+        for i in sorted(self.awaiting):
+            self.send(i, now)
+
+    def leave_behind(self, i: int, name: str, now: int) -> None:
+        """The manager gives up job ``i``'s copy on worker ``name``, which it cannot reach: the copy
+        stays until the worker is back, and a run there goes on until its end."""
+        self.stale[name].add(i)
+        trip = self.trips[i]
+        if trip.winner == name and trip.running and trip.ended_unseen < 0 and trip.ends > now:
+            self.sequence += 1
+            heapq.heappush(self.left_behind, (trip.ends, self.sequence, i, name))
+
+    def end_left_behind(self, now: int) -> None:
+        """Runs left behind on a worker out of reach end there, releasing its quota."""
+        while self.left_behind and self.left_behind[0][0] <= now:
+            _, _, i, name = heapq.heappop(self.left_behind)
+            key = self.jobs[i].key
+            worker = self.workers[name]
+            if (
+                i in self.stale[name]
+                and key in worker.workloads
+                and worker.workloads[key].admission is not None
+            ):
+                worker.finish(key)
+                worker.delete_workload(key)
+                self.stale[name].discard(i)
+
+    def lost_workers(self, now: int, dirty: set[str]) -> None:
+        """Jobs whose worker has been out of reach for workerLostTimeout go back to the manager's queue."""
+        while self.lost and self.lost[0][0] <= now:
+            _, _, i, generation = heapq.heappop(self.lost)
+            trip = self.trips[i]
+            if generation != trip.generation or not trip.winner or not self.out_since(trip.winner, now):
+                continue
+            name = trip.winner
+            self.leave_behind(i, name, now)
+            if trip.running:
+                self.abandon(i, trip.ended_unseen if trip.ended_unseen >= 0 else now, now, -1, WORKER_LOST)
+            self.figures.workers[name].lost += 1
+            trip.arrived.pop(name, None)
+            trip.winner = ""
+            trip.generation += 1
+            key = self.jobs[i].key
+            lifecycle.report_check(self.manager, key, trip.check, "Retry", f'The worker "{name}" is lost')
             dirty.add(self.cq_of[i])
 
     def incremental_rounds(self, now: int) -> None:
@@ -298,12 +421,13 @@ class _Federated:
         trip = self.trips[i]
         dispatcher = self.federation.dispatcher
         waited = now - trip.reserved_at
-        for name in dispatch.eligible(dispatcher, trip.clusters, waited):
+        answering = [name for name in trip.clusters if self.reachable(name, now)]
+        for name in dispatch.eligible(dispatcher, answering, waited):
             if name not in trip.sent:
                 trip.sent.add(name)
                 self.sequence += 1
                 heapq.heappush(self.deliveries, (now + self.latency, self.sequence, i, trip.generation, name))
-        later = dispatch.next_round(dispatcher, trip.clusters, waited)
+        later = dispatch.next_round(dispatcher, answering, waited)
         if later is not None:
             self.sequence += 1
             heapq.heappush(self.rounds, (trip.reserved_at + later, self.sequence, i, trip.generation))
@@ -316,6 +440,9 @@ class _Federated:
             if not self._live_delivery(entry):
                 continue
             _, _, i, _, name = entry
+            if not self.reachable(name, now):
+                self.trips[i].sent.discard(name)  # it went away on the way: sent again when it is back
+                continue
             wl = self.jobs[i].workload(self.uids[i])
             wl.created = now  # a new object on the worker: it queues from its arrival
             self.workers[name].add_workload(wl)
@@ -331,7 +458,9 @@ class _Federated:
             trip = self.trips[i]
             key = self.jobs[i].key
             reserved = {
-                name: now for name in trip.arrived if self.workers[name].workloads[key].admission is not None
+                name: _reserved_at(self.workers[name], key, now)
+                for name in trip.arrived
+                if self.reachable(name, now) and self.workers[name].workloads[key].admission is not None
             }
             winner = dispatch.winner(reserved, trip.clusters)
             if winner is None:
@@ -353,9 +482,13 @@ class _Federated:
         return elected
 
     def withdraw(self, i: int, name: str) -> None:
-        """Remove job ``i``'s copy from worker ``name`` (its quota, if it held some, is released)."""
-        self.workers[name].delete_workload(self.jobs[i].key)
+        """Remove job ``i``'s copy from worker ``name`` (its quota, if it held some, is released);
+        a worker out of reach keeps it until it is back."""
         del self.trips[i].arrived[name]
+        if not self.reachable(name, self.manager.now):
+            self.leave_behind(i, name, self.manager.now)
+            return
+        self.workers[name].delete_workload(self.jobs[i].key)
         self.figures.workers[name].withdrawn += 1
 
     def start(self, i: int, site: str, now: int, dirty: set[str]) -> None:
@@ -370,8 +503,8 @@ class _Federated:
         self.figures.site[i] = site or MANAGER
         self.recorder.admitted(i, now)
         self.sequence += 1
-        end = now + self.jobs[i].runtime - trip.progress
-        heapq.heappush(self.completions, (end, self.sequence, i, trip.epoch))
+        trip.ends = now + self.jobs[i].runtime - trip.progress
+        heapq.heappush(self.completions, (trip.ends, self.sequence, i, trip.epoch))
         dirty.add(self.cq_of[i])
 
     def preempted(self, worker: str | None, i: int, now: int, dirty: set[str]) -> None:
@@ -387,10 +520,11 @@ class _Federated:
                 self.stop(i, state, now, dirty)
             # a copy still in the race just queues again on its worker
         else:
-            if trip.running:
-                self.stop(i, state, now, dirty)
+            running = trip.running
             for name in sorted(trip.arrived):
                 self.withdraw(i, name)
+            if running:
+                self.stop(i, state, now, dirty)
             trip.generation += 1  # copies still on their way are void
             trip.winner = ""
             self.awaiting.discard(i)
@@ -399,19 +533,27 @@ class _Federated:
             raise _GoingRound
 
     def stop(self, i: int, state: State, now: int, dirty: set[str]) -> None:
-        """Job ``i`` stops running: it keeps its progress to the last checkpoint."""
+        """Job ``i`` is preempted: it keeps its progress to the last checkpoint."""
         trip = self.trips[i]
-        ran = now - trip.started
+        wl = state.workloads[self.jobs[i].key]
+        by = self.index_of.get(wl.preempted_by or "", -1)
+        condition = wl.conditions.get(PREEMPTED)
+        ended = trip.ended_unseen if trip.ended_unseen >= 0 else now
+        self.abandon(i, ended, now, by, condition.reason if condition else "")
+        dirty.add(self.cq_of[i])
+
+    def abandon(self, i: int, ended: int, now: int, by: int, reason: str) -> None:
+        """Job ``i``'s run, which went on until ``ended``, is given up at ``now`` (back to its
+        last checkpoint); its scheduled completion is void."""
+        trip = self.trips[i]
+        ran = ended - trip.started
         kept = saved_progress(trip.progress, ran, self.jobs[i].checkpoint)
         lost = trip.progress + ran - kept
         trip.progress = kept
         trip.running = False
+        trip.ended_unseen = -1
         trip.epoch += 1
-        wl = state.workloads[self.jobs[i].key]
-        by = self.index_of.get(wl.preempted_by or "", -1)
-        condition = wl.conditions.get(PREEMPTED)
-        self.recorder.preempted(i, now, lost, trip.holding, by, condition.reason if condition else "")
-        dirty.add(self.cq_of[i])
+        self.recorder.preempted(i, now, lost, trip.holding, by, reason)
 
     def _note_ping_pong(self, now: int) -> None:
         worst = sorted(self.preempted_now.items(), key=lambda item: (-item[1], item[0]))[:4]
@@ -431,3 +573,23 @@ def _holding(usage: dict[tuple[str, str], int]) -> dict[str, int]:
     for (_, resource), value in usage.items():
         result[resource] = result.get(resource, 0) + value
     return result
+
+
+def _reserved_at(state: State, key: str, now: int) -> int:
+    """When a worker's copy reserved quota (a worker out of reach may have done so earlier)."""
+    condition = state.workloads[key].conditions.get("QuotaReserved")
+    return condition.last_transition if condition is not None else now
+
+
+def _merged(outages: tuple[tuple[str, int, int], ...], workers: set[str]) -> dict[str, list[tuple[int, int]]]:
+    """Each worker's outage windows, overlapping ones merged (a worker comes back once per window)."""
+    windows: dict[str, list[tuple[int, int]]] = {}
+    for name, start, end in sorted(outages):
+        if name not in workers:
+            continue  # `plan`: another design's worker
+        current = windows.setdefault(name, [])
+        if current and start <= current[-1][1]:
+            current[-1] = (current[-1][0], max(current[-1][1], end))
+        else:
+            current.append((start, end))
+    return windows

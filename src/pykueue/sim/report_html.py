@@ -238,6 +238,7 @@ def _clusters(run: Run, summary: dict[str, Any], x: list[float], grid: list[int]
         "copies",
         "withdrawn",
         "preempted",
+        "lost to timeout",
         "flavor/resource",
         "capacity",
         "average in use",
@@ -257,9 +258,10 @@ def _clusters(run: Run, summary: dict[str, Any], x: list[float], grid: list[int]
                     cluster.get("copies", "-"),
                     cluster.get("copiesWithdrawn", "-"),
                     cluster["preemptions"],
+                    cluster.get("lostToTimeout", "-"),
                 ]
                 if k == 0
-                else ["", "", "", "", "", ""]
+                else ["", "", "", "", "", "", ""]
             )
             wait_cell = dur(wait) if k == 0 and "workerWait" in cluster else ""
             rows.append(
@@ -281,6 +283,16 @@ def _clusters(run: Run, summary: dict[str, Any], x: list[float], grid: list[int]
         "(from its reservation, while the workers race, until the job ends); a worker's counts its copies "
         "while they hold quota, losing ones included until they are withdrawn.</p>"
     )
+    if section["outages"]:
+        windows = ", ".join(
+            f"{o['worker']} from {human_duration(o['startSeconds'])} to {human_duration(o['endSeconds'])}"
+            for o in section["outages"]
+        )
+        note += (
+            f"<p class='note'>Out of the manager's reach: {escape(windows)}. A job that won on such a worker "
+            f"went back to the manager's queue after workerLostTimeout "
+            f'({escape(human_duration(section["workerLostTimeoutSeconds"]))}): "lost to timeout".</p>'
+        )
     return f"<h2>Clusters (MultiKueue)</h2>{note}{chart}{table_html(header, rows)}"
 
 
