@@ -487,3 +487,17 @@ def test_a_short_outage_restarts_nothing(tmp_path: Path):
 )
 def test_bad_outages_are_named(tmp_path: Path, outage: str, expected: str):
     assert expected in _bad(tmp_path, _manager(["w1", "w2"]), TWO_WORKERS, ONE_JOB, "--outage", outage)
+
+
+@pytest.mark.parametrize("outages", [(), (("worker2", 1800 * S, 7200 * S), ("worker1", 3000 * S, 3100 * S))])
+def test_no_quota_is_left_held_anywhere_at_the_end(outages: tuple[tuple[str, int, int], ...]):
+    design = Design.load(EXAMPLE / "manager.yaml")
+    pool = {f"worker{k}": Design.load(EXAMPLE / "workers" / f"worker{k}.yaml", f"worker{k}") for k in (1, 2)}
+    federation.attach(design, pool)
+    jobs = design.check(trace.load(EXAMPLE / "trace.csv", []))
+    run = driver.simulate(design, jobs, driver.Options(outages=outages, dispatch_latency=3 * S))
+    assert run.clusters is not None
+    assert run.recorder.finish.count(-1) == 0
+    for record in run.clusters.records():
+        assert record.in_use == {}, f"{record.name} still holds {record.in_use}"
+        assert record.primary_in_use[-1] == 0
