@@ -146,6 +146,7 @@ class _Federated:
         self.lost: list[tuple[int, int, int, int]] = []  # (time, sequence, job, generation)
         # runs left behind on a worker out of reach: they go on until their end (time, sequence, job, worker)
         self.left_behind: list[tuple[int, int, int, str]] = []
+        self.behind_until: dict[tuple[str, int], int] = {}  # (worker, job) -> when that run ends
         self.completions: list[tuple[int, int, int, int]] = []  # (time, sequence, job, epoch)
         self.deliveries: list[
             tuple[int, int, int, int, str]
@@ -296,6 +297,7 @@ class _Federated:
         worker = self.workers[name]
         for i in sorted(self.stale[name]):
             key = self.jobs[i].key
+            self.behind_until.pop((name, i), None)
             if key in worker.workloads:
                 worker.delete_workload(key)
                 self.figures.workers[name].withdrawn += 1
@@ -314,18 +316,18 @@ class _Federated:
         if trip.winner == name and trip.running and trip.ended_unseen < 0 and trip.ends > now:
             self.sequence += 1
             heapq.heappush(self.left_behind, (trip.ends, self.sequence, i, name))
+            self.behind_until[(name, i)] = trip.ends
 
     def end_left_behind(self, now: int) -> None:
         """Runs left behind on a worker out of reach end there, releasing its quota."""
         while self.left_behind and self.left_behind[0][0] <= now:
-            _, _, i, name = heapq.heappop(self.left_behind)
+            ends, _, i, name = heapq.heappop(self.left_behind)
+            if self.behind_until.get((name, i)) != ends:
+                continue  # deleted when the worker came back
+            del self.behind_until[(name, i)]
             key = self.jobs[i].key
             worker = self.workers[name]
-            if (
-                i in self.stale[name]
-                and key in worker.workloads
-                and worker.workloads[key].admission is not None
-            ):
+            if key in worker.workloads and worker.workloads[key].admission is not None:
                 worker.finish(key)
                 worker.delete_workload(key)
                 self.stale[name].discard(i)
