@@ -81,8 +81,25 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ],
     )
     assert result.exit_code == 0, result.output
+    multikueue = EXAMPLES / "multikueue"
+    result = runner.invoke(
+        app,
+        [
+            "simulate",
+            "--queues",
+            str(multikueue / "manager.yaml"),
+            *[f"--cluster=worker{k}={multikueue / 'workers' / f'worker{k}.yaml'}" for k in (1, 2)],
+            "--trace",
+            str(multikueue / "trace.csv"),
+            "--out",
+            str(out / "multikueue"),
+            "--no-progress",
+        ],
+    )
+    assert result.exit_code == 0, result.output
     return {
         "report": out / "sim" / "report.html",
+        "MultiKueue report": out / "multikueue" / "report.html",
         "plan": out / "plan" / "plan.html",
         "plan's design report": out / "plan" / "report-shared-fair.html",
     }
@@ -95,7 +112,7 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.mark.parametrize("viewport", sorted(VIEWPORTS))
-@pytest.mark.parametrize("page", ["report", "plan", "plan's design report"])
+@pytest.mark.parametrize("page", ["report", "plan", "plan's design report", "MultiKueue report"])
 def test_charts_fit_and_legends_are_visible(
     browser: Browser, pages: dict[str, Path], page: str, viewport: str
 ):

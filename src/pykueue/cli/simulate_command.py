@@ -3,6 +3,7 @@
     pykueue simulate --queues queues.yaml --trace jobs.csv --out report/
     pykueue simulate --generator generator.yaml --out report/
     pykueue plan --trace jobs.csv --queues a.yaml --queues b.yaml --out plan/
+    pykueue simulate --queues manager/ --cluster w1=w1/ --cluster w2=w2/ --trace jobs.csv
 
 Bad input (a trace line, a generator field, a manifest) is printed as
 ``error: file:line field: message`` with exit code 2, never as a traceback.
@@ -25,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pykueue.api import manifests
 from pykueue.errors import EngineError, InputError
-from pykueue.sim import checker, driver, generator, plan, report_html, tables, trace
+from pykueue.sim import checker, driver, federation, generator, plan, report_html, tables, trace
 from pykueue.sim.design import Design
 from pykueue.sim.jobs import SECOND, Job
 
@@ -36,11 +37,18 @@ def register(app: typer.Typer) -> None:
 
 
 def _inputs(
-    queues: list[Path], trace_path: Path | None, generator_path: Path | None
+    queues: list[Path],
+    trace_path: Path | None,
+    generator_path: Path | None,
+    clusters: list[str] | None = None,
 ) -> tuple[list[Design], list[Job], str, list[str]]:
     """The designs, the jobs, a name for the input, and notes; InputError when anything is wrong."""
     if (trace_path is None) == (generator_path is None):
         raise InputError("give exactly one of --trace and --generator")
+    if clusters and generator_path is not None:
+        raise InputError(
+            "--cluster needs --trace and a manager design in --queues (a generator makes no workers)"
+        )
     notes: list[str] = []
     if generator_path is not None:
         generated = generator.load(generator_path)
@@ -60,10 +68,28 @@ def _inputs(
             "--queues is required with --trace (the trace names LocalQueues, the design defines them)"
         )
     designs = [Design.load(path) for path in queues]
+    _attach_workers(designs, clusters or [])
     problems: list[str] = []
     jobs = trace.load(trace_path, problems)
     _check_all(designs, jobs, problems)
     return designs, jobs, str(trace_path), notes
+
+
+def _attach_workers(designs: list[Design], clusters: list[str]) -> None:
+    """Give each manager design the worker designs of ``--cluster NAME=PATH`` its MultiKueueClusters name."""
+    pool = federation.load_workers(clusters)
+    for design in designs:
+        federation.attach(design, pool, strict=len(designs) == 1)
+    used = {name for design in designs if design.federation is not None for name in design.federation.workers}
+    unused = [name for name in pool if name not in used]
+    if unused:
+        raise InputError(f"--cluster {unused[0]}: no design has a MultiKueueCluster {unused[0]}")
+    for design in designs:
+        if design.federation is not None:
+            for name, worker in design.federation.workers.items():
+                design.notes.extend(
+                    f"worker {name}: {note}" for note in worker.notes if note not in design.notes
+                )
 
 
 def _check_all(designs: list[Design], jobs: list[Job], problems: list[str]) -> None:
@@ -140,6 +166,7 @@ def _write_jobs_csv(path: Path, run: driver.Run) -> None:
                 "lost_s",
                 "preempted_by",
                 "preemption_reasons",
+                *(["cluster"] if run.clusters is not None else []),
             ]
         )
         for i, job in enumerate(rec.jobs):
@@ -165,6 +192,7 @@ def _write_jobs_csv(path: Path, run: driver.Run) -> None:
                         f"{rec.jobs[p.by].key}@{rec.cq_of[p.by]}" if p.by >= 0 else "?" for p in suffered
                     ),
                     ";".join(p.reason or "?" for p in suffered),
+                    *([run.clusters.site[i]] if run.clusters is not None else []),
                 ]
             )
 
@@ -204,6 +232,27 @@ def _cycle_time(text: str) -> int:
     return _duration_option(text, "--cycle-time")
 
 
+def _latency(text: str, designs: list[Design]) -> int:
+    value = _duration_option(text, "--dispatch-latency")
+    if value and not any(design.federation is not None for design in designs):
+        raise InputError("--dispatch-latency: no design has MultiKueue workers (give them with --cluster)")
+    return value
+
+
+def _outages(texts: list[str], designs: list[Design]) -> tuple[tuple[str, int, int], ...]:
+    workers = {
+        name for design in designs if design.federation is not None for name in design.federation.workers
+    }
+    result = []
+    for text in texts:
+        name, start, end = federation.parse_outage(text)
+        if name not in workers:
+            known = ", ".join(sorted(workers)) or "none: give them with --cluster"
+            raise InputError(f"--outage {text}: no worker {name} (workers: {known})")
+        result.append((name, start, end))
+    return tuple(result)
+
+
 def _duration_option(text: str, option: str) -> int:
     try:
         return trace.duration(text, option)
@@ -235,6 +284,19 @@ def simulate(
     cycle_time: str = typer.Option(
         "0", "--cycle-time", help="How long one scheduling cycle takes (e.g. 10ms); 0 settles at each event."
     ),
+    clusters: list[str] = typer.Option(
+        [],
+        "--cluster",
+        help="A MultiKueue worker: NAME=PATH, NAME a MultiKueueCluster of the manager design, PATH its queues.",
+    ),
+    dispatch_latency: str = typer.Option(
+        "0", "--dispatch-latency", help="MultiKueue: how long a copy takes to reach a worker (e.g. 2s)."
+    ),
+    outages: list[str] = typer.Option(
+        [],
+        "--outage",
+        help="MultiKueue: NAME=START..END, a worker the manager cannot reach then (e.g. w1=1h..3h).",
+    ),
     rangespec: Path | None = typer.Option(
         None,
         "--rangespec",
@@ -244,7 +306,7 @@ def simulate(
     """Replay a trace (or an upstream generator file) on a quota design in virtual time."""
     console = Console(stderr=as_json, highlight=False)
     try:
-        designs, jobs, source, notes = _inputs(queues, trace_path, generator_path)
+        designs, jobs, source, notes = _inputs(queues, trace_path, generator_path, clusters)
         if len(designs) > 1:
             raise InputError("simulate takes one design; use `pykueue plan` to compare several")
         design = designs[0]
@@ -253,7 +315,13 @@ def simulate(
         checked = design.check(jobs)
         show = progress if progress is not None else sys.stderr.isatty()
         bar, update = _progress_bar(Console(stderr=True), show)
-        options = driver.Options(seed=seed, progress=update, cycle_time=_cycle_time(cycle_time))
+        options = driver.Options(
+            seed=seed,
+            progress=update,
+            cycle_time=_cycle_time(cycle_time),
+            dispatch_latency=_latency(dispatch_latency, designs),
+            outages=_outages(outages, designs),
+        )
         if bar is not None:
             with bar:
                 run = driver.simulate(design, checked, options)
@@ -280,6 +348,8 @@ def simulate(
         console.print(tables.summary_table(summary))
         console.print(tables.checker_table(summary))
         console.print(tables.queues_table(summary))
+        if "multiKueue" in summary:
+            console.print(tables.clusters_table(summary))
         if out is not None:
             console.print(f"wrote {out / 'summary.json'}, {out / 'report.html'}, {out / 'jobs.csv'}")
     if spec is not None:
@@ -316,18 +386,37 @@ def plan_command(
     noise_floor: float = typer.Option(
         plan.NOISE_FLOOR, "--noise-floor", min=0, help="Differences under this % are within noise."
     ),
+    clusters: list[str] = typer.Option(
+        [],
+        "--cluster",
+        help="A MultiKueue worker for the designs naming it: NAME=PATH, NAME a MultiKueueCluster of the manager design, PATH its queues.",
+    ),
+    dispatch_latency: str = typer.Option(
+        "0", "--dispatch-latency", help="MultiKueue: how long a copy takes to reach a worker (e.g. 2s)."
+    ),
+    outages: list[str] = typer.Option(
+        [],
+        "--outage",
+        help="MultiKueue: NAME=START..END, a worker the manager cannot reach then (e.g. w1=1h..3h).",
+    ),
 ) -> None:
     """Run one trace on several quota designs and show them side by side."""
     console = Console(highlight=False)
     try:
-        designs, jobs, source, _ = _inputs(queues, trace_path, generator_path)
+        designs, jobs, source, _ = _inputs(queues, trace_path, generator_path, clusters)
         if len(designs) < 2:
             raise InputError("plan compares designs: give --queues at least twice")
         _unique_names(designs)
         _warn_notes(designs)
         show = progress if progress is not None else sys.stderr.isatty()
         bar, update = _progress_bar(Console(stderr=True), show)
-        options = driver.Options(seed=seed, progress=update, cycle_time=_cycle_time(cycle_time))
+        options = driver.Options(
+            seed=seed,
+            progress=update,
+            cycle_time=_cycle_time(cycle_time),
+            dispatch_latency=_latency(dispatch_latency, designs),
+            outages=_outages(outages, designs),
+        )
         spread = _duration_option(jitter, "--jitter")
         if bar is not None:
             with bar:

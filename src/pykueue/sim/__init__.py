@@ -7,6 +7,10 @@
     design      the queue objects of one quota design, loaded into an engine state, and the
                 checks that every job can run there at all
     driver      the event loop: arrivals, settled scheduling cycles, preemption losses, completions
+    federation  a MultiKueue manager design and its workers' designs (--cluster), checked together
+    dispatch    MultiKueue's choices: which workers get a copy (all at once, incremental), who wins
+    multicluster the event loop over a manager and its workers, one engine each
+    cluster_metrics per-cluster usage, jobs and the split wait of a MultiKueue run
     metrics     what a run records and the JSON summary (with upstream's checker figures)
     svg         small inline-SVG charts (no network, no plotting library)
     report_html the self-contained HTML report of one run

@@ -27,7 +27,7 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pykueue.api import manifests, quantity
 from pykueue.api.manifests import KubeObject
@@ -40,6 +40,9 @@ from pykueue.errors import InputError
 from pykueue.sim.generator import CLASS_LABEL
 from pykueue.sim.jobs import Job
 from pykueue.sim.trace import TraceError
+
+if TYPE_CHECKING:
+    from pykueue.sim.federation import Federation
 
 QUEUE_KINDS = frozenset(
     {
@@ -55,6 +58,8 @@ QUEUE_KINDS = frozenset(
         "Topology",
     }
 )
+# A manager's MultiKueue objects: read by `pykueue.sim.federation`, ignored by the engine.
+MULTIKUEUE_KINDS = frozenset({"MultiKueueConfig", "MultiKueueCluster"})
 
 
 @dataclass(slots=True)
@@ -67,6 +72,10 @@ class Design:
     config: EngineConfig = field(default_factory=EngineConfig)
     notes: list[str] = field(default_factory=list)
     config_source: str = ""  # where the Configuration came from; empty: the simulator's defaults
+    # upstream's Configuration ``multiKueue`` section, as written (a manager's dispatcher)
+    multikueue_section: dict[str, Any] = field(default_factory=dict)
+    # a manager's workers, once `pykueue.sim.federation.attach` gave it some
+    federation: Federation | None = None
 
     @classmethod
     def load(cls, path: Path, name: str | None = None) -> Design:
@@ -84,7 +93,7 @@ class Design:
                 f"{path}: a design holds one Configuration; found {len(found)} "
                 f"({', '.join(where for where, _ in found)})"
             )
-        others = sorted({obj.kind for obj in objects if obj.kind not in QUEUE_KINDS})
+        others = sorted({obj.kind for obj in objects if obj.kind not in QUEUE_KINDS | MULTIKUEUE_KINDS})
         if others:
             raise InputError(
                 f"{path}: a design holds queue objects only; found {', '.join(others)} "
@@ -118,6 +127,11 @@ class Design:
                 f"{where}: waitForPodsReady is not simulated (pods are ready at admission); ignored"
             )
         unused = sorted((*loaded.unused, *loaded.job_sections))
+        section = doc.get("multiKueue")
+        if isinstance(section, dict) and any(obj.kind in MULTIKUEUE_KINDS for obj in self.objects):
+            # a manager's dispatcher: `pykueue.sim.federation` reads it
+            self.multikueue_section = section
+            unused = [name for name in unused if name != "multiKueue"]
         if unused:
             self.notes.append(f"{where}: not used by the simulator: {', '.join(unused)}")
         self.config = config
@@ -173,15 +187,23 @@ class Design:
         for job in jobs:
             try:
                 job = self._resolve_priority(state, job)
-                cq = self._cluster_queue(state, job)
-                self._check_size(state, job, cq, limits)
-            except _JobProblem as problem:
+                self.place(state, job, limits)
+            except JobProblem as problem:
                 problems.append(f"{job.where} {problem.field}: {problem}")
                 continue
             result.append(job)
+        if self.federation is not None:
+            problems.extend(self.federation.check(state, result))
         if problems:
             raise TraceError(problems)
         return result
+
+    @classmethod
+    def place(cls, state: State, job: Job, limits: dict[str, dict[str, int]]) -> str:
+        """The ClusterQueue ``job`` goes to in ``state``; JobProblem if it has none or never fits."""
+        cq = cls._cluster_queue(state, job)
+        cls._check_size(state, job, cq, limits)
+        return cq
 
     @staticmethod
     def _resolve_priority(state: State, job: Job) -> Job:
@@ -192,7 +214,7 @@ class Design:
             if value is not None:
                 return dataclasses.replace(job, priority=value)
         known = sorted(name for _, name in state.priority_values)
-        raise _JobProblem(
+        raise JobProblem(
             "priority",
             f"no WorkloadPriorityClass or PriorityClass {job.priority_class} in the design"
             + (f" (known: {', '.join(known)})" if known else ""),
@@ -204,9 +226,9 @@ class Design:
         if lq is None:
             known = sorted(state.local_queues)
             shown = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
-            raise _JobProblem("queue", f"LocalQueue {job.queue_key} is not in the design (known: {shown})")
+            raise JobProblem("queue", f"LocalQueue {job.queue_key} is not in the design (known: {shown})")
         if lq.cluster_queue not in state.cluster_queues:
-            raise _JobProblem(
+            raise JobProblem(
                 "queue",
                 f"LocalQueue {job.queue_key} points at ClusterQueue {lq.cluster_queue}, which is not in the design",
             )
@@ -223,18 +245,18 @@ class Design:
             if need == 0:
                 continue
             if resource not in ceiling:
-                raise _JobProblem(
+                raise JobProblem(
                     "requests", f"requests {resource}, which ClusterQueue {cq_name} does not cover"
                 )
             if need > ceiling[resource]:
-                raise _JobProblem(
+                raise JobProblem(
                     "requests",
                     f"needs {quantity.format_milli(need)} {resource} but {where} can give ClusterQueue "
                     f"{cq_name} at most {quantity.format_milli(ceiling[resource])}: the job could never start",
                 )
 
 
-class _JobProblem(Exception):
+class JobProblem(Exception):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field

@@ -44,6 +44,7 @@ from pykueue.engine import aging, scheduler
 from pykueue.engine.evictions import PREEMPTED
 from pykueue.engine.state import State
 from pykueue.errors import EngineError
+from pykueue.sim.cluster_metrics import Figures
 from pykueue.sim.design import Design
 from pykueue.sim.jobs import SECOND, Job, saved_progress
 from pykueue.sim.metrics import Recorder
@@ -60,6 +61,10 @@ class Options:
     progress: Progress | None = None
     progress_every: int = 1  # instants between progress callbacks
     cycle_time: int = 0  # microseconds one scheduling cycle takes; 0: settle at each instant
+    dispatch_latency: int = 0  # MultiKueue: microseconds from the manager's reservation to a copy's arrival
+    outages: tuple[
+        tuple[str, int, int], ...
+    ] = ()  # MultiKueue: (worker, start, end) out of the manager's reach
 
 
 @dataclass(slots=True)
@@ -74,9 +79,13 @@ class Run:
     instants: int
     cycle_time: int = 0
     notes: list[str] = field(default_factory=list)
+    clusters: Figures | None = None  # a MultiKueue run's per-cluster figures
 
     def summary(self, source: str) -> dict[str, Any]:
-        return self.recorder.summary(self.design.name, source, self.seed, self.notes, self.model())
+        document = self.recorder.summary(self.design.name, source, self.seed, self.notes, self.model())
+        if self.clusters is not None:
+            document["multiKueue"] = self.clusters.summary(self.recorder)
+        return document
 
     def model(self) -> dict[str, str]:
         if self.cycle_time:
@@ -92,7 +101,7 @@ class Run:
         config = self.design.config
         fair = config.fair_sharing
         afs = config.admission_fair_sharing
-        return {
+        model = {
             "clock": "virtual, microseconds",
             "cycles": cycles,
             "configuration": self.design.config_source or "none (the simulator's defaults)",
@@ -101,6 +110,22 @@ class Run:
                 f"on (usage half-life {afs.usage_half_life / SECOND:g}s)" if afs is not None else "off"
             ),
         }
+        if self.clusters is not None:
+            model["clusters"] = (
+                f"a MultiKueue manager and {len(self.clusters.workers)} worker(s), one engine each; "
+                f"{self.clusters.dispatcher} dispatch, copies arrive {self.clusters.latency / SECOND:g}s "
+                "after the manager's reservation; the first worker to reserve quota runs the job"
+            )
+            if self.clusters.outages:
+                windows = ", ".join(
+                    f"{name} {start / SECOND:g}s..{end / SECOND:g}s"
+                    for name, start, end in self.clusters.outages
+                )
+                model["clusters"] += (
+                    f"; out of the manager's reach: {windows} (workerLostTimeout "
+                    f"{self.clusters.worker_lost_timeout / SECOND:g}s)"
+                )
+        return model
 
 
 @dataclass(slots=True)
@@ -116,6 +141,11 @@ class _Running:
 def simulate(design: Design, jobs: list[Job], options: Options | None = None) -> Run:
     """Run ``jobs`` (already checked against ``design``) to the end and return the run."""
     options = options or Options()
+    if design.federation is not None:
+        # imported here: the multi-cluster loop builds on this module's Options and Run
+        from pykueue.sim import multicluster
+
+        return multicluster.simulate(design, jobs, options)
     loop = _Loop(design, jobs, options)
     gc.collect()
     gc.freeze()  # the loaded design and the job list are long-lived: keep them out of collections

@@ -143,10 +143,12 @@ def _cell(values: list[Any]) -> Cell:
 
 def rows(outcomes: list[Outcome], noise_floor: float = NOISE_FLOOR) -> list[tuple[str, list[Cell]]]:
     """(figure, a cell per design) for the headline figures, means over the seeds."""
-    per_design = [[headline_rows(s) for s in o.summaries] for o in outcomes]
+    per_design = [[dict(headline_rows(s)) for s in o.summaries] for o in outcomes]
+    # by name: a MultiKueue design has figures of its own (a design without workers shows "-")
+    figures = list(dict.fromkeys(figure for runs in per_design for figure in runs[0]))
     result = []
-    for k, (figure, _) in enumerate(per_design[0][0]):
-        cells = [_cell([seed_rows[k][1] for seed_rows in runs]) for runs in per_design]
+    for figure in figures:
+        cells = [_cell([seed_rows.get(figure) for seed_rows in runs]) for runs in per_design]
         base = cells[0]
         result.append((figure, [base] + [compare(figure, base, c, noise_floor) for c in cells[1:]]))
     return result

@@ -109,7 +109,7 @@ def headline_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
     totals = summary["totals"]
     primary = totals["primaryResource"]
     wait = totals["wait"]
-    return [
+    rows: list[tuple[str, Any]] = [
         ("jobs", totals["jobs"]),
         ("finished", totals["finished"]),
         ("makespan (s)", totals["makespanSeconds"]),
@@ -128,6 +128,15 @@ def headline_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
         ("fairness (mean Jain index)", summary["fairness"]["mean"]),
         ("fairness (min Jain index)", summary["fairness"]["min"]),
     ]
+    federated = summary.get("multiKueue")
+    if federated is not None:
+        rows += [
+            (f"utilisation of the workers' {primary} (%)", federated["workersPrimaryPercentOfCapacity"]),
+            ("mean wait at the manager (s)", federated["managerWait"].get("mean")),
+            ("mean wait for a worker (s)", federated["workerWait"].get("mean")),
+            ("p90 wait for a worker (s)", federated["workerWait"].get("p90")),
+        ]
+    return rows
 
 
 def human_rows(rows: list[tuple[str, Any]]) -> list[list[Any]]:
@@ -196,7 +205,107 @@ def sections(run: Run, summary: dict[str, Any]) -> list[str]:
         )
     )
     out.append(_queue_table(summary, primary))
+    if run.clusters is not None:
+        out.append(_clusters(run, summary, x, grid))
     return out
+
+
+def _clusters(run: Run, summary: dict[str, Any], x: list[float], grid: list[int]) -> str:
+    """A MultiKueue run: each cluster's use of its quota over time and in total, jobs and waits."""
+    assert run.clusters is not None
+    section = summary["multiKueue"]
+    primary = summary["totals"]["primaryResource"]
+    lines = []
+    for record in run.clusters.records():
+        capacity = sum(v for (_, r), v in record.capacity.items() if r == primary)
+        if not capacity:
+            continue
+        values = _on_grid(record.times, record.primary_in_use, grid)
+        lines.append((record.name, [100 * v / capacity for v in values]))
+    chart = svg.line_chart(
+        f"{primary} in use, % of each cluster's nominal quota",
+        x,
+        lines,
+        "time",
+        "%",
+        y_max=100.0,
+        time_axis=True,
+    )
+    header = [
+        "cluster",
+        "role",
+        "jobs run",
+        "copies",
+        "withdrawn",
+        "preempted",
+        "lost to timeout",
+        "flavor/resource",
+        "capacity",
+        "average in use",
+        "resource-hours",
+        "% of capacity",
+        "p90 worker wait",
+    ]
+    rows: list[list[Any]] = []
+    for name, cluster in [(summary["design"], section["manager"]), *section["workers"].items()]:
+        wait = cluster.get("workerWait", {}).get("p90")
+        for k, (fr, figures) in enumerate(cluster["usage"].items() or [("-", {})]):
+            head: list[Any] = (
+                [
+                    name,
+                    cluster["role"],
+                    cluster["finished"],
+                    cluster.get("copies", "-"),
+                    cluster.get("copiesWithdrawn", "-"),
+                    cluster["preemptions"],
+                    cluster.get("lostToTimeout", "-"),
+                ]
+                if k == 0
+                else ["", "", "", "", "", "", ""]
+            )
+            wait_cell = dur(wait) if k == 0 and "workerWait" in cluster else ""
+            rows.append(
+                [
+                    *head,
+                    fr,
+                    figures.get("capacity"),
+                    figures.get("averageInUse"),
+                    figures.get("usedResourceHours"),
+                    figures.get("percentOfCapacity"),
+                    wait_cell,
+                ]
+            )
+    note = (
+        f"<p class='note'>{escape(section['dispatcher'])} dispatch, copies arrive "
+        f"{section['dispatchLatencySeconds']:g} s after the manager's reservation. Mean wait at the manager "
+        f"{escape(human_duration(section['managerWait'].get('mean')))}, for a worker "
+        f"{escape(human_duration(section['workerWait'].get('mean')))}. The manager's use is what it reserves "
+        "(from its reservation, while the workers race, until the job ends); a worker's counts its copies "
+        "while they hold quota, losing ones included until they are withdrawn.</p>"
+    )
+    if section["outages"]:
+        windows = ", ".join(
+            f"{o['worker']} from {human_duration(o['startSeconds'])} to {human_duration(o['endSeconds'])}"
+            for o in section["outages"]
+        )
+        note += (
+            f"<p class='note'>Out of the manager's reach: {escape(windows)}. A job that won on such a worker "
+            f"went back to the manager's queue after workerLostTimeout "
+            f'({escape(human_duration(section["workerLostTimeoutSeconds"]))}): "lost to timeout".</p>'
+        )
+    return f"<h2>Clusters (MultiKueue)</h2>{note}{chart}{table_html(header, rows)}"
+
+
+def _on_grid(times: list[int], values: list[int], grid: list[int]) -> list[int]:
+    """Piecewise-constant ``values`` changing at ``times``, read at each grid time."""
+    result = []
+    position = 0
+    last = len(times) - 1
+    for moment in grid:
+        while position < last and times[position + 1] <= moment:
+            position += 1
+        result.append(values[position])
+    return result
 
 
 def _checker(summary: dict[str, Any]) -> str:

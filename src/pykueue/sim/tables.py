@@ -99,3 +99,36 @@ def verdicts_table(verdicts: list[Verdict], source: str) -> Table:
         mark = "[green]ok[/green]" if verdict.ok else "[red]FAIL[/red]"
         table.add_row(verdict.rule, verdict.limit, verdict.actual, mark)
     return table
+
+
+def clusters_table(summary: dict[str, Any]) -> Table:
+    """A MultiKueue run: each cluster's jobs and copies, use of its quota per flavor (waits per worker: the JSON)."""
+    section = summary["multiKueue"]
+    table = Table(
+        title=f"clusters ({section['dispatcher']} dispatch; mean wait at the manager "
+        f"{_human(section['managerWait'].get('mean'))}, for a worker {_human(section['workerWait'].get('mean'))})",
+        title_justify="left",
+        pad_edge=False,
+    )
+    table.add_column("cluster", no_wrap=True)
+    for column in ("jobs", "copies/\nwith-\ndrawn", "pre-\nempted"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("flavor/resource", no_wrap=True)
+    for column in ("cap.", "%\nused"):
+        table.add_column(column, justify="right", no_wrap=True)
+    rows = [(summary["design"], section["manager"]), *section["workers"].items()]
+    for name, cluster in rows:
+        copies = f"{cluster['copies']:,}/{cluster['copiesWithdrawn']:,}" if "copies" in cluster else "-"
+        usage = list(cluster["usage"].items()) or [("-", {})]
+        for k, (fr, figures) in enumerate(usage):
+            first = k == 0
+            table.add_row(
+                name if first else "",
+                _fmt(cluster["finished"]) if first else "",
+                copies if first else "",
+                _fmt(cluster["preemptions"]) if first else "",
+                fr,
+                f"{figures['capacity']:g}" if figures else "-",
+                _short(figures.get("percentOfCapacity")),
+            )
+    return table
