@@ -105,6 +105,8 @@ class Operations:
     authorize_visibility: bool = True
     min_pass_seconds: float = 0.1
     max_admissions_ahead: int = 64
+    # Policy history: revisions as ConfigMaps in the lease namespace (docs/governance.md).
+    policy_history: bool = True
 
 
 def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> webhooks.LocalQueueLookup:
@@ -282,6 +284,7 @@ async def _run_controller(
         on_pass=registry.observe_pass,
         events=EventRecorder(writer),
         multikueue_settings=jobs.multikueue,
+        policy_history_namespace=ops.lease_namespace if ops.policy_history else "",
     )
     estimates = estimating.StartEstimates(manager.admission, job_by_uid=manager.jobs.job_by_uid)
     annotations = estimate_annotations.AnnotationWriter(writer, manager.admission.cache.get)
@@ -399,6 +402,12 @@ def controller(
         help="Within a pass, a queue's heads take back its freed nominal quota before others borrow it "
         "(docs/semantics.md); --upstream-cycle runs upstream's cycle unchanged.",
     ),
+    policy_history: bool = typer.Option(
+        True,
+        "--policy-history/--no-policy-history",
+        help="Record every change of flavors, queues, cohorts and priority classes as ConfigMaps "
+        "in the lease namespace (pykueue policy history).",
+    ),
     leader_elect: bool = typer.Option(
         False, "--leader-elect", help="Write only while holding the Lease (run several replicas)."
     ),
@@ -451,6 +460,7 @@ def controller(
             metrics_host=metrics_host,
             min_pass_seconds=min_pass,
             max_admissions_ahead=max_ahead,
+            policy_history=policy_history,
         )
         if local_webhooks and serve_webhooks:
             raise PykueueError(
