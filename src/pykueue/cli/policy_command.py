@@ -4,6 +4,9 @@
     show REV [--format text|json]                                       one change, as a diff
     rollback REV [--dry-run | --apply] [--format text|json]             back to REV (dry run by default)
 
+Against a standalone server (``--server``/``--socket``, as `get`) or a cluster
+(``--kubeconfig``, reading the ConfigMaps the controller writes: cli/policy_kube.py).
+
 Like `get` (cli/queries.py), these run on argparse and the plain HTTP client, without
 typer: `policy` is registered with typer only so that help and completion list it.
 """
@@ -12,21 +15,45 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pykueue.cli.queries import CONNECTION, call, client, table
+from pykueue.cli.queries import CONNECTION, call, client, fail, table
 
 if TYPE_CHECKING:
     import typer
 
+T = TypeVar("T")
 HELP = "Policy history and rollback: who changed which queue, flavor or priority class, and undo it."
 
 
+def on_cluster(args: argparse.Namespace, work: Callable[[Any], T]) -> T:
+    """Run ``work(policy_kube)`` against the cluster of ``--kubeconfig``; errors end the command."""
+    from pykueue.cli import policy_kube  # the Kubernetes client stack, only when asked for
+    from pykueue.errors import InputError, PykueueError, ValidationError
+
+    try:
+        return work(policy_kube)
+    except ValidationError as exc:
+        fail("a revision's object is refused by today's API", [str(p) for p in exc.problems])
+    except (PykueueError, InputError) as exc:
+        fail(str(exc))
+
+
 def history(args: argparse.Namespace) -> None:
-    api = client(args.server, args.token, args.socket)
-    rows: list[dict[str, Any]] = call(
-        lambda: api.get("/api/v1/policy/history", kind=args.kind, name=args.name, limit=args.limit)
-    )
+    if args.kubeconfig:
+        rows = on_cluster(
+            args,
+            lambda kube: kube.history(
+                args.kubeconfig, args.context, args.controller_namespace, args.kind, args.name, args.limit
+            ),
+        )
+    else:
+        api = client(args.server, args.token, args.socket)
+        rows = call(
+            lambda: api.get("/api/v1/policy/history", kind=args.kind, name=args.name, limit=args.limit)
+        )
     if args.format == "json":
         print(json.dumps(rows, indent=2))
         return
@@ -48,8 +75,13 @@ def history(args: argparse.Namespace) -> None:
 
 
 def show(args: argparse.Namespace) -> None:
-    api = client(args.server, args.token, args.socket)
-    data: dict[str, Any] = call(lambda: api.get(f"/api/v1/policy/revisions/{args.rev}"))
+    if args.kubeconfig:
+        data = on_cluster(
+            args, lambda kube: kube.show(args.kubeconfig, args.context, args.controller_namespace, args.rev)
+        )
+    else:
+        api = client(args.server, args.token, args.socket)
+        data = call(lambda: api.get(f"/api/v1/policy/revisions/{args.rev}"))
     if args.format == "json":
         print(json.dumps(data, indent=2))
         return
@@ -64,10 +96,16 @@ def show(args: argparse.Namespace) -> None:
 
 
 def rollback(args: argparse.Namespace) -> None:
-    api = client(args.server, args.token, args.socket)
-    data: dict[str, Any] = call(
-        lambda: api.post("/api/v1/policy/rollback", {"revision": args.rev, "apply": args.apply})
-    )
+    if args.kubeconfig:
+        data = on_cluster(
+            args,
+            lambda kube: kube.rollback(
+                args.kubeconfig, args.context, args.controller_namespace, args.rev, args.apply
+            ),
+        )
+    else:
+        api = client(args.server, args.token, args.socket)
+        data = call(lambda: api.post("/api/v1/policy/rollback", {"revision": args.rev, "apply": args.apply}))
     if args.format == "json":
         print(json.dumps(data, indent=2))
         return
@@ -121,6 +159,15 @@ def parser() -> argparse.ArgumentParser:
     for sub in (listing, one, back):
         for param in CONNECTION:
             sub.add_argument(*param.flags, dest=param.name, default=param.default, help=param.help)
+        sub.add_argument(
+            "--kubeconfig", type=Path, help="A cluster's history instead of a standalone server's."
+        )
+        sub.add_argument("--context", help="kubeconfig context (default: current).")
+        sub.add_argument(
+            "--controller-namespace",
+            default="kueue-system",
+            help="Where the controller keeps the history (its lease namespace; default kueue-system).",
+        )
     return out
 
 
