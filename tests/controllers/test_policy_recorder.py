@@ -99,3 +99,22 @@ def test_a_deletion_seen_on_the_watch_names_no_user() -> None:
     last = asyncio.run(run())
     assert (last.operation, last.who) == ("delete", policy_recorder.UNKNOWN_DELETER)
     assert policy_recorder.who_changed({"metadata": {}}) == "unknown (no managedFields)"
+
+
+def test_the_user_of_the_admission_request_for_exactly_that_object_is_named() -> None:
+    store = MemoryStore()
+
+    def review(obj: Manifest, user: str) -> dict[str, Any]:
+        return {"operation": "UPDATE", "namespace": "", "object": obj, "userInfo": {"username": user}}
+
+    async def run() -> list[str]:
+        rec = recorder(store)
+        await rec.start([cohort("a", "1")])
+        rec.note_request(review(cohort("a", "2"), "alice"))
+        rec.note_request(review(cohort("a", "9"), "mallory"))  # asked for, never stored
+        rec.handle(WatchEvent("MODIFIED", cohort("a", "2"), "8"))
+        rec.handle(WatchEvent("MODIFIED", cohort("a", "3"), "9"))  # no request seen: managedFields
+        await rec.flush()
+        return [r.who for r in await policy_recorder.load(store, NS)]
+
+    assert asyncio.run(run()) == ["kubectl (Apply)", "alice (admission request)", "kubectl (Apply)"]

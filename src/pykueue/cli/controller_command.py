@@ -135,6 +135,7 @@ async def start_local_webhooks(
     convert: bool = True,
     jobs: Jobs | None = None,
     visibility: visibility_api.Source | None = None,
+    on_review: webhooks.ReviewListener | None = None,
 ) -> webhooks.WebhookServer:
     """The webhook server for a controller outside the cluster, registered by URL.
 
@@ -164,7 +165,7 @@ async def start_local_webhooks(
         frameworks=frameworks,
         manage_jobs_without_queue_name=jobs.settings.manage_jobs_without_queue_name,
     )
-    server = webhooks.WebhookServer(config, store, queues, visibility=visibility)
+    server = webhooks.WebhookServer(config, store, queues, visibility=visibility, on_review=on_review)
     await server.start()
     assert server.certificates is not None
     bracketed = f"[{host}]" if ":" in host else host
@@ -295,11 +296,13 @@ async def _run_controller(
         authorizer=visibility_api.subject_access_reviewer(store.request),
         estimated=estimates.estimated_start,
     )
+    # The policy history takes the user of a change from the webhook's request when it saw it.
+    on_review = manager.policy.note_request if manager.policy is not None else None
     server: webhooks.WebhookServer | None = None
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
         server = webhooks.WebhookServer(
-            webhook_config, store, cached_queues(manager, store), visibility=source
+            webhook_config, store, cached_queues(manager, store), visibility=source, on_review=on_review
         )
         await _until_reachable(server.start, stop, "start the webhook server")
         if stop.is_set():
@@ -312,7 +315,14 @@ async def _run_controller(
         async def start_local() -> None:
             nonlocal server
             server = await start_local_webhooks(
-                store, queues, host, port, ops.lease_namespace, jobs=jobs, visibility=source
+                store,
+                queues,
+                host,
+                port,
+                ops.lease_namespace,
+                jobs=jobs,
+                visibility=source,
+                on_review=on_review,
             )
 
         await _until_reachable(start_local, stop, "register the local webhooks")

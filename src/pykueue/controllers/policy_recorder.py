@@ -13,10 +13,13 @@ revision is written once and never rewritten, so two writes never race on one ob
 ConfigMap stays far below its 1 MiB limit. The manager runs on the leader only, and writes
 through its fenced store, so only the leader records.
 
-**Who.** A watch event does not carry the user. The recorder names the field manager of
-the object's most recent ``managedFields`` entry and its operation (``kubectl-client-side-apply
-(Update)``, ``kubectl (Apply)``); for a deletion, or an object without managed fields, it says
-that it does not know.
+**Who.** A watch event does not carry the user, but the validating webhook's
+AdmissionRequest does: when this process's webhook server allowed a create or update whose
+object is exactly what the watch then shows, the recorder names that request's user
+(``alice (admission request)``). Otherwise (another replica answered the request, the
+webhooks are off) it names the field manager of the object's most recent ``managedFields``
+entry and its operation (``kubectl (Apply)``); for a deletion it says that it does not know
+(the webhooks are not called on deletes).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ DATA_KEY = "revision.json"
 RETENTION = 500
 UNKNOWN_DELETER = "unknown (a watch does not say who deleted)"
 UNKNOWN_WHILE_DOWN = "unknown (changed while no controller was recording)"
+NOTES_PER_OBJECT = 8  # admission requests remembered per object until the watch shows them
 
 
 def _utc_now() -> datetime:
@@ -112,6 +116,8 @@ class PolicyRecorder:
     latest_rev: dict[ObjectKey, int] = field(default_factory=dict)
     kept: dict[int, ObjectKey] = field(default_factory=dict)  # revisions in the cluster
     unwritten: list[Revision] = field(default_factory=list)
+    # Users of recent admission requests per object: (the normalized object asked for, user).
+    authors: dict[ObjectKey, list[tuple[Manifest | None, str]]] = field(default_factory=dict)
     next_rev: int = 1
     started: bool = False
 
@@ -138,7 +144,41 @@ class PolicyRecorder:
         else:
             self._observe(_key(obj), obj, who_changed(obj))
 
+    def note_request(self, review: dict[str, Any]) -> None:
+        """An allowed AdmissionRequest for a Kueue object: who asked for this exact object."""
+        obj = review.get("object") or {}
+        user = str((review.get("userInfo") or {}).get("username") or "")
+        if not user or review.get("operation") not in ("CREATE", "UPDATE"):
+            return
+        if not policy_history.is_policy(str(obj.get("kind", ""))):
+            return
+        asked = policy_history.normalize(obj)
+        assert asked is not None
+        if review.get("namespace"):  # a create may leave the namespace to the request
+            asked["metadata"]["namespace"] = str(review["namespace"])
+        key = (
+            str(obj.get("kind")),
+            str(review.get("namespace") or ""),
+            str(asked["metadata"].get("name", "")),
+        )
+        notes = self.authors.setdefault(key, [])
+        notes.append((asked, user))
+        del notes[:-NOTES_PER_OBJECT]
+
+    def _requested_by(self, key: ObjectKey, obj: Manifest) -> str | None:
+        """The user of the admission request for exactly ``obj``, if this process saw it."""
+        notes = self.authors.get(key) or []
+        wanted = policy_history.normalize(obj)
+        for index in range(len(notes) - 1, -1, -1):
+            if notes[index][0] == wanted:
+                user = notes[index][1]
+                del notes[: index + 1]  # older requests were overtaken by this one
+                return f"{user} (admission request)"
+        return None
+
     def _observe(self, key: ObjectKey, obj: Manifest | None, who: str) -> None:
+        if obj is not None:
+            who = self._requested_by(key, obj) or who
         before = self.last.get(key)
         at = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
         # The recorded `before` is the last recorded state (normalized), not the event's.

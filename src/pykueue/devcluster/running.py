@@ -94,7 +94,8 @@ class LocalPykueue:
                 return False
             return True
 
-        server = webhooks.WebhookServer(config, store, exists, rotate=False)
+        on_review = manager.policy.note_request if manager.policy is not None else None
+        server = webhooks.WebhookServer(config, store, exists, rotate=False, on_review=on_review)
         await server.start()
         assert server.certificates is not None
         client = crd.WebhookClientConfig(
