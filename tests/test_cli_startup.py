@@ -50,6 +50,7 @@ def _loaded_for(*argv: str) -> list[str]:
         ("submit", "--queue", "main", "--", "true"),
         ("logs", "x"),
         ("token", "list"),
+        ("policy", "history"),
     ],
 )
 def test_client_commands_do_not_load_the_server_stack(argv: tuple[str, ...]) -> None:
@@ -87,7 +88,16 @@ def test_the_version_is_printed_without_loading_typer(argv: tuple[str, ...]) -> 
 
 
 @pytest.mark.parametrize(
-    "argv", [("get", "jobs"), ("describe", "workload", "x"), ("logs", "x"), ("get", "--help")]
+    "argv",
+    [
+        ("get", "jobs"),
+        ("describe", "workload", "x"),
+        ("logs", "x"),
+        ("get", "--help"),
+        ("policy", "history"),
+        ("policy", "show", "3"),
+        ("policy", "rollback", "3"),
+    ],
 )
 def test_read_only_commands_load_neither_typer_nor_yaml(argv: tuple[str, ...]) -> None:
     # No server answers at this address; what the command imports on its way is the point here.

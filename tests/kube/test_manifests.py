@@ -220,6 +220,7 @@ CAN = [
     ("patch", "customresourcedefinitions/clusterqueues.kueue.x-k8s.io", ""),
     ("update", f"secrets/{deploy.SECRET}", "OWN"),
     ("create", "leases.coordination.k8s.io", "OWN"),
+    ("delete", "configmaps", "OWN"),  # policy history: a ConfigMap per revision
     # The visibility API: its APIServices' CA bundle, the API server's front-proxy settings.
     ("patch", "apiservices.apiregistration.k8s.io/v1beta2.visibility.kueue.x-k8s.io", ""),
     ("get", "configmaps/extension-apiserver-authentication", "kube-system"),
@@ -235,6 +236,8 @@ CANNOT = [
     ("update", "mutatingwebhookconfigurations/someone-elses", ""),
     ("update", "customresourcedefinitions/widgets.example.com", ""),
     ("create", "leases.coordination.k8s.io", "default"),
+    ("create", "configmaps", "default"),
+    ("update", "configmaps", "OWN"),  # a revision is never rewritten
     ("update", "nodes", ""),
     ("patch", "apiservices.apiregistration.k8s.io/v1.apps", ""),
     ("get", "configmaps/some-other", "kube-system"),

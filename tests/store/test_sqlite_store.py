@@ -155,6 +155,8 @@ def test_a_writer_killed_mid_transaction_leaves_nothing_half_written(
         items, version = await fresh.list("LocalQueue")
         assert [i["metadata"]["name"] for i in items] == ["before"]
         assert version == items[0]["metadata"]["resourceVersion"]
+        # LocalQueues are policy: their revisions went with the transaction, none is left over.
+        assert [(r.rev, r.name) for r in fresh.policy_revisions()] == [(1, "before")]
         # The killed writer's lock is gone: a new write commits at the next version.
         created = await fresh.create(queue("after"))
         assert int(created["metadata"]["resourceVersion"]) == int(version) + 1

@@ -105,6 +105,8 @@ class Operations:
     authorize_visibility: bool = True
     min_pass_seconds: float = 0.1
     max_admissions_ahead: int = 64
+    # Policy history: revisions as ConfigMaps in the lease namespace (docs/governance.md).
+    policy_history: bool = True
 
 
 def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> webhooks.LocalQueueLookup:
@@ -133,6 +135,7 @@ async def start_local_webhooks(
     convert: bool = True,
     jobs: Jobs | None = None,
     visibility: visibility_api.Source | None = None,
+    on_review: webhooks.ReviewListener | None = None,
 ) -> webhooks.WebhookServer:
     """The webhook server for a controller outside the cluster, registered by URL.
 
@@ -162,7 +165,7 @@ async def start_local_webhooks(
         frameworks=frameworks,
         manage_jobs_without_queue_name=jobs.settings.manage_jobs_without_queue_name,
     )
-    server = webhooks.WebhookServer(config, store, queues, visibility=visibility)
+    server = webhooks.WebhookServer(config, store, queues, visibility=visibility, on_review=on_review)
     await server.start()
     assert server.certificates is not None
     bracketed = f"[{host}]" if ":" in host else host
@@ -282,6 +285,7 @@ async def _run_controller(
         on_pass=registry.observe_pass,
         events=EventRecorder(writer),
         multikueue_settings=jobs.multikueue,
+        policy_history_namespace=ops.lease_namespace if ops.policy_history else "",
     )
     estimates = estimating.StartEstimates(manager.admission, job_by_uid=manager.jobs.job_by_uid)
     annotations = estimate_annotations.AnnotationWriter(writer, manager.admission.cache.get)
@@ -292,11 +296,13 @@ async def _run_controller(
         authorizer=visibility_api.subject_access_reviewer(store.request),
         estimated=estimates.estimated_start,
     )
+    # The policy history takes the user of a change from the webhook's request when it saw it.
+    on_review = manager.policy.note_request if manager.policy is not None else None
     server: webhooks.WebhookServer | None = None
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
         server = webhooks.WebhookServer(
-            webhook_config, store, cached_queues(manager, store), visibility=source
+            webhook_config, store, cached_queues(manager, store), visibility=source, on_review=on_review
         )
         await _until_reachable(server.start, stop, "start the webhook server")
         if stop.is_set():
@@ -309,7 +315,14 @@ async def _run_controller(
         async def start_local() -> None:
             nonlocal server
             server = await start_local_webhooks(
-                store, queues, host, port, ops.lease_namespace, jobs=jobs, visibility=source
+                store,
+                queues,
+                host,
+                port,
+                ops.lease_namespace,
+                jobs=jobs,
+                visibility=source,
+                on_review=on_review,
             )
 
         await _until_reachable(start_local, stop, "register the local webhooks")
@@ -399,6 +412,12 @@ def controller(
         help="Within a pass, a queue's heads take back its freed nominal quota before others borrow it "
         "(docs/semantics.md); --upstream-cycle runs upstream's cycle unchanged.",
     ),
+    policy_history: bool = typer.Option(
+        True,
+        "--policy-history/--no-policy-history",
+        help="Record every change of flavors, queues, cohorts and priority classes as ConfigMaps "
+        "in the lease namespace (pykueue policy history).",
+    ),
     leader_elect: bool = typer.Option(
         False, "--leader-elect", help="Write only while holding the Lease (run several replicas)."
     ),
@@ -451,6 +470,7 @@ def controller(
             metrics_host=metrics_host,
             min_pass_seconds=min_pass,
             max_admissions_ahead=max_ahead,
+            policy_history=policy_history,
         )
         if local_webhooks and serve_webhooks:
             raise PykueueError(

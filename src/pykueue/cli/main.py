@@ -6,8 +6,8 @@ second or more to import, and `pykueue get jobs` needs none of them. Help, an
 unknown command and shell completion import them all, so every command is
 listed. Adding a command means one line in `COMMANDS`.
 
-`pykueue version`, `--version` and the read-only commands (`get`, `describe`,
-`logs`, cli/queries.py) do not even import typer, which brings click and pydantic.
+`pykueue version`, `--version`, the read-only commands (`get`, `describe`,
+`logs`, cli/queries.py) and `policy` (cli/policy_command.py) do not even import typer, which brings click and pydantic.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "get": "queries",
     "describe": "queries",
     "logs": "queries",
+    "policy": "policy_command",
     "stop": "standalone_commands",
     "resume": "standalone_commands",
     "token": "standalone_commands",
@@ -49,6 +50,7 @@ COMMANDS: dict[str, str] = {
 COMPLETION_VARIABLE = "_PYKUEUE_COMPLETE"
 # Read-only client commands run without typer at all (cli/queries.py says why).
 QUICK = frozenset({"get", "describe", "logs"})
+QUICK_GROUPS = frozenset({"policy"})  # argparse groups of their own (cli/policy_command.py)
 
 
 VERSION_ARGV = (["version"], ["--version"])
@@ -122,6 +124,10 @@ def main() -> None:
             from pykueue.cli import queries
 
             sys.exit(queries.main(argv))
+        if argv and argv[0] in QUICK_GROUPS:
+            from pykueue.cli import policy_command
+
+            sys.exit(policy_command.main(argv))
     sys.exit(build_app(argv)())
 
 

@@ -13,6 +13,7 @@
                     4. provisioning.reconcile() ProvisioningRequests per attempt, check states written
                     5. ungater.reconcile()     gated pods of TAS workloads sent to their domains
                     6. node_failures.reconcile() failed nodes into TAS Workloads' unhealthyNodes
+                    7. policy.flush()          policy revisions seen on the watches, as ConfigMaps
 
 The status writes of steps 1 and 2 travel in the background: a pass decides and
 starts them, and the next pass can run while they are on the wire (one write per
@@ -47,6 +48,7 @@ from pykueue.controllers.events import EventRecorder, record_decisions
 from pykueue.controllers.job_reconciler import JobReconciler
 from pykueue.controllers.node_failures import NodeFailures
 from pykueue.controllers.pod_groups import PodGroupReconciler
+from pykueue.controllers.policy_recorder import PolicyRecorder
 from pykueue.controllers.provisioning import ProvisioningController
 from pykueue.controllers.queue_status import QueueStatusWriter
 from pykueue.controllers.topology_ungater import TopologyUngater
@@ -122,6 +124,10 @@ class KubeManager:
     on_pass: Callable[[State], None] | None = None
     # Kubernetes Events for the engine's decisions and the jobs' changes (Kubernetes mode).
     events: EventRecorder | None = None
+    # Policy history (Kubernetes mode): revisions kept as ConfigMaps in this namespace; "": off.
+    policy_history_namespace: str = ""
+    policy: PolicyRecorder | None = field(init=False, default=None)
+    _policy_problem: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
         self.admission = self.admission_controller()
@@ -151,6 +157,8 @@ class KubeManager:
         self.ungater = self.topology_ungater()
         if self.ungater is not None:
             self.node_failures = NodeFailures(self.store, self.admission.cache, self.clock)
+        if self.policy_history_namespace:
+            self.policy = PolicyRecorder(self.store, self.policy_history_namespace, self.clock)
         if self.multikueue_settings is not None:
             self.multikueue_checks = multikueue.MultiKueueController(
                 self.store,
@@ -218,6 +226,8 @@ class KubeManager:
             self.ungater.handle(event)
         if self.node_failures is not None and kind in self.node_failures.kinds():
             self.node_failures.handle(event)
+        if self.policy is not None:
+            self.policy.handle(event)
 
     # --------------------------------------------------------------------- pass
 
@@ -246,7 +256,22 @@ class KubeManager:
             writes += await self.ungater.reconcile()
         if self.node_failures is not None:
             writes += await self.node_failures.reconcile()
+        if self.policy is not None:
+            writes += await self._record_policy()
         return writes
+
+    async def _record_policy(self) -> int:
+        assert self.policy is not None
+        if not self.policy.started:
+            # Its first list failed (the namespace or the permission missing): try again.
+            try:
+                await self.policy.start(self.admission.cache.values())
+            except PykueueError as exc:
+                if str(exc) != self._policy_problem:  # said once, not every pass
+                    log.warning("policy history not recording yet: %s", exc)
+                    self._policy_problem = str(exc)
+                return 0
+        return await self.policy.flush()
 
     def _reapply_reclaimable(self, previous: Manifest, current: Manifest) -> None:
         # The admission controller skips a Workload change that touches only its status, but
@@ -284,6 +309,13 @@ class KubeManager:
             for key, obj in self.admission.cache.items():
                 if key.kind == "Node":
                     self.node_failures.handle(WatchEvent("ADDED", obj, resource_version(obj)))
+        if self.policy is not None:
+            # Before the first watch event: what changed while nobody recorded is compared now.
+            try:
+                await self.policy.start(self.admission.cache.values())
+            except PykueueError as exc:
+                log.warning("policy history not recording yet: %s", exc)
+                self._policy_problem = str(exc)
         versions = dict(self.admission.versions)
         versions.update({k: v for k, v in job_versions.items() if k not in versions})
         if not self.provisioning_checks:

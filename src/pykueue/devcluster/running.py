@@ -46,6 +46,8 @@ class LocalPykueue:
     webhook_port: int = 0
     # As a MultiKueue manager (`pykueue.controllers.multikueue`); None answers no such check.
     multikueue: multikueue.Settings | None = None
+    # Where policy revisions are kept (ConfigMaps); "": not recorded.
+    policy_history_namespace: str = ""
 
     async def run(self, stop: asyncio.Event, ready: asyncio.Event) -> None:
         """Serve until ``stop`` is set; ``ready`` once the controller has synced."""
@@ -58,6 +60,7 @@ class LocalPykueue:
             settings=self.settings,
             events=EventRecorder(store),  # as `pykueue controller` writes them
             multikueue_settings=self.multikueue,
+            policy_history_namespace=self.policy_history_namespace,
         )
         server = await self._start_webhooks(store, self.manager) if self.webhook_namespace else None
         try:
@@ -91,7 +94,8 @@ class LocalPykueue:
                 return False
             return True
 
-        server = webhooks.WebhookServer(config, store, exists, rotate=False)
+        on_review = manager.policy.note_request if manager.policy is not None else None
+        server = webhooks.WebhookServer(config, store, exists, rotate=False, on_review=on_review)
         await server.start()
         assert server.certificates is not None
         client = crd.WebhookClientConfig(

@@ -137,6 +137,21 @@ def starts(snap: Snapshot, model: Model, which: str, targets: set[str], end: int
     return _Run(restore(snap), model, which, targets, end).play()
 
 
+@dataclass(frozen=True, slots=True)
+class Outcomes:
+    """What one forward run did: first admissions of the pending and first preemptions."""
+
+    admitted: dict[str, int]  # pending workload key -> when it was first admitted
+    preempted: dict[str, int]  # workload key -> when it was first preempted
+
+
+def outcomes(state: State, model: Model, end: int) -> Outcomes:
+    """Play ``state`` (a private one, from `restore`) forward to ``end`` at expected running times."""
+    run = _Run(state, model, "expected", set(pending_keys(state)), end)
+    admitted = run.play()
+    return Outcomes(admitted, dict(run.preempted))
+
+
 def restore(snap: Snapshot) -> State:
     """A private state for one forward run, built from ``snap`` (which stays as it was)."""
     state = State(config=snap.config)
@@ -225,6 +240,7 @@ class _Run:
         self.waiting = {key for key in targets if key in state.workloads}
         self.end = end
         self.started: dict[str, int] = {}
+        self.preempted: dict[str, int] = {}  # workload key -> its first preemption in this run
         # Why each target started when it did: the basis of the running time of the
         # workload whose end let it in (or FITS_NOW).
         self.because: dict[str, str] = {}
@@ -288,6 +304,7 @@ class _Run:
             result = scheduler.run_cycle(state)
             for key in result.preempted:
                 self.epoch[key] = self.epoch.get(key, 0) + 1
+                self.preempted.setdefault(key, now)
             for key in result.admitted:
                 wl = state.workloads[key]
                 if key in self.waiting:

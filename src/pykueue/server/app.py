@@ -9,6 +9,9 @@
     GET    /api/v1/describe/workload/{namespace}/{name}            why it waits, its position
     GET    /api/v1/logs/{namespace}/{name}                         a job's pod logs
     POST   /api/v1/{stop|resume}  {"kind": "workload"|"clusterqueue", "namespace", "name"}
+    GET    /api/v1/policy/history?kind=K&name=N&limit=L            recorded policy changes (policy)
+    GET    /api/v1/policy/revisions/{rev}                          one, with its diff
+    POST   /api/v1/policy/rollback  {"revision": N, "apply": bool} what-if; apply: admins only
     GET    /api/v1/dashboard                                       the dashboard's document (dashboard_data)
     GET    /dashboard, /dashboard/static/{file}                    the dashboard's page (no data, no identity)
     GET    /api/v1/identities                                      admins only
@@ -39,7 +42,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pykueue.api import defaults, manifests
+from pykueue.api import defaults, manifests, policy_history
 from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.accounts import AccountError
 from pykueue.controllers.estimating import StartEstimates
@@ -47,10 +50,11 @@ from pykueue.controllers.executor import LocalExecutor, log_folder
 from pykueue.controllers.node import Node
 from pykueue.controllers.standalone import StandaloneManager
 from pykueue.controllers.workloads import StandaloneAdmission
+from pykueue.engine import runtimes
 from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, ParseError, ValidationError
-from pykueue.server import applying, auth, dashboard, dashboard_data, inputs, owners, views
+from pykueue.server import applying, auth, dashboard, dashboard_data, inputs, owners, policy, views
 from pykueue.server.peer import PEER_STATE_KEY, Peer
-from pykueue.store.base import Key, Manifest
+from pykueue.store.base import Key, Manifest, authored_by
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +234,8 @@ def create_app(ctx: ServerContext) -> FastAPI:
         why = auth.write_refusal(identity, stored)
         if why:
             raise ApiError(403, why)
-        await ctx.store.delete(kind, ns, name)
+        with authored_by(auth.author(identity)):
+            await ctx.store.delete(kind, ns, name)
         return {"deleted": str(Key(kind, ns, name))}
 
     @app.post("/api/v1/apply")
@@ -329,7 +334,8 @@ def create_app(ctx: ServerContext) -> FastAPI:
         cq = await ctx.store.get("ClusterQueue", "", body.name)
         updated = copy.deepcopy(cq)
         updated["spec"]["stopPolicy"] = "None" if active else "Hold"
-        await ctx.store.update(updated)
+        with authored_by(auth.author(identity)):
+            await ctx.store.update(updated)
         return {"clusterQueue": body.name, "stopPolicy": updated["spec"]["stopPolicy"]}
 
     @app.post("/api/v1/stop")
@@ -394,6 +400,35 @@ def create_app(ctx: ServerContext) -> FastAPI:
         name = inputs.name_of(name)
         await ctx.store.delete(auth.IDENTITY_KIND, "", name)
         return {"deleted": str(Key(auth.IDENTITY_KIND, "", name))}
+
+    @app.get("/api/v1/policy/history")
+    async def policy_history_rows(
+        request: Request, kind: str | None = None, name: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        await caller(request)  # policy objects are readable by every identity, as their manifests are
+        if kind is not None:
+            kind = inputs.kind_of(kind, set(policy_history.POLICY_KINDS))
+        if name is not None:
+            name = inputs.name_of(name)
+        if limit is not None and limit < 1:
+            raise ApiError(422, "limit must be 1 or more", ["query.limit: at least 1"])
+        return policy.history(ctx.store, kind, name, limit)
+
+    @app.get("/api/v1/policy/revisions/{rev}")
+    async def policy_revision(request: Request, rev: int) -> dict[str, Any]:
+        await caller(request)
+        return policy.show(ctx.store, rev)
+
+    @app.post("/api/v1/policy/rollback")
+    async def policy_rollback(request: Request) -> dict[str, Any]:
+        identity = await caller(request)
+        body = await inputs.read_body(request, inputs.RollbackRequest)
+        if body.apply:
+            need_admin(identity, "change policies")
+        model = ctx.estimates.model if ctx.estimates is not None else runtimes.Model()
+        return await policy.rollback(
+            ctx.store, ctx.admission.state, model, identity, body.revision, body.apply
+        )
 
     async def dashboard_document(request: Request) -> dict[str, Any]:
         identity = await caller(request)

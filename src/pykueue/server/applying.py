@@ -32,7 +32,7 @@ from pykueue.controllers.accounts import AccountError
 from pykueue.errors import FieldProblem, InputError, NotFound, ParseError, ValidationError
 from pykueue.server import auth, owners
 from pykueue.server.inputs import MAX_OBJECT_BYTES, object_size
-from pykueue.store.base import Key, Manifest
+from pykueue.store.base import Key, Manifest, authored_by
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -317,15 +317,23 @@ async def own(documents: list[Document], identity: auth.Identity, owning: owners
 
 
 async def apply(
-    store: Any, identity: auth.Identity, files: Sequence[tuple[str, str]], owning: owners.Owners
+    store: Any,
+    identity: auth.Identity,
+    files: Sequence[tuple[str, str]],
+    owning: owners.Owners,
+    author: str | None = None,
 ) -> ApplyResult:
-    """The whole pipeline; raises InputError (400/413/422) or Refused (403) with every problem."""
+    """The whole pipeline; raises InputError (400/413/422) or Refused (403) with every problem.
+
+    ``author`` is whom policy history records the changes as made by (default: the identity).
+    """
     documents = validate(decode(files))
     authorize(identity, documents)
     await check_priorities(store, identity, documents)
     await check_references(store, documents)
     await own(documents, identity, owning)
-    return await store_all(store, documents)
+    with authored_by(author or auth.author(identity)):
+        return await store_all(store, documents)
 
 
 __all__ = ["ApplyResult", "InputError", "Refused", "TooLarge", "apply"]

@@ -102,6 +102,11 @@ def identity_manifest(identity: Identity, token: str) -> Manifest:
     }
 
 
+def author(identity: Identity) -> str:
+    """Who a change is recorded as made by: the identity, and the Unix uid the kernel vouched for."""
+    return identity.name if identity.uid is None else f"{identity.name} (uid {identity.uid})"
+
+
 def local_admin(uid: int) -> Identity:
     """Root, or the server's own user, on the socket (and the server applying its own config)."""
     user = accounts.by_uid(uid)

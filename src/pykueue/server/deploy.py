@@ -22,6 +22,7 @@ Least privilege, rule by rule (nothing with ``*``):
 | our two webhook configurations (by name) | get update patch | publish the CA bundle |
 | our CRDs (by name) | get update patch | the conversion webhook's CA bundle |
 | leases in our namespace | get list watch create update patch | leader election |
+| configmaps in our namespace | get list watch create delete | policy history: one ConfigMap per revision |
 | tokenreviews, subjectaccessreviews | create | who may read the visibility API |
 | the visibility APIServices (by name) | get update patch | publish the CA bundle |
 | ConfigMap ``kube-system/extension-apiserver-authentication`` (the built-in Role ``extension-apiserver-authentication-reader``, bound in ``kube-system``) | get list watch | trust the API server's front proxy (visibility API) |
@@ -238,6 +239,7 @@ def namespace_role(config: DeployConfig) -> Doc:
         "metadata": _meta("pykueue-leader-election-and-certs", config.namespace),
         "rules": [
             _rule(["coordination.k8s.io"], ["leases"], [*_READ, "create", "update", "patch"]),
+            _rule([""], ["configmaps"], [*_READ, "create", "delete"]),
             _rule([""], ["secrets"], ["get", "update", "patch"], [SECRET]),
         ],
     }

@@ -67,6 +67,13 @@ class ApplyRequest(_Body):
     files: Annotated[list[ManifestFile], Field(min_length=1, max_length=10_000)]
 
 
+class RollbackRequest(_Body):
+    """``POST /api/v1/policy/rollback``: the policies as they were at a revision (admins to apply)."""
+
+    revision: Annotated[int, Field(ge=0)]
+    apply: bool = False
+
+
 class ActivationRequest(_Body):
     """``POST /api/v1/stop`` and ``/resume``."""
 

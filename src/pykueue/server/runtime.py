@@ -321,7 +321,8 @@ async def _apply_files(
         files = [(str(p), p.read_text(encoding="utf-8")) for p in paths]
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read a manifest of the config: {exc}") from None
-    result = await applying.apply(store, admin, files, owning)
+    author = f"{auth.author(admin)}, from the server's config"
+    result = await applying.apply(store, admin, files, owning, author=author)
     for action in result.actions:
         where = f"{action['namespace']}/" if action["namespace"] else ""
         console.record(
@@ -412,7 +413,13 @@ async def _main(options: Options, config: Config) -> None:
     if config.manifests:
         await _apply_files(store, itself, config.manifests, console, owning)
     elif not (await store.list("ClusterQueue"))[0]:
-        await applying.apply(store, itself, [("default-queues", default_queues(node))], owning)
+        await applying.apply(
+            store,
+            itself,
+            [("default-queues", default_queues(node))],
+            owning,
+            author=f"{auth.author(itself)}, the server's default queues",
+        )
         console.record("apply", "created ClusterQueue main and LocalQueue default/main sized to this machine")
     manager = StandaloneManager(store, config=config.engine, resync_seconds=0.5)
     admission = manager.admission

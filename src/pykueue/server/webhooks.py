@@ -333,7 +333,17 @@ def validate_kueue_object(request: Doc, config: WebhookConfig) -> Doc:
 # --- the app ---------------------------------------------------------------------------------
 
 
-def create_app(config: WebhookConfig, queues: LocalQueueLookup | None, ready: Callable[[], bool]) -> FastAPI:
+# Told of every allowed create or update of a Kueue object, with its AdmissionRequest (the
+# policy history takes the user from it: a watch does not carry one).
+ReviewListener = Callable[[Doc], None]
+
+
+def create_app(
+    config: WebhookConfig,
+    queues: LocalQueueLookup | None,
+    ready: Callable[[], bool],
+    on_review: ReviewListener | None = None,
+) -> FastAPI:
     """The ASGI app; `ready` says whether /readyz may answer ok."""
     app = FastAPI(title="pykueue webhooks", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -378,7 +388,10 @@ def create_app(config: WebhookConfig, queues: LocalQueueLookup | None, ready: Ca
             review = await review_of(request)
         except ValueError as exc:
             return bad_request(exc)
-        return admission_review(validate_kueue_object(review, config))
+        answer = validate_kueue_object(review, config)
+        if on_review is not None and answer.get("allowed"):
+            on_review(review)
+        return admission_review(answer)
 
     @app.post(CONVERT_PATH)
     async def convert(request: Request) -> Any:
@@ -440,6 +453,7 @@ class WebhookServer:
         *,
         rotate: bool = True,
         visibility: visibility_api.Source | None = None,
+        on_review: ReviewListener | None = None,
     ) -> None:
         self.config = config
         self.kube = kube
@@ -449,7 +463,7 @@ class WebhookServer:
         self.ssl_context.minimum_version = ssl.TLSVersion.TLSv1_2
         self.certificates: certs.Certificates | None = None
         self.rotator = certs.Rotator(kube, config.certs, self._use)
-        self.app = create_app(config, self.queues, lambda: self.certificates is not None)
+        self.app = create_app(config, self.queues, lambda: self.certificates is not None, on_review)
         self.visibility = visibility
         self.front_proxy: front_proxy.RequestHeaderConfig | None = None
         if visibility is not None:

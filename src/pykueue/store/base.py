@@ -14,8 +14,9 @@ user's edit of the spec, and the other way round.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -27,6 +28,22 @@ EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 # writes (the Workload status write queue, from (1, ...) on) sets it around its call.
 # Unranked requests rank (0,), first: a job's Finished, say, gives quota back.
 request_rank: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("request_rank", default=(0,))
+
+# Who the writes made in this context are made for: a store that keeps policy history
+# (sqlite) records it with every change of a policy object. The server sets it to the
+# authenticated caller around a request's writes; anything else writes as the system.
+SYSTEM_AUTHOR = "system:pykueue"
+change_author: contextvars.ContextVar[str] = contextvars.ContextVar("change_author", default=SYSTEM_AUTHOR)
+
+
+@contextlib.contextmanager
+def authored_by(who: str) -> Iterator[None]:
+    """Writes inside are recorded as made by ``who``."""
+    token = change_author.set(who)
+    try:
+        yield
+    finally:
+        change_author.reset(token)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,8 @@
     counter(version)                        one row: the global resourceVersion, as etcd's revision
     objects(kind, namespace, name, ...)     the current manifest of every object, as JSON
     changes(version, kind, type, body)      every write, in version order: the watch log
+    policy_revisions(rev, at, who, ...)     every change of a policy object (api.policy_history),
+                                            never trimmed: `pykueue policy history`
 
 Every write is one SQLite transaction (``BEGIN IMMEDIATE``): read the stored
 row, check the caller's resourceVersion, bump the counter, write the row and
@@ -27,6 +29,7 @@ reads, so a reader never sees another coroutine's uncommitted transaction.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import contextvars
 import json
@@ -37,8 +40,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pykueue.api import policy_history
 from pykueue.errors import AlreadyExists, Conflict, NotFound, Unavailable
-from pykueue.store.base import EventType, Key, Manifest, WatchEvent, resource_version
+from pykueue.store.base import EventType, Key, Manifest, WatchEvent, change_author, resource_version
 from pykueue.store.memory import NAMESPACED
 
 SCHEMA = """
@@ -53,6 +57,12 @@ CREATE TABLE IF NOT EXISTS changes (
     version INTEGER PRIMARY KEY, kind TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS changes_by_kind ON changes (kind, version);
+CREATE TABLE IF NOT EXISTS policy_revisions (
+    rev INTEGER PRIMARY KEY, at TEXT NOT NULL, who TEXT NOT NULL,
+    kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    operation TEXT NOT NULL, before TEXT, after TEXT
+);
+CREATE INDEX IF NOT EXISTS policy_revisions_by_object ON policy_revisions (kind, name, rev);
 """
 BUSY_TIMEOUT_MS = 10_000
 POLL_SECONDS = 0.05
@@ -256,6 +266,7 @@ class SQLiteStore:
                 raise NotFound(f"{key} not found")
             version = self._bump()
             obj = json.loads(row)
+            self._record_policy(key, obj, None)
             obj["metadata"]["resourceVersion"] = str(version)
             self._writer.execute(
                 "DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?",
@@ -290,6 +301,9 @@ class SQLiteStore:
         return int(self._writer.execute("SELECT version FROM counter").fetchone()[0])
 
     def _put(self, key: Key, stored: Manifest, event: EventType) -> Manifest:
+        if policy_history.is_policy(key.kind):
+            previous = self._row(key)
+            self._record_policy(key, None if previous is None else json.loads(previous), stored)
         version = self._bump()
         stored["metadata"]["resourceVersion"] = str(version)
         body = json.dumps(stored, separators=(",", ":"))
@@ -299,6 +313,33 @@ class SQLiteStore:
         )
         self._log(version, key.kind, event, body)
         return json.loads(body)  # type: ignore[no-any-return]
+
+    def _record_policy(self, key: Key, before: Manifest | None, after: Manifest | None) -> None:
+        """A revision for a change of a policy object, in the write's own transaction.
+
+        Recorded here, under every write path, so that no change of a policy object is
+        ever stored without its revision, nor a revision without its change.
+        """
+        if not policy_history.is_policy(key.kind):
+            return
+        at = self._now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        found = policy_history.revision(0, at, change_author.get(), before, after)
+        if found is None:
+            return  # status, bookkeeping or an identical apply: not a policy change
+        self._writer.execute(
+            "INSERT INTO policy_revisions (at, who, kind, namespace, name, operation, before, after)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                found.at,
+                found.who,
+                found.kind,
+                found.namespace,
+                found.name,
+                found.operation,
+                None if found.before is None else json.dumps(found.before, sort_keys=True),
+                None if found.after is None else json.dumps(found.after, sort_keys=True),
+            ),
+        )
 
     def _log(self, version: int, kind: str, event: str, body: str) -> None:
         self._writer.execute(
@@ -349,6 +390,54 @@ class SQLiteStore:
 
     def version(self) -> str:
         return str(self._reader.execute("SELECT version FROM counter").fetchone()[0])
+
+    def policy_revisions(
+        self, kind: str | None = None, name: str | None = None, limit: int | None = None, after: int = 0
+    ) -> builtins.list[policy_history.Revision]:
+        """Recorded policy changes, oldest first: all after ``after``, or the last ``limit``."""
+        where: builtins.list[str] = ["rev > ?"]
+        args: builtins.list[object] = [after]
+        if kind:
+            where.append("kind = ?")
+            args.append(kind)
+        if name:
+            where.append("name = ?")
+            args.append(name)
+        query = (
+            f"SELECT {_REVISION_COLUMNS} FROM policy_revisions WHERE {' AND '.join(where)} ORDER BY rev DESC"
+        )
+        if limit is not None:
+            query += f" LIMIT {int(limit)}"
+        rows = self._read_conn().execute(query, args).fetchall()
+        return [_revision(row) for row in reversed(rows)]
+
+    def policy_revision(self, rev: int) -> policy_history.Revision:
+        row = (
+            self._read_conn()
+            .execute(f"SELECT {_REVISION_COLUMNS} FROM policy_revisions WHERE rev = ?", (rev,))
+            .fetchone()
+        )
+        if row is None:
+            raise NotFound(f"policy revision {rev} not found")
+        return _revision(row)
+
+
+_REVISION_COLUMNS = "rev, at, who, kind, namespace, name, operation, before, after"
+
+
+def _revision(row: tuple[Any, ...]) -> policy_history.Revision:
+    rev, at, who, kind, namespace, name, op, before, after = row
+    return policy_history.Revision(
+        rev=int(rev),
+        at=str(at),
+        who=str(who),
+        kind=str(kind),
+        namespace=str(namespace),
+        name=str(name),
+        operation=op,
+        before=None if before is None else json.loads(before),
+        after=None if after is None else json.loads(after),
+    )
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:

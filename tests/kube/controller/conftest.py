@@ -96,8 +96,10 @@ class ControllerThread:
         frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
         settings: jobframework.Settings | None = None,
         multikueue: multikueue.Settings | None = None,
+        policy_history_namespace: str = "",
     ) -> None:
         self.frameworks = frameworks
+        self.policy_history_namespace = policy_history_namespace
         self.multikueue = multikueue
         self.settings = settings or jobframework.Settings()
         # A kubeconfig file, or credentials made by the test (e.g. a service account's token).
@@ -151,6 +153,7 @@ class ControllerThread:
             frameworks=self.frameworks,
             settings=self.settings,
             multikueue=self.multikueue,
+            policy_history_namespace=self.policy_history_namespace,
         )
         ready = asyncio.Event()
         waiter = asyncio.ensure_future(ready.wait())
