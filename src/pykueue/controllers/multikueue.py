@@ -22,8 +22,9 @@ answer) is simply made again on the next poll:
                    copies of finished, evicted or deleted Workloads, a lost worker's copies once
                    it is back, and copies no Workload of the manager knows (orphans)
 
-The manager's job carries ``spec.managedBy: kueue.x-k8s.io/multikueue``, so its own
-cluster's job controller never runs it; a job without it is rejected by the check.
+The manager's job says ``kueue.x-k8s.io/multikueue`` in its managed-by field (``spec.managedBy``,
+a Kubeflow job's ``spec.runPolicy.managedBy``), so its own cluster's job controller never
+runs it; a job without it is rejected by the check.
 Which job kinds can be dispatched is `jobframework.MultiKueueAdapter`'s business.
 """
 
@@ -345,7 +346,7 @@ class MultiKueueController:
             if state == "Pending" and (workload.get("status") or {}).get("admission"):
                 kind = owner[0].kind
                 reason = (
-                    f"{kind} {key.namespace}/{job['metadata']['name']}: spec.managedBy must be "
+                    f"{kind} {key.namespace}/{job['metadata']['name']}: {adapter.managed_by_field} must be "
                     f"{jobframework.MULTIKUEUE_MANAGED_BY!r} for MultiKueue to dispatch it"
                     if adapter is not None
                     else f"MultiKueue cannot dispatch the kind {kind}"
