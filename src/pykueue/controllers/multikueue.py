@@ -373,7 +373,12 @@ class MultiKueueController:
         remote: Mapping[str, Remote],
     ) -> None:
         key = Key.of(workload)
-        found = winner({name: seen.workloads.get(key) for name, seen in remote.items()}, order)
+        # Only a nominated worker may win (the Workload rules refuse any other clusterName); a
+        # copy on a worker nominated no more waits until the nomination names it again.
+        nominated = set((workload.get("status") or {}).get("nominatedClusterNames") or [])
+        found = winner(
+            {name: seen.workloads.get(key) for name, seen in remote.items() if name in nominated}, order
+        )
         if found is not None:
             await self._set_check(
                 workload, entry, "Ready", f'The workload got reservation on "{found}"', found
@@ -384,9 +389,27 @@ class MultiKueueController:
         )
         waited = self.clock() - reserved_at if reserved_at is not None else timedelta(0)
         targets = eligible(self.settings.dispatcher, order, set(remote), workload, waited)
+        if self.settings.dispatcher != "External" and not await self._nominate(workload, targets):
+            return  # copies follow once the nomination is written: a winner must have been nominated
         for cluster in targets:
             if key not in remote[cluster].jobs:
                 await self._create_copy(cluster, key, job, adapter)
+
+    async def _nominate(self, workload: Manifest, targets: Sequence[str]) -> bool:
+        """Name the workers that get a copy in ``status.nominatedClusterNames`` (as upstream's
+        dispatchers do; the Workload rules let only a nominated worker become ``clusterName``).
+        True when the Workload already said so, False when it was written now."""
+        wanted = sorted(targets)
+        status = workload.get("status") or {}
+        if sorted(status.get("nominatedClusterNames") or []) == wanted:
+            return True
+        updated = copy.deepcopy(workload)
+        if wanted:
+            updated.setdefault("status", {})["nominatedClusterNames"] = wanted
+        else:
+            updated.setdefault("status", {}).pop("nominatedClusterNames", None)
+        await self.store.update_status(updated)
+        return False
 
     async def _create_copy(
         self, cluster: str, key: Key, job: Manifest, adapter: jobframework.MultiKueueAdapter
@@ -465,6 +488,8 @@ class MultiKueueController:
             checks.append(current)
         status["admissionChecks"] = checks
         if cluster is not None:
+            # The elected worker replaces the nomination; a lost one clears both, as an eviction does.
+            status.pop("nominatedClusterNames", None)
             if cluster:
                 status["clusterName"] = cluster
             else:
