@@ -49,7 +49,7 @@ from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import AlreadyExists, PykueueError, StoreError
 from pykueue.server import certs, deploy, health, visibility_api, webhooks
 from pykueue.store import kubernetes
-from pykueue.store.base import Key
+from pykueue.store.base import Key, Manifest
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +119,18 @@ def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> we
     return exists
 
 
+def cached_objects(manager: KubeManager, store: kubernetes.KubernetesStore) -> webhooks.ObjectLookup:
+    """Kueue objects for the Job webhook's MultiKueue hand-over: the informer cache once synced, else the API."""
+    ask_api = webhooks.store_objects(store)
+
+    async def get(kind: str, namespace: str, name: str) -> Manifest | None:
+        if manager.passes == 0:
+            return await ask_api(kind, namespace, name)
+        return manager.admission.cache.get(Key(kind, namespace, name))
+
+    return get
+
+
 # The selector-less Service (and its EndpointSlice) through which the API server reaches the
 # visibility API of a controller outside the cluster.
 LOCAL_VISIBILITY_SERVICE = "pykueue-local-visibility"
@@ -133,6 +145,7 @@ async def start_local_webhooks(
     convert: bool = True,
     jobs: Jobs | None = None,
     visibility: visibility_api.Source | None = None,
+    objects: webhooks.ObjectLookup | None = None,
 ) -> webhooks.WebhookServer:
     """The webhook server for a controller outside the cluster, registered by URL.
 
@@ -162,7 +175,7 @@ async def start_local_webhooks(
         frameworks=frameworks,
         manage_jobs_without_queue_name=jobs.settings.manage_jobs_without_queue_name,
     )
-    server = webhooks.WebhookServer(config, store, queues, visibility=visibility)
+    server = webhooks.WebhookServer(config, store, queues, visibility=visibility, objects=objects)
     await server.start()
     assert server.certificates is not None
     bracketed = f"[{host}]" if ":" in host else host
@@ -296,7 +309,11 @@ async def _run_controller(
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
         server = webhooks.WebhookServer(
-            webhook_config, store, cached_queues(manager, store), visibility=source
+            webhook_config,
+            store,
+            cached_queues(manager, store),
+            visibility=source,
+            objects=cached_objects(manager, store),
         )
         await _until_reachable(server.start, stop, "start the webhook server")
         if stop.is_set():
@@ -309,7 +326,14 @@ async def _run_controller(
         async def start_local() -> None:
             nonlocal server
             server = await start_local_webhooks(
-                store, queues, host, port, ops.lease_namespace, jobs=jobs, visibility=source
+                store,
+                queues,
+                host,
+                port,
+                ops.lease_namespace,
+                jobs=jobs,
+                visibility=source,
+                objects=cached_objects(manager, store),
             )
 
         await _until_reachable(start_local, stop, "register the local webhooks")
