@@ -1,9 +1,11 @@
 """Three real control planes for the MultiKueue tests: a manager and two workers.
 
 Each has its own etcd and kube-apiserver (own ports, own data directory); the workers
-also run kube-controller-manager, kube-scheduler, kwok with two fake nodes each and the
-JobSet controller, so a job dispatched to them really runs (pods bound, run, succeed). The manager runs nothing
-but pykueue: its jobs carry ``spec.managedBy: kueue.x-k8s.io/multikueue`` and never run there.
+also run kube-controller-manager, kube-scheduler, kwok with two fake nodes each, the
+JobSet controller and the Kubeflow training-operator, so a job dispatched to them really runs
+(pods bound, run, succeed). The manager runs nothing but pykueue, with its webhooks (which
+hand jobs queued in cq to MultiKueue): its jobs carry ``kueue.x-k8s.io/multikueue`` in their
+managed-by field and never run there; it has the JobSet and Kubeflow CRDs only.
 
 ``multikueue`` (module scope) yields a `Clusters` with the three clusters, a pykueue
 controller on each (the manager's with MultiKueue on), and the queues every test uses:
@@ -41,7 +43,9 @@ NAMESPACE = "mk-test"
 SYSTEM = "kueue-system"
 WORKER_LOST_TIMEOUT = timedelta(seconds=10)
 WORKER_CPU = {"worker1": "2", "worker2": "4"}
-FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
+FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob")
+# The kinds' controllers on the workers; the manager gets their CRDs only.
+KIND_CONTROLLERS = (kinds.JOBSET, kinds.TRAINING_OPERATOR)
 
 
 @dataclass
@@ -173,10 +177,16 @@ def _start_cluster(bin_dir: Path, workdir: Path, worker: bool) -> KubeCluster:
                 for i in range(2)
             ]
         )
-        kinds.start(cluster, kinds.JOBSET)
+        for spec in KIND_CONTROLLERS:
+            kinds.start(cluster, spec)
     else:
-        # The manager needs the JobSet kind only: its JobSets never run there.
-        for crd in sorted((kinds.build(kinds.JOBSET.name) / "crds").glob("*.yaml")):
+        # The manager needs the kinds only: its jobs never run there.
+        crds = [
+            crd
+            for spec in KIND_CONTROLLERS
+            for crd in sorted((kinds.build(spec.name) / "crds").glob("*.yaml"))
+        ]
+        for crd in crds:
             cluster.kubectl("apply", "--server-side", "-f", str(crd))
             crd_name = yaml.safe_load(crd.read_text())["metadata"]["name"]
             wait_for(
@@ -213,7 +223,7 @@ def multikueue_clusters(kube_bin_dir: Path, tmp_path_factory: pytest.TempPathFac
             namespace=SYSTEM, worker_lost_timeout=WORKER_LOST_TIMEOUT, poll_seconds=0.5
         )
         controllers["manager"] = ControllerThread(
-            str(manager.kubeconfig), frameworks=FRAMEWORKS, multikueue=settings
+            str(manager.kubeconfig), webhook_namespace=SYSTEM, frameworks=FRAMEWORKS, multikueue=settings
         ).start()
         for name, cluster in workers.items():
             controllers[name] = ControllerThread(str(cluster.kubeconfig), frameworks=FRAMEWORKS).start()
@@ -266,4 +276,31 @@ def jobset(name: str, run_duration: str) -> dict[str, Any]:
             "managedBy": "kueue.x-k8s.io/multikueue",
             "replicatedJobs": [{"name": "workers", "replicas": 1, "template": pod_job}],
         },
+    }
+
+
+def pytorchjob(name: str, run_duration: str) -> dict[str, Any]:
+    """A PyTorchJob for the manager (a master and a worker), without a managed-by field: the
+    manager's webhook hands it to MultiKueue, its queue's ClusterQueue having the check."""
+    replica = {
+        "replicas": 1,
+        "restartPolicy": "OnFailure",
+        "template": {
+            "metadata": {"annotations": {"pykueue.test/run-duration": run_duration}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "pytorch",
+                        "image": "registry.invalid/pytorch:1",
+                        "resources": {"requests": {"cpu": "500m", "memory": "100Mi"}},
+                    }
+                ]
+            },
+        },
+    }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"pytorchReplicaSpecs": {"Master": replica, "Worker": replica}},
     }
