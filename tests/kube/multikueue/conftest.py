@@ -3,7 +3,8 @@
 Each has its own etcd and kube-apiserver (own ports, own data directory); the workers
 also run kube-controller-manager, kube-scheduler, kwok with two fake nodes each, the
 JobSet controller and the Kubeflow training-operator, so a job dispatched to them really runs
-(pods bound, run, succeed). The manager runs nothing but pykueue, with its webhooks (which
+(pods bound, run, succeed); the AppWrapper kind is there without its controller (the test
+writes what it would report). The manager runs nothing but pykueue, with its webhooks (which
 hand jobs queued in cq to MultiKueue): its jobs carry ``kueue.x-k8s.io/multikueue`` in their
 managed-by field and never run there; it has the JobSet and Kubeflow CRDs only.
 
@@ -43,9 +44,16 @@ NAMESPACE = "mk-test"
 SYSTEM = "kueue-system"
 WORKER_LOST_TIMEOUT = timedelta(seconds=10)
 WORKER_CPU = {"worker1": "2", "worker2": "4"}
-FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob")
+FRAMEWORKS = (
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/pytorchjob",
+    "workload.codeflare.dev/appwrapper",
+)
 # The kinds' controllers on the workers; the manager gets their CRDs only.
 KIND_CONTROLLERS = (kinds.JOBSET, kinds.TRAINING_OPERATOR)
+# Kinds whose CRD only is installed everywhere: a test plays their controller on the worker.
+CRD_ONLY = (kinds.APPWRAPPER,)
 
 
 @dataclass
@@ -165,6 +173,10 @@ spec:
     )
 
 
+def _crds(specs: tuple[kinds.Spec, ...]) -> list[Path]:
+    return [crd for spec in specs for crd in sorted((kinds.build(spec.name) / "crds").glob("*.yaml"))]
+
+
 def _start_cluster(bin_dir: Path, workdir: Path, worker: bool) -> KubeCluster:
     cluster = KubeCluster(bin_dir, workdir)
     cluster.start_apiserver()
@@ -179,26 +191,21 @@ def _start_cluster(bin_dir: Path, workdir: Path, worker: bool) -> KubeCluster:
         )
         for spec in KIND_CONTROLLERS:
             kinds.start(cluster, spec)
-    else:
-        # The manager needs the kinds only: its jobs never run there.
-        crds = [
-            crd
-            for spec in KIND_CONTROLLERS
-            for crd in sorted((kinds.build(spec.name) / "crds").glob("*.yaml"))
-        ]
-        for crd in crds:
-            cluster.kubectl("apply", "--server-side", "-f", str(crd))
-            crd_name = yaml.safe_load(crd.read_text())["metadata"]["name"]
-            wait_for(
-                lambda n=crd_name: (
-                    "Established"
-                    in cluster.kubectl(
-                        "get", f"crd/{n}", "-o", "jsonpath={.status.conditions[?(@.status=='True')].type}"
-                    )
-                ),
-                timeout=60,
-                what=f"{crd_name} Established",
-            )
+    # The kinds without their controllers: the manager's jobs never run there, and on the
+    # workers a test plays the CRD_ONLY kinds' controllers.
+    for crd in _crds(CRD_ONLY if worker else KIND_CONTROLLERS + CRD_ONLY):
+        cluster.kubectl("apply", "--server-side", "-f", str(crd))
+        crd_name = yaml.safe_load(crd.read_text())["metadata"]["name"]
+        wait_for(
+            lambda n=crd_name: (
+                "Established"
+                in cluster.kubectl(
+                    "get", f"crd/{n}", "-o", "jsonpath={.status.conditions[?(@.status=='True')].type}"
+                )
+            ),
+            timeout=60,
+            what=f"{crd_name} Established",
+        )
     _install_crds(cluster)
     cluster.create_namespace(NAMESPACE)
     return cluster
@@ -303,4 +310,30 @@ def pytorchjob(name: str, run_duration: str) -> dict[str, Any]:
         "kind": "PyTorchJob",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
         "spec": {"pytorchReplicaSpecs": {"Master": replica, "Worker": replica}},
+    }
+
+
+def appwrapper(name: str) -> dict[str, Any]:
+    """An AppWrapper for the manager wrapping one Pod, without managedBy nor suspend: the
+    manager's webhook holds it and hands it to MultiKueue."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{name}-pod"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.invalid/sleep:1",
+                    "resources": {"requests": {"cpu": "1", "memory": "100Mi"}},
+                }
+            ],
+        },
+    }
+    return {
+        "apiVersion": "workload.codeflare.dev/v1beta2",
+        "kind": "AppWrapper",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"components": [{"template": pod, "podSets": [{"path": "template", "replicas": 1}]}]},
     }

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..controller.conftest import condition, is_true, wait
 from ..controlplane import ApiError, KubeCluster
-from .conftest import NAMESPACE, WORKER_LOST_TIMEOUT, Clusters, job, jobset, pytorchjob
+from .conftest import NAMESPACE, WORKER_LOST_TIMEOUT, Clusters, appwrapper, job, jobset, pytorchjob
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JOBS = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
@@ -232,6 +232,61 @@ def test_a_pytorchjob_runs_on_a_worker_and_its_status_comes_back(multikueue_clus
     )
     assert (condition(finished, "Finished") or {})["reason"] == "Succeeded"
     wait(lambda: on(clusters.workers[winner]) is None, 30, "the copy collected")
+
+
+APPWRAPPERS = f"/apis/workload.codeflare.dev/v1beta2/namespaces/{NAMESPACE}/appwrappers"
+
+
+def _report(cluster: KubeCluster, path: str, status: dict[str, Any]) -> bool:
+    """Write ``status`` on the object, as its controller would; False on a conflict (try again)."""
+    obj = cluster.get(path)
+    try:
+        cluster.request("PUT", f"{path}/status", {**obj, "status": status})
+    except ApiError as exc:
+        if exc.status == 409:
+            return False
+        raise
+    return True
+
+
+def test_an_appwrapper_is_dispatched_and_what_its_worker_reports_comes_back(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    name = _unique("wrapped")
+    created = clusters.manager.create(APPWRAPPERS, appwrapper(name))
+    assert created["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert created["spec"]["suspend"] is True
+
+    def workload() -> dict[str, Any] | None:
+        return _workload_of(clusters.manager, created)
+
+    wait(lambda: _check(workload()).get("state") == "Ready", 60, "a worker to win the AppWrapper")
+    winner = (workload() or {})["status"]["clusterName"]
+    loser = next(w for w in clusters.workers if w != winner)
+    path = f"{APPWRAPPERS}/{name}"
+    wait(lambda: clusters.workers[loser].get_or_none(path) is None, 30, "the loser's copy removed")
+
+    # The winner's Kueue admits its copy: unsuspended, with its own podSetInfos (an empty
+    # flavor has nothing to add); no managedBy, so an AppWrapper controller there would run it.
+    def admitted_copy() -> dict[str, Any] | None:
+        found: dict[str, Any] | None = clusters.workers[winner].get_or_none(path)
+        return found if found is not None and found["spec"].get("suspend") is False else None
+
+    remote = wait(admitted_copy, 60, "the copy admitted on the worker")
+    assert "managedBy" not in remote["spec"]
+    # No AppWrapper controller here: the test reports what one would when the pod is done.
+    wait(lambda: _report(clusters.workers[winner], path, {"phase": "Succeeded"}), 30, "the status written")
+    wait(
+        lambda: (clusters.manager.get(path).get("status") or {}).get("phase") == "Succeeded",
+        30,
+        "the phase mirrored",
+    )
+    finished = wait(
+        lambda: is_true(workload(), "Finished") and workload(), 30, "the manager's Workload finished"
+    )
+    assert (condition(finished, "Finished") or {})["reason"] == "Succeeded"
+    wait(lambda: clusters.workers[winner].get_or_none(path) is None, 30, "the copy collected")
 
 
 def test_a_lost_worker_loses_its_workload_and_its_stale_copy_goes_when_back(
