@@ -108,6 +108,8 @@ def test_cluster_name_must_be_nominated_and_then_stays() -> None:
     assert paths(old, with_(old, "status", {"clusterName": "w1"})) == []
     set_ = with_(pending(), "status", {"clusterName": "w1"})
     assert paths(set_, with_(set_, "status", {"clusterName": "w2"})) == ["status"]
+    # Cleared, as an eviction does (the CRD's rule allows it too).
+    assert paths(set_, with_(set_, "status", {})) == []
 
 
 def test_local_queue_cluster_queue_is_immutable() -> None:

@@ -126,7 +126,7 @@ def test_a_batch_job_copy_is_suspended_unmanaged_and_without_the_managers_identi
         },
         "status": {"active": 1},
     }
-    adapter = batch_job.BatchJobMultiKueue()
+    adapter = batch_job.multikueue_adapter()
     assert adapter.managed(manager_job)
     remote = adapter.remote_copy(manager_job)
     assert remote["metadata"] == {"name": "j", "namespace": "ns", "labels": {"a": "b"}}
@@ -168,7 +168,7 @@ def test_a_jobset_copy_is_suspended_and_unmanaged() -> None:
         "spec": {"managedBy": "kueue.x-k8s.io/multikueue", "suspend": False, "replicatedJobs": []},
         "status": {"restarts": 0},
     }
-    adapter = jobset.JobSetMultiKueue()
+    adapter = jobset.multikueue_adapter()
     assert adapter.managed(manager_set)
     assert not adapter.managed({"spec": {"managedBy": "jobset.sigs.k8s.io/jobset-controller"}})
     remote = adapter.remote_copy(manager_set)
@@ -182,7 +182,15 @@ def test_a_jobset_copy_is_suspended_and_unmanaged() -> None:
 
 
 def test_every_kind_with_a_multikueue_adapter_is_reachable_through_the_registry() -> None:
-    registry = integrations.registry(("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob"))
-    assert isinstance(registry.multikueue("Job"), batch_job.BatchJobMultiKueue)
-    assert isinstance(registry.multikueue("JobSet"), jobset.JobSetMultiKueue)
-    assert registry.multikueue("PyTorchJob") is None
+    registry = integrations.registry(
+        ("batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "pod")
+    )
+    job_adapter, set_adapter = registry.multikueue("Job"), registry.multikueue("JobSet")
+    assert job_adapter is not None and job_adapter.managed_by_field == "spec.managedBy"
+    assert set_adapter is not None and set_adapter.managed_by_field == "spec.managedBy"
+    pytorch = registry.multikueue("PyTorchJob")
+    assert pytorch is not None and pytorch.managed_by_field == "spec.runPolicy.managedBy"
+    # Pods are run in groups of objects, which this contract does not copy (docs/multikueue.md).
+    assert registry.multikueue("Pod") is None
+    # A kind not enabled in the configuration is not dispatched either.
+    assert registry.multikueue("RayJob") is None

@@ -101,6 +101,116 @@ def test_jobs_of_managed_owners_and_updates_are_left_alone() -> None:
     assert _patch(_mutate(already)) == []
 
 
+def _kueue_objects(*docs: dict[str, Any]) -> webhooks.ObjectLookup:
+    """What the controller's cache would answer, for the MultiKueue hand-over."""
+    by_key = {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d for d in docs}
+
+    async def get(kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return by_key.get((kind, namespace, name))
+
+    return get
+
+
+def _multikueue_queues(controller: str = "kueue.x-k8s.io/multikueue") -> webhooks.ObjectLookup:
+    """team-a/lq -> ClusterQueue cq with checks [prov, mk]; team-a/plain -> ClusterQueue other without."""
+
+    def obj(kind: str, name: str, spec: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+        return {"kind": kind, "metadata": meta, "spec": spec}
+
+    return _kueue_objects(
+        obj("LocalQueue", "lq", {"clusterQueue": "cq"}, "team-a"),
+        obj("LocalQueue", "plain", {"clusterQueue": "other"}, "team-a"),
+        obj("LocalQueue", "default", {"clusterQueue": "cq"}, "team-a"),
+        obj(
+            "ClusterQueue",
+            "cq",
+            {"admissionChecksStrategy": {"admissionChecks": [{"name": "prov"}, {"name": "mk"}]}},
+        ),
+        obj("ClusterQueue", "other", {}),
+        obj("AdmissionCheck", "prov", {"controllerName": "kueue.x-k8s.io/provisioning-request"}),
+        obj("AdmissionCheck", "mk", {"controllerName": controller}),
+    )
+
+
+def _mutate_with(review: dict[str, Any], objects: webhooks.ObjectLookup, queues: Any = None) -> list[Any]:
+    return _patch(asyncio.run(webhooks.mutate_job(review, CONFIG, queues, objects)))
+
+
+def test_a_job_queued_for_multikueue_is_handed_to_it_at_creation() -> None:
+    objects = _multikueue_queues()
+    assert _mutate_with(_job_review({QUEUE: "lq"}), objects) == [
+        {"op": "add", "path": "/spec/suspend", "value": True},
+        {"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"},
+    ]
+    # The Job controller's own name may be replaced, as upstream does.
+    own = _job_review({QUEUE: "lq"})
+    own["object"]["spec"]["managedBy"] = "kubernetes.io/job-controller"
+    assert {"op": "replace", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"} in _mutate_with(
+        own, objects
+    )
+    # Through the namespace's default LocalQueue too.
+    defaulted = _mutate_with(_job_review({"a": "b"}), objects, queues=_lookup(("team-a", "default")))
+    assert defaulted[-1] == {"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"}
+
+
+def test_other_jobs_keep_their_managed_by() -> None:
+    objects = _multikueue_queues()
+    managed_by = [
+        op for op in _mutate_with(_job_review({QUEUE: "plain"}), objects) if "managedBy" in op["path"]
+    ]
+    assert managed_by == [], "a ClusterQueue without a MultiKueue check"
+    assert _mutate_with(_job_review({QUEUE: "missing"}), objects) == [
+        {"op": "add", "path": "/spec/suspend", "value": True}
+    ], "a LocalQueue not created yet"
+    assert _mutate_with(_job_review({"a": "b"}), objects) == [], "no queue"
+    third = _job_review({QUEUE: "lq"})
+    third["object"]["spec"]["managedBy"] = "example.com/my-controller"
+    assert _mutate_with(third, objects) == [{"op": "add", "path": "/spec/suspend", "value": True}]
+    not_ours = _multikueue_queues(controller="example.com/multikueue-lookalike")
+    assert _mutate_with(_job_review({QUEUE: "lq"}), not_ours) == [
+        {"op": "add", "path": "/spec/suspend", "value": True}
+    ]
+    update = {**_job_review({QUEUE: "lq"}), "operation": "UPDATE"}
+    assert _mutate_with(update, objects) == []
+
+
+def test_kinds_hand_over_through_their_own_managed_by_field() -> None:
+    objects = _multikueue_queues()
+    review = {
+        "uid": "u3",
+        "operation": "CREATE",
+        "namespace": "team-a",
+        "kind": {"group": "kubeflow.org", "version": "v1", "kind": "PyTorchJob"},
+        "object": {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "pt", "namespace": "team-a", "labels": {QUEUE: "lq"}},
+            "spec": {"runPolicy": {"cleanPodPolicy": "None"}, "pytorchReplicaSpecs": {}},
+        },
+    }
+    enabled = webhooks.WebhookConfig(frameworks=("batch/job", "kubeflow.org/pytorchjob"))
+    patch = _patch(asyncio.run(webhooks.mutate_job(review, enabled, None, objects)))
+    assert {"op": "add", "path": "/spec/runPolicy/managedBy", "value": "kueue.x-k8s.io/multikueue"} in patch
+    assert {"op": "add", "path": "/spec/runPolicy/suspend", "value": True} in patch
+    # A kind MultiKueue cannot dispatch (a Pod) is only held.
+    pod_review = {
+        "uid": "u4",
+        "operation": "CREATE",
+        "namespace": "team-a",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "object": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "team-a", "labels": {QUEUE: "lq"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        },
+    }
+    pods = webhooks.WebhookConfig(frameworks=("pod",))
+    pod_patch = _patch(asyncio.run(webhooks.mutate_job(pod_review, pods, None, objects)))
+    assert pod_patch and not any("managedBy" in op["path"] for op in pod_patch)
+
+
 def _cq_review(
     spec: dict[str, Any], operation: str = "CREATE", old: dict[str, Any] | None = None
 ) -> dict[str, Any]:

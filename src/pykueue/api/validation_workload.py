@@ -270,7 +270,12 @@ def validate_workload_update(old: Workload, new: Workload) -> list[FieldProblem]
             continue
         if before_check.pod_set_updates != after_check.pod_set_updates:
             out.add(f"status.admissionChecks[{i}].podSetUpdates", IMMUTABLE)
-    if old.status.cluster_name is not None and new.status.cluster_name != old.status.cluster_name:
+    # As the CRD's rule: a clusterName cannot change, but it may be cleared (an eviction does).
+    if (
+        old.status.cluster_name is not None
+        and new.status.cluster_name is not None
+        and new.status.cluster_name != old.status.cluster_name
+    ):
         out.add("status", "clusterName is immutable once set")
     setting = new.status.cluster_name
     if (

@@ -49,7 +49,7 @@ from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import AlreadyExists, PykueueError, StoreError
 from pykueue.server import certs, deploy, health, visibility_api, webhooks
 from pykueue.store import kubernetes
-from pykueue.store.base import Key
+from pykueue.store.base import Key, Manifest
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,18 @@ def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> we
     return exists
 
 
+def cached_objects(manager: KubeManager, store: kubernetes.KubernetesStore) -> webhooks.ObjectLookup:
+    """Kueue objects for the Job webhook's MultiKueue hand-over: the informer cache once synced, else the API."""
+    ask_api = webhooks.store_objects(store)
+
+    async def get(kind: str, namespace: str, name: str) -> Manifest | None:
+        if manager.passes == 0:
+            return await ask_api(kind, namespace, name)
+        return manager.admission.cache.get(Key(kind, namespace, name))
+
+    return get
+
+
 # The selector-less Service (and its EndpointSlice) through which the API server reaches the
 # visibility API of a controller outside the cluster.
 LOCAL_VISIBILITY_SERVICE = "pykueue-local-visibility"
@@ -136,6 +148,7 @@ async def start_local_webhooks(
     jobs: Jobs | None = None,
     visibility: visibility_api.Source | None = None,
     on_review: webhooks.ReviewListener | None = None,
+    objects: webhooks.ObjectLookup | None = None,
 ) -> webhooks.WebhookServer:
     """The webhook server for a controller outside the cluster, registered by URL.
 
@@ -165,7 +178,9 @@ async def start_local_webhooks(
         frameworks=frameworks,
         manage_jobs_without_queue_name=jobs.settings.manage_jobs_without_queue_name,
     )
-    server = webhooks.WebhookServer(config, store, queues, visibility=visibility, on_review=on_review)
+    server = webhooks.WebhookServer(
+        config, store, queues, visibility=visibility, on_review=on_review, objects=objects
+    )
     await server.start()
     assert server.certificates is not None
     bracketed = f"[{host}]" if ":" in host else host
@@ -302,7 +317,12 @@ async def _run_controller(
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
         server = webhooks.WebhookServer(
-            webhook_config, store, cached_queues(manager, store), visibility=source, on_review=on_review
+            webhook_config,
+            store,
+            cached_queues(manager, store),
+            visibility=source,
+            objects=cached_objects(manager, store),
+            on_review=on_review,
         )
         await _until_reachable(server.start, stop, "start the webhook server")
         if stop.is_set():
@@ -323,6 +343,7 @@ async def _run_controller(
                 jobs=jobs,
                 visibility=source,
                 on_review=on_review,
+                objects=cached_objects(manager, store),
             )
 
         await _until_reachable(start_local, stop, "register the local webhooks")

@@ -328,17 +328,27 @@ MULTIKUEUE_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/multikueue-workload"
 class MultiKueueAdapter(Protocol):
     """What MultiKueue needs of one job kind to run a manager's job on a worker cluster.
 
-    ``managed``       the job hands itself to MultiKueue (``spec.managedBy``, for kinds that have it)
-    ``remote_copy``   the object to create in a worker: the job as its user wrote it, suspended,
-                      without what the manager's API server filled in for its own copy
-    ``mirror_status`` the manager's job with the worker copy's status, or None when they agree
+    ``managed_by_field``    where the kind says who manages it (dotted path, for messages)
+    ``managed``             the job hands itself to MultiKueue (its managed-by field says so)
+    ``remote_copy``         the object to create in a worker: the job as its user wrote it,
+                            suspended, without what the manager's API server (or Kueue) filled
+                            in for its own copy
+    ``mirror_status``       the manager's job with the worker copy's status, or None when they agree
+    ``default_managed_by``  hand a new job to MultiKueue (the job webhook, for jobs queued in a
+                            ClusterQueue with a MultiKueue check); True when that changed the job,
+                            False when it is MultiKueue's already or names a third controller
     """
+
+    @property
+    def managed_by_field(self) -> str: ...
 
     def managed(self, job: Manifest) -> bool: ...
 
     def remote_copy(self, job: Manifest) -> Manifest: ...
 
     def mirror_status(self, job: Manifest, remote: Manifest) -> Manifest | None: ...
+
+    def default_managed_by(self, job: Manifest) -> bool: ...
 
 
 def bare_copy(job: Manifest) -> Manifest:
@@ -364,6 +374,67 @@ def copied_status(job: Manifest, remote: Manifest) -> Manifest | None:
     updated = copy.deepcopy(job)
     updated["status"] = copy.deepcopy(status)
     return updated
+
+
+def _field(obj: Manifest, path: tuple[str, ...]) -> Any:
+    value: Any = obj
+    for part in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _parent(obj: Manifest, path: tuple[str, ...]) -> dict[str, Any]:
+    """The map holding the last key of ``path``, made on the way when missing."""
+    for part in path[:-1]:
+        if not isinstance(obj.get(part), dict):
+            obj[part] = {}
+        obj = obj[part]
+    return obj
+
+
+@dataclass(frozen=True, slots=True)
+class SpecMultiKueue:
+    """The `MultiKueueAdapter` of a kind dispatched as one object whose spec holds its
+    managed-by field and its suspend flag: every kind upstream's MultiKueue copies whole
+    (Job, JobSet, the Kubeflow jobs, MPIJob, TrainJob, RayJob, RayCluster, AppWrapper).
+
+    ``own_controller`` is the value of the managed-by field that names the kind's own
+    controller: a job naming it, or nothing, may be handed to MultiKueue by the webhook;
+    one naming a third controller is left to it. ``strip`` removes from the copy what only
+    means something on the manager (besides the identity, status and managed-by field).
+    """
+
+    managed_by: tuple[str, ...]
+    suspend: tuple[str, ...]
+    own_controller: str
+    strip: Callable[[Manifest], None] | None = None
+
+    @property
+    def managed_by_field(self) -> str:
+        return ".".join(self.managed_by)
+
+    def managed(self, job: Manifest) -> bool:
+        return bool(_field(job, self.managed_by) == MULTIKUEUE_MANAGED_BY)
+
+    def remote_copy(self, job: Manifest) -> Manifest:
+        remote = bare_copy(job)
+        # The worker's own controller must run the copy, and the worker's Kueue admit it first.
+        _parent(remote, self.managed_by).pop(self.managed_by[-1], None)
+        _parent(remote, self.suspend)[self.suspend[-1]] = True
+        if self.strip is not None:
+            self.strip(remote)
+        return remote
+
+    def mirror_status(self, job: Manifest, remote: Manifest) -> Manifest | None:
+        return copied_status(job, remote)
+
+    def default_managed_by(self, job: Manifest) -> bool:
+        if _field(job, self.managed_by) not in (None, "", self.own_controller):
+            return False
+        _parent(job, self.managed_by)[self.managed_by[-1]] = MULTIKUEUE_MANAGED_BY
+        return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,9 @@ answer) is simply made again on the next poll:
                    copies of finished, evicted or deleted Workloads, a lost worker's copies once
                    it is back, and copies no Workload of the manager knows (orphans)
 
-The manager's job carries ``spec.managedBy: kueue.x-k8s.io/multikueue``, so its own
-cluster's job controller never runs it; a job without it is rejected by the check.
+The manager's job says ``kueue.x-k8s.io/multikueue`` in its managed-by field (``spec.managedBy``,
+a Kubeflow job's ``spec.runPolicy.managedBy``), so its own cluster's job controller never
+runs it; a job without it is rejected by the check.
 Which job kinds can be dispatched is `jobframework.MultiKueueAdapter`'s business.
 """
 
@@ -345,7 +346,7 @@ class MultiKueueController:
             if state == "Pending" and (workload.get("status") or {}).get("admission"):
                 kind = owner[0].kind
                 reason = (
-                    f"{kind} {key.namespace}/{job['metadata']['name']}: spec.managedBy must be "
+                    f"{kind} {key.namespace}/{job['metadata']['name']}: {adapter.managed_by_field} must be "
                     f"{jobframework.MULTIKUEUE_MANAGED_BY!r} for MultiKueue to dispatch it"
                     if adapter is not None
                     else f"MultiKueue cannot dispatch the kind {kind}"
@@ -372,7 +373,12 @@ class MultiKueueController:
         remote: Mapping[str, Remote],
     ) -> None:
         key = Key.of(workload)
-        found = winner({name: seen.workloads.get(key) for name, seen in remote.items()}, order)
+        # Only a nominated worker may win (the Workload rules refuse any other clusterName); a
+        # copy on a worker nominated no more waits until the nomination names it again.
+        nominated = set((workload.get("status") or {}).get("nominatedClusterNames") or [])
+        found = winner(
+            {name: seen.workloads.get(key) for name, seen in remote.items() if name in nominated}, order
+        )
         if found is not None:
             await self._set_check(
                 workload, entry, "Ready", f'The workload got reservation on "{found}"', found
@@ -383,9 +389,27 @@ class MultiKueueController:
         )
         waited = self.clock() - reserved_at if reserved_at is not None else timedelta(0)
         targets = eligible(self.settings.dispatcher, order, set(remote), workload, waited)
+        if self.settings.dispatcher != "External" and not await self._nominate(workload, targets):
+            return  # copies follow once the nomination is written: a winner must have been nominated
         for cluster in targets:
             if key not in remote[cluster].jobs:
                 await self._create_copy(cluster, key, job, adapter)
+
+    async def _nominate(self, workload: Manifest, targets: Sequence[str]) -> bool:
+        """Name the workers that get a copy in ``status.nominatedClusterNames`` (as upstream's
+        dispatchers do; the Workload rules let only a nominated worker become ``clusterName``).
+        True when the Workload already said so, False when it was written now."""
+        wanted = sorted(targets)
+        status = workload.get("status") or {}
+        if sorted(status.get("nominatedClusterNames") or []) == wanted:
+            return True
+        updated = copy.deepcopy(workload)
+        if wanted:
+            updated.setdefault("status", {})["nominatedClusterNames"] = wanted
+        else:
+            updated.setdefault("status", {}).pop("nominatedClusterNames", None)
+        await self.store.update_status(updated)
+        return False
 
     async def _create_copy(
         self, cluster: str, key: Key, job: Manifest, adapter: jobframework.MultiKueueAdapter
@@ -464,6 +488,8 @@ class MultiKueueController:
             checks.append(current)
         status["admissionChecks"] = checks
         if cluster is not None:
+            # The elected worker replaces the nomination; a lost one clears both, as an eviction does.
+            status.pop("nominatedClusterNames", None)
             if cluster:
                 status["clusterName"] = cluster
             else:

@@ -21,7 +21,7 @@ from pykueue.engine.config import EngineConfig
 from pykueue.errors import NotFound
 from pykueue.server import certs, deploy, webhooks
 from pykueue.store import kubernetes
-from pykueue.store.base import Key
+from pykueue.store.base import Key, Manifest
 
 WEBHOOK_CONFIGURATIONS = (
     ("MutatingWebhookConfiguration", deploy.MUTATING_WEBHOOK),
@@ -94,8 +94,17 @@ class LocalPykueue:
                 return False
             return True
 
+        async def get(kind: str, namespace: str, name: str) -> Manifest | None:
+            if manager.passes:
+                return manager.admission.cache.get(Key(kind, namespace, name))
+            try:
+                found: Manifest = await store.get(kind, namespace, name)
+            except NotFound:
+                return None
+            return found
+
         on_review = manager.policy.note_request if manager.policy is not None else None
-        server = webhooks.WebhookServer(config, store, exists, rotate=False, on_review=on_review)
+        server = webhooks.WebhookServer(config, store, exists, rotate=False, on_review=on_review, objects=get)
         await server.start()
         assert server.certificates is not None
         client = crd.WebhookClientConfig(

@@ -2,7 +2,8 @@
 
     POST /mutate-jobs             hold queue-named jobs of every enabled kind at creation
                                   (suspend a Job or JobSet, gate a Pod); give jobs without a
-                                  queue the namespace's LocalQueue ``default`` (when it exists).
+                                  queue the namespace's LocalQueue ``default`` (when it exists);
+                                  hand jobs queued for MultiKueue to it (`multikueue_managed_by`).
                                   /mutate-batch-v1-job is the same handler (older manifests).
     POST /validate-jobs           upstream's job rules for every enabled kind: a valid queue
                                   name, a positive max-exec-time; a running job's queue, time
@@ -51,7 +52,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from pykueue.api import manifests, validation
 from pykueue.api.batch import QUEUE_NAME_LABEL
-from pykueue.controllers import integrations, jobframework
+from pykueue.controllers import integrations, jobframework, multikueue_managed_by
 from pykueue.errors import FieldProblem, NotFound, StoreError, ValidationError
 from pykueue.server import certs, conversion_webhook, front_proxy, visibility_api
 
@@ -60,6 +61,7 @@ log = logging.getLogger(__name__)
 Doc = dict[str, Any]
 LocalQueueLookup = Callable[[str, str], Awaitable[bool]]
 """``await exists(namespace, name)``: whether that LocalQueue exists."""
+ObjectLookup = multikueue_managed_by.ObjectLookup
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 JOB_PATH: Final = "/mutate-batch-v1-job"
@@ -197,8 +199,14 @@ def _integration_of(request: Doc, job: Doc) -> jobframework.Integration | None:
     return integrations.by_kind(str(job.get("apiVersion") or ""), str(job.get("kind") or ""))
 
 
-async def mutate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLookup | None) -> Doc:
-    """Upstream's job defaulting for every enabled kind: default LocalQueue, then hold what Kueue manages.
+async def mutate_job(
+    request: Doc,
+    config: WebhookConfig,
+    queues: LocalQueueLookup | None,
+    objects: ObjectLookup | None = None,
+) -> Doc:
+    """Upstream's job defaulting for every enabled kind: default LocalQueue, then hold what Kueue
+    manages, then (with ``objects`` to look the queue up) hand it to MultiKueue if its queue says so.
 
     Holding is the kind's own `JobAdapter.suspend` (``spec.suspend`` for a Job or JobSet,
     the ``kueue.x-k8s.io/admission`` scheduling gate for a Pod), sent as a JSON patch.
@@ -230,6 +238,8 @@ async def mutate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLook
     by_parent = bool(jobframework.annotations_of(job).get(SUSPENDED_BY_PARENT))
     if (queue or by_parent or config.manage_jobs_without_queue_name) and not adapter.is_suspended(held):
         adapter.suspend(held)
+    if integration.multikueue is not None and objects is not None:
+        await multikueue_managed_by.hand_over(integration.multikueue(), held, namespace, objects)
     return _allowed(request, json_patch(job, held))
 
 
@@ -343,6 +353,7 @@ def create_app(
     queues: LocalQueueLookup | None,
     ready: Callable[[], bool],
     on_review: ReviewListener | None = None,
+    objects: ObjectLookup | None = None,
 ) -> FastAPI:
     """The ASGI app; `ready` says whether /readyz may answer ok."""
     app = FastAPI(title="pykueue webhooks", docs_url=None, redoc_url=None, openapi_url=None)
@@ -364,7 +375,7 @@ def create_app(
             review = await review_of(request)
         except ValueError as exc:
             return bad_request(exc)
-        return admission_review(await mutate_job(review, config, queues))
+        return admission_review(await mutate_job(review, config, queues, objects))
 
     @app.post(VALIDATE_JOBS_PATH)
     async def validate_jobs(request: Request) -> Any:
@@ -416,6 +427,19 @@ def create_app(
     return app
 
 
+def store_objects(kube: certs.KubeAccess) -> ObjectLookup:
+    """An `ObjectLookup` that asks the API server (the controller may pass its cache instead)."""
+
+    async def get(kind: str, namespace: str, name: str) -> Doc | None:
+        try:
+            found: Doc = await kube.get(kind, namespace, name)
+        except NotFound:
+            return None
+        return found
+
+    return get
+
+
 def store_lookup(kube: certs.KubeAccess) -> LocalQueueLookup:
     """A `LocalQueueLookup` that asks the API server (the controller may pass its cache instead)."""
 
@@ -454,16 +478,21 @@ class WebhookServer:
         rotate: bool = True,
         visibility: visibility_api.Source | None = None,
         on_review: ReviewListener | None = None,
+        objects: ObjectLookup | None = None,
     ) -> None:
         self.config = config
         self.kube = kube
         self.queues = queues if queues is not None else store_lookup(kube)
+        # Kueue objects for the MultiKueue hand-over of new jobs (`multikueue_managed_by`).
+        self.objects = objects if objects is not None else store_objects(kube)
         self.rotate = rotate
         self.ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ssl_context.minimum_version = ssl.TLSVersion.TLSv1_2
         self.certificates: certs.Certificates | None = None
         self.rotator = certs.Rotator(kube, config.certs, self._use)
-        self.app = create_app(config, self.queues, lambda: self.certificates is not None, on_review)
+        self.app = create_app(
+            config, self.queues, lambda: self.certificates is not None, on_review, self.objects
+        )
         self.visibility = visibility
         self.front_proxy: front_proxy.RequestHeaderConfig | None = None
         if visibility is not None:

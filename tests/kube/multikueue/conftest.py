@@ -1,9 +1,12 @@
 """Three real control planes for the MultiKueue tests: a manager and two workers.
 
 Each has its own etcd and kube-apiserver (own ports, own data directory); the workers
-also run kube-controller-manager, kube-scheduler, kwok with two fake nodes each and the
-JobSet controller, so a job dispatched to them really runs (pods bound, run, succeed). The manager runs nothing
-but pykueue: its jobs carry ``spec.managedBy: kueue.x-k8s.io/multikueue`` and never run there.
+also run kube-controller-manager, kube-scheduler, kwok with two fake nodes each, the
+JobSet controller and the Kubeflow training-operator, so a job dispatched to them really runs
+(pods bound, run, succeed); the AppWrapper kind is there without its controller (the test
+writes what it would report). The manager runs nothing but pykueue, with its webhooks (which
+hand jobs queued in cq to MultiKueue): its jobs carry ``kueue.x-k8s.io/multikueue`` in their
+managed-by field and never run there; it has the JobSet and Kubeflow CRDs only.
 
 ``multikueue`` (module scope) yields a `Clusters` with the three clusters, a pykueue
 controller on each (the manager's with MultiKueue on), and the queues every test uses:
@@ -41,7 +44,16 @@ NAMESPACE = "mk-test"
 SYSTEM = "kueue-system"
 WORKER_LOST_TIMEOUT = timedelta(seconds=10)
 WORKER_CPU = {"worker1": "2", "worker2": "4"}
-FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
+FRAMEWORKS = (
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/pytorchjob",
+    "workload.codeflare.dev/appwrapper",
+)
+# The kinds' controllers on the workers; the manager gets their CRDs only.
+KIND_CONTROLLERS = (kinds.JOBSET, kinds.TRAINING_OPERATOR)
+# Kinds whose CRD only is installed everywhere: a test plays their controller on the worker.
+CRD_ONLY = (kinds.APPWRAPPER,)
 
 
 @dataclass
@@ -161,6 +173,10 @@ spec:
     )
 
 
+def _crds(specs: tuple[kinds.Spec, ...]) -> list[Path]:
+    return [crd for spec in specs for crd in sorted((kinds.build(spec.name) / "crds").glob("*.yaml"))]
+
+
 def _start_cluster(bin_dir: Path, workdir: Path, worker: bool) -> KubeCluster:
     cluster = KubeCluster(bin_dir, workdir)
     cluster.start_apiserver()
@@ -173,22 +189,23 @@ def _start_cluster(bin_dir: Path, workdir: Path, worker: bool) -> KubeCluster:
                 for i in range(2)
             ]
         )
-        kinds.start(cluster, kinds.JOBSET)
-    else:
-        # The manager needs the JobSet kind only: its JobSets never run there.
-        for crd in sorted((kinds.build(kinds.JOBSET.name) / "crds").glob("*.yaml")):
-            cluster.kubectl("apply", "--server-side", "-f", str(crd))
-            crd_name = yaml.safe_load(crd.read_text())["metadata"]["name"]
-            wait_for(
-                lambda n=crd_name: (
-                    "Established"
-                    in cluster.kubectl(
-                        "get", f"crd/{n}", "-o", "jsonpath={.status.conditions[?(@.status=='True')].type}"
-                    )
-                ),
-                timeout=60,
-                what=f"{crd_name} Established",
-            )
+        for spec in KIND_CONTROLLERS:
+            kinds.start(cluster, spec)
+    # The kinds without their controllers: the manager's jobs never run there, and on the
+    # workers a test plays the CRD_ONLY kinds' controllers.
+    for crd in _crds(CRD_ONLY if worker else KIND_CONTROLLERS + CRD_ONLY):
+        cluster.kubectl("apply", "--server-side", "-f", str(crd))
+        crd_name = yaml.safe_load(crd.read_text())["metadata"]["name"]
+        wait_for(
+            lambda n=crd_name: (
+                "Established"
+                in cluster.kubectl(
+                    "get", f"crd/{n}", "-o", "jsonpath={.status.conditions[?(@.status=='True')].type}"
+                )
+            ),
+            timeout=60,
+            what=f"{crd_name} Established",
+        )
     _install_crds(cluster)
     cluster.create_namespace(NAMESPACE)
     return cluster
@@ -213,7 +230,7 @@ def multikueue_clusters(kube_bin_dir: Path, tmp_path_factory: pytest.TempPathFac
             namespace=SYSTEM, worker_lost_timeout=WORKER_LOST_TIMEOUT, poll_seconds=0.5
         )
         controllers["manager"] = ControllerThread(
-            str(manager.kubeconfig), frameworks=FRAMEWORKS, multikueue=settings
+            str(manager.kubeconfig), webhook_namespace=SYSTEM, frameworks=FRAMEWORKS, multikueue=settings
         ).start()
         for name, cluster in workers.items():
             controllers[name] = ControllerThread(str(cluster.kubeconfig), frameworks=FRAMEWORKS).start()
@@ -266,4 +283,57 @@ def jobset(name: str, run_duration: str) -> dict[str, Any]:
             "managedBy": "kueue.x-k8s.io/multikueue",
             "replicatedJobs": [{"name": "workers", "replicas": 1, "template": pod_job}],
         },
+    }
+
+
+def pytorchjob(name: str, run_duration: str) -> dict[str, Any]:
+    """A PyTorchJob for the manager (a master and a worker), without a managed-by field: the
+    manager's webhook hands it to MultiKueue, its queue's ClusterQueue having the check."""
+    replica = {
+        "replicas": 1,
+        "restartPolicy": "OnFailure",
+        "template": {
+            "metadata": {"annotations": {"pykueue.test/run-duration": run_duration}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "pytorch",
+                        "image": "registry.invalid/pytorch:1",
+                        "resources": {"requests": {"cpu": "500m", "memory": "100Mi"}},
+                    }
+                ]
+            },
+        },
+    }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"pytorchReplicaSpecs": {"Master": replica, "Worker": replica}},
+    }
+
+
+def appwrapper(name: str) -> dict[str, Any]:
+    """An AppWrapper for the manager wrapping one Pod, without managedBy nor suspend: the
+    manager's webhook holds it and hands it to MultiKueue."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{name}-pod"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.invalid/sleep:1",
+                    "resources": {"requests": {"cpu": "1", "memory": "100Mi"}},
+                }
+            ],
+        },
+    }
+    return {
+        "apiVersion": "workload.codeflare.dev/v1beta2",
+        "kind": "AppWrapper",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"components": [{"template": pod, "podSets": [{"path": "template", "replicas": 1}]}]},
     }

@@ -1,7 +1,8 @@
-"""MultiKueue on three real API servers: a manager dispatching batch/v1 Jobs to two workers.
+"""MultiKueue on three real API servers: a manager dispatching Jobs, JobSets and PyTorchJobs to two workers.
 
-The workers run their own pykueue and Kubernetes job controller with kwok nodes: a copy
-runs there for real, and its status comes back to the manager's Job.
+The workers run their own pykueue and the kinds' controllers with kwok nodes: a copy
+runs there for real, and its status comes back to the manager's job. The manager's
+webhook hands jobs queued for MultiKueue to it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from ..controller.conftest import condition, is_true, wait
 from ..controlplane import ApiError, KubeCluster
-from .conftest import NAMESPACE, WORKER_LOST_TIMEOUT, Clusters, job, jobset
+from .conftest import NAMESPACE, WORKER_LOST_TIMEOUT, Clusters, appwrapper, job, jobset, pytorchjob
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JOBS = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
@@ -133,12 +134,26 @@ def _manager_workload_by_name_gone(clusters: Clusters, job_name: str) -> bool:
     return not any(w["metadata"]["name"].startswith(f"job-{job_name}-") for w in items)
 
 
+def test_the_webhook_hands_a_job_queued_for_multikueue_to_it(multikueue_clusters: Clusters) -> None:
+    clusters = multikueue_clusters
+    name = _unique("defaulted")
+    manifest = job(name, cpu="1", run_duration="600s")
+    del manifest["spec"]["managedBy"]
+    created = clusters.manager.create(JOBS, manifest)
+    assert created["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    wait(lambda: _elected(clusters, name), 60, "a worker to win the defaulted job")
+    clusters.manager.delete(f"{JOBS}/{name}")
+    wait(lambda: not _copies(clusters, name), 30, "the copy removed after the deletion")
+
+
 def test_a_job_not_handed_to_multikueue_is_rejected_and_never_copied(multikueue_clusters: Clusters) -> None:
     clusters = multikueue_clusters
     name = _unique("unmanaged")
     manifest = job(name, cpu="1", run_duration="1s")
-    del manifest["spec"]["managedBy"]
-    clusters.manager.create(JOBS, manifest)
+    # A third controller's job is not the webhook's to hand over (nor MultiKueue's to run).
+    manifest["spec"]["managedBy"] = "example.com/elsewhere"
+    created = clusters.manager.create(JOBS, manifest)
+    assert created["spec"]["managedBy"] == "example.com/elsewhere"
     why = f"Job {NAMESPACE}/{name}: spec.managedBy must be 'kueue.x-k8s.io/multikueue'"
 
     def deactivated_for_it() -> dict[str, Any] | None:
@@ -178,6 +193,100 @@ def test_a_jobset_runs_on_a_worker_through_the_same_adapter_contract(multikueue_
     assert done["status"]["replicatedJobsStatus"][0]["succeeded"] == 1
     wait(lambda: is_true(workload(), "Finished"), 30, "the manager's Workload finished")
     wait(lambda: clusters.workers[winner].get_or_none(f"{JOBSETS}/{name}") is None, 30, "the copy collected")
+
+
+PYTORCHJOBS = f"/apis/kubeflow.org/v1/namespaces/{NAMESPACE}/pytorchjobs"
+
+
+def test_a_pytorchjob_runs_on_a_worker_and_its_status_comes_back(multikueue_clusters: Clusters) -> None:
+    clusters = multikueue_clusters
+    name = _unique("torch")
+    created = clusters.manager.create(PYTORCHJOBS, pytorchjob(name, run_duration="3s"))
+    # Handed over by the manager's webhook, held by it until admitted.
+    assert created["spec"]["runPolicy"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert created["spec"]["runPolicy"]["suspend"] is True
+
+    def workload() -> dict[str, Any] | None:
+        return _workload_of(clusters.manager, created)
+
+    def on(cluster: KubeCluster) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = cluster.get_or_none(f"{PYTORCHJOBS}/{name}")
+        return found
+
+    wait(lambda: _check(workload()).get("state") == "Ready", 60, "a worker to win the PyTorchJob")
+    winner = (workload() or {})["status"]["clusterName"]
+    loser = next(w for w in clusters.workers if w != winner)
+    wait(lambda: on(clusters.workers[loser]) is None, 30, "the loser's copy removed")
+    remote = on(clusters.workers[winner])
+    assert remote is not None
+    assert remote["spec"]["runPolicy"].get("managedBy") in (None, "kubeflow.org/training-operator")
+    assert remote["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+    # The worker's training-operator runs it (its pods on kwok); the manager's copy, which no
+    # operator watches, ends as the worker's does.
+    done = wait(
+        lambda: is_true(on(clusters.manager), "Succeeded") and on(clusters.manager), 90, "Succeeded mirrored"
+    )
+    assert done["status"]["replicaStatuses"]["Master"]["succeeded"] == 1
+    finished = wait(
+        lambda: is_true(workload(), "Finished") and workload(), 30, "the manager's Workload finished"
+    )
+    assert (condition(finished, "Finished") or {})["reason"] == "Succeeded"
+    wait(lambda: on(clusters.workers[winner]) is None, 30, "the copy collected")
+
+
+APPWRAPPERS = f"/apis/workload.codeflare.dev/v1beta2/namespaces/{NAMESPACE}/appwrappers"
+
+
+def _report(cluster: KubeCluster, path: str, status: dict[str, Any]) -> bool:
+    """Write ``status`` on the object, as its controller would; False on a conflict (try again)."""
+    obj = cluster.get(path)
+    try:
+        cluster.request("PUT", f"{path}/status", {**obj, "status": status})
+    except ApiError as exc:
+        if exc.status == 409:
+            return False
+        raise
+    return True
+
+
+def test_an_appwrapper_is_dispatched_and_what_its_worker_reports_comes_back(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    name = _unique("wrapped")
+    created = clusters.manager.create(APPWRAPPERS, appwrapper(name))
+    assert created["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert created["spec"]["suspend"] is True
+
+    def workload() -> dict[str, Any] | None:
+        return _workload_of(clusters.manager, created)
+
+    wait(lambda: _check(workload()).get("state") == "Ready", 60, "a worker to win the AppWrapper")
+    winner = (workload() or {})["status"]["clusterName"]
+    loser = next(w for w in clusters.workers if w != winner)
+    path = f"{APPWRAPPERS}/{name}"
+    wait(lambda: clusters.workers[loser].get_or_none(path) is None, 30, "the loser's copy removed")
+
+    # The winner's Kueue admits its copy: unsuspended, with its own podSetInfos (an empty
+    # flavor has nothing to add); no managedBy, so an AppWrapper controller there would run it.
+    def admitted_copy() -> dict[str, Any] | None:
+        found: dict[str, Any] | None = clusters.workers[winner].get_or_none(path)
+        return found if found is not None and found["spec"].get("suspend") is False else None
+
+    remote = wait(admitted_copy, 60, "the copy admitted on the worker")
+    assert "managedBy" not in remote["spec"]
+    # No AppWrapper controller here: the test reports what one would when the pod is done.
+    wait(lambda: _report(clusters.workers[winner], path, {"phase": "Succeeded"}), 30, "the status written")
+    wait(
+        lambda: (clusters.manager.get(path).get("status") or {}).get("phase") == "Succeeded",
+        30,
+        "the phase mirrored",
+    )
+    finished = wait(
+        lambda: is_true(workload(), "Finished") and workload(), 30, "the manager's Workload finished"
+    )
+    assert (condition(finished, "Finished") or {})["reason"] == "Succeeded"
+    wait(lambda: clusters.workers[winner].get_or_none(path) is None, 30, "the copy collected")
 
 
 def test_a_lost_worker_loses_its_workload_and_its_stale_copy_goes_when_back(

@@ -13,6 +13,10 @@ does not edit the wrapped templates: it writes each pod set's node selector,
 tolerations, labels and annotations into the component's ``podSetInfos``, which the
 AppWrapper controller applies to the resources it creates; stopping removes them.
 The wrapped resources are the AppWrapper's children and are never queued on their own.
+
+MultiKueue dispatches an AppWrapper (``spec.managedBy``) as upstream: the copy is the
+spec without the manager's ``podSetInfos`` (the worker's Kueue writes its own), the
+status mirrored is the whole status.
 """
 
 from __future__ import annotations
@@ -21,7 +25,14 @@ import copy
 from typing import Any
 
 from pykueue.controllers.integrations import batch_job, jobset, kubeflow, ray
-from pykueue.controllers.jobframework import Finished, Integration, JobAdapter, PodSetInfo, queue_name_of
+from pykueue.controllers.jobframework import (
+    Finished,
+    Integration,
+    JobAdapter,
+    PodSetInfo,
+    SpecMultiKueue,
+    queue_name_of,
+)
 from pykueue.store.base import Manifest
 
 _WORKLOAD_KINDS = {("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "ReplicaSet")}
@@ -163,6 +174,22 @@ class AppWrapperAdapter:
         return []
 
 
+# The AppWrapper controller's own name in spec.managedBy.
+APPWRAPPER_CONTROLLER = "workload.codeflare.dev/appwrapper-controller"
+
+
+def _strip_pod_set_infos(remote: Manifest) -> None:
+    for component in _components(remote):
+        component.pop("podSetInfos", None)
+
+
+def multikueue_adapter() -> SpecMultiKueue:
+    """An AppWrapper through `pykueue.controllers.jobframework.MultiKueueAdapter`."""
+    return SpecMultiKueue(
+        ("spec", "managedBy"), ("spec", "suspend"), APPWRAPPER_CONTROLLER, _strip_pod_set_infos
+    )
+
+
 INTEGRATION = Integration(
     name="workload.codeflare.dev/appwrapper",
     kind="AppWrapper",
@@ -170,4 +197,5 @@ INTEGRATION = Integration(
     version="v1beta2",
     plural="appwrappers",
     adapter=AppWrapperAdapter,
+    multikueue=multikueue_adapter,
 )

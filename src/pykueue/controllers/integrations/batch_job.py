@@ -19,12 +19,10 @@ import copy
 from typing import Any
 
 from pykueue.controllers.jobframework import (
-    MULTIKUEUE_MANAGED_BY,
     Finished,
     Integration,
     PodSetInfo,
-    bare_copy,
-    copied_status,
+    SpecMultiKueue,
     merge_into_template,
     queue_name_of,
     restore_template,
@@ -211,27 +209,25 @@ _GENERATED_TEMPLATE_LABELS = (
 )
 
 
-class BatchJobMultiKueue:
+def _strip_generated(remote: Manifest) -> None:
+    """Without the selector and template labels the manager's API server made from its own uid
+    (unless the user chose the selector): the worker's makes them again from the copy's."""
+    spec = _spec(remote)
+    if spec.get("manualSelector"):
+        return
+    spec.pop("selector", None)
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    for key in _GENERATED_TEMPLATE_LABELS:
+        labels.pop(key, None)
+
+
+# The Job's own controller, in spec.managedBy (Kubernetes 1.32+).
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+
+
+def multikueue_adapter() -> SpecMultiKueue:
     """batch/v1 Job through `pykueue.controllers.jobframework.MultiKueueAdapter`."""
-
-    def managed(self, job: Manifest) -> bool:
-        return _spec(job).get("managedBy") == MULTIKUEUE_MANAGED_BY
-
-    def remote_copy(self, job: Manifest) -> Manifest:
-        remote = bare_copy(job)
-        spec = _spec(remote)
-        # The worker's own Job controller must run the copy, and its Kueue admit it first.
-        spec.pop("managedBy", None)
-        spec["suspend"] = True
-        if not spec.get("manualSelector"):
-            spec.pop("selector", None)
-            labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
-            for key in _GENERATED_TEMPLATE_LABELS:
-                labels.pop(key, None)
-        return remote
-
-    def mirror_status(self, job: Manifest, remote: Manifest) -> Manifest | None:
-        return copied_status(job, remote)
+    return SpecMultiKueue(("spec", "managedBy"), ("spec", "suspend"), JOB_CONTROLLER, _strip_generated)
 
 
 INTEGRATION = Integration(
@@ -242,5 +238,5 @@ INTEGRATION = Integration(
     plural="jobs",
     adapter=BatchJobAdapter,
     validate=validate,
-    multikueue=BatchJobMultiKueue,
+    multikueue=multikueue_adapter,
 )

@@ -22,12 +22,10 @@ import copy
 from typing import Any
 
 from pykueue.controllers.jobframework import (
-    MULTIKUEUE_MANAGED_BY,
     Finished,
     Integration,
     PodSetInfo,
-    bare_copy,
-    copied_status,
+    SpecMultiKueue,
     merge_into_template,
     queue_name_of,
     restore_template,
@@ -142,22 +140,14 @@ class JobSetAdapter:
         return reclaimable
 
 
-class JobSetMultiKueue:
+# The JobSet controller's name, in spec.managedBy.
+JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
+
+
+def multikueue_adapter() -> SpecMultiKueue:
     """JobSet through `pykueue.controllers.jobframework.MultiKueueAdapter`: like a Job, a JobSet
     has ``spec.managedBy``, and the JobSet controller of the manager leaves it alone."""
-
-    def managed(self, jobset: Manifest) -> bool:
-        return (jobset.get("spec") or {}).get("managedBy") == MULTIKUEUE_MANAGED_BY
-
-    def remote_copy(self, jobset: Manifest) -> Manifest:
-        remote = bare_copy(jobset)
-        spec = remote.setdefault("spec", {})
-        spec.pop("managedBy", None)
-        spec["suspend"] = True
-        return remote
-
-    def mirror_status(self, jobset: Manifest, remote: Manifest) -> Manifest | None:
-        return copied_status(jobset, remote)
+    return SpecMultiKueue(("spec", "managedBy"), ("spec", "suspend"), JOBSET_CONTROLLER)
 
 
 INTEGRATION = Integration(
@@ -167,5 +157,5 @@ INTEGRATION = Integration(
     version="v1alpha2",
     plural="jobsets",
     adapter=JobSetAdapter,
-    multikueue=JobSetMultiKueue,
+    multikueue=multikueue_adapter,
 )

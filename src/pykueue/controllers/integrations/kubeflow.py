@@ -11,6 +11,11 @@ replica specs and the order of its replica types. Admission merges each replica
 type's flavors into that type's pod template; stopping restores them. No partial
 admission (as upstream). Finished is the ``Succeeded`` or ``Failed`` condition;
 pods are ready once the ``Running`` condition is true.
+
+MultiKueue dispatches all of them, as upstream does, through one adapter: they say who
+manages them in ``spec.runPolicy.managedBy`` (training-operator 1.9+, mpi-operator 0.6+)
+and are held with ``spec.runPolicy.suspend``; the copy is the whole spec, the status
+mirrored is the whole status.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pykueue.controllers.jobframework import (
     Finished,
     Integration,
     PodSetInfo,
+    SpecMultiKueue,
     merge_into_template,
     queue_name_of,
     restore_template,
@@ -118,6 +124,19 @@ class ReplicaJobAdapter:
         return []
 
 
+# The operators' own names in spec.runPolicy.managedBy: the webhook may replace them (or
+# nothing) with MultiKueue's; a job naming any other controller is left to it.
+TRAINING_OPERATOR = "kubeflow.org/training-operator"
+MPI_OPERATOR = "kubeflow.org/mpi-operator"
+
+
+def multikueue_adapter(own_controller: str) -> SpecMultiKueue:
+    """A Kubeflow job through `pykueue.controllers.jobframework.MultiKueueAdapter`."""
+    return SpecMultiKueue(
+        ("spec", "runPolicy", "managedBy"), ("spec", "runPolicy", "suspend"), own_controller
+    )
+
+
 def _training(kind: str, field: str, types: tuple[str, ...]) -> Integration:
     api_version = "kubeflow.org/v1"
 
@@ -131,6 +150,7 @@ def _training(kind: str, field: str, types: tuple[str, ...]) -> Integration:
         version="v1",
         plural=f"{kind.lower()}s",
         adapter=make,
+        multikueue=lambda: multikueue_adapter(TRAINING_OPERATOR),
     )
 
 
@@ -152,4 +172,5 @@ MPIJOB = Integration(
     version="v2beta1",
     plural="mpijobs",
     adapter=_mpijob,
+    multikueue=lambda: multikueue_adapter(MPI_OPERATOR),
 )

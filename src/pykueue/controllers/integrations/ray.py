@@ -12,6 +12,10 @@ KubeRay says its deployment is Complete or Failed. A RayJob that runs on an exis
 cluster (``clusterSelector``) takes no quota of its own and is not queued, as
 upstream. With in-tree autoscaling KubeRay adds an autoscaler container to the head
 pod, so the head pod set is charged for it too. No partial admission.
+
+MultiKueue dispatches both (KubeRay 1.3+ has ``spec.managedBy``), as upstream: the copy
+is the whole spec, suspended; the status mirrored is the whole status. A RayJob's
+RayCluster is made by the worker's KubeRay from the copy and never seen by the manager.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pykueue.controllers.jobframework import (
     Finished,
     Integration,
     PodSetInfo,
+    SpecMultiKueue,
     merge_into_template,
     queue_name_of,
     restore_template,
@@ -209,6 +214,15 @@ class RayJobAdapter:
         return []
 
 
+# KubeRay's own name in spec.managedBy.
+KUBERAY_OPERATOR = "ray.io/kuberay-operator"
+
+
+def multikueue_adapter() -> SpecMultiKueue:
+    """A RayJob or RayCluster through `pykueue.controllers.jobframework.MultiKueueAdapter`."""
+    return SpecMultiKueue(("spec", "managedBy"), ("spec", "suspend"), KUBERAY_OPERATOR)
+
+
 RAYCLUSTER = Integration(
     name="ray.io/raycluster",
     kind="RayCluster",
@@ -216,7 +230,14 @@ RAYCLUSTER = Integration(
     version="v1",
     plural="rayclusters",
     adapter=RayClusterAdapter,
+    multikueue=multikueue_adapter,
 )
 RAYJOB = Integration(
-    name="ray.io/rayjob", kind="RayJob", group="ray.io", version="v1", plural="rayjobs", adapter=RayJobAdapter
+    name="ray.io/rayjob",
+    kind="RayJob",
+    group="ray.io",
+    version="v1",
+    plural="rayjobs",
+    adapter=RayJobAdapter,
+    multikueue=multikueue_adapter,
 )

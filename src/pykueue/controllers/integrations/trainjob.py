@@ -24,6 +24,10 @@ queued on its own.
 Admission does not touch the runtime nor the TrainJob's trainer section: it writes a
 runtime patch owned by ``kueue.x-k8s.io/manager`` (as upstream), which the trainer merges
 into the JobSet's pod templates; stopping empties that patch again. No partial admission.
+
+MultiKueue dispatches a TrainJob (``spec.managedBy``) as upstream: the copy is the spec
+without Kueue's runtime patch (the worker's Kueue writes its own at its admission); the
+runtime it names must exist on the manager (for the pod sets) and on the workers.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pykueue.controllers.jobframework import Finished, Integration, PodSetInfo, queue_name_of
+from pykueue.controllers.jobframework import Finished, Integration, PodSetInfo, SpecMultiKueue, queue_name_of
 from pykueue.store.base import Manifest
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
@@ -219,6 +223,24 @@ class TrainJobAdapter:
         return out
 
 
+# The trainer's own name in spec.managedBy.
+TRAINJOB_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
+
+
+def _strip_kueue_patch(remote: Manifest) -> None:
+    spec = remote.get("spec") or {}
+    patches = [p for p in spec.get("runtimePatches") or [] if p.get("manager") != KUEUE_PATCH_MANAGER]
+    if patches:
+        spec["runtimePatches"] = patches
+    else:
+        spec.pop("runtimePatches", None)
+
+
+def multikueue_adapter() -> SpecMultiKueue:
+    """A TrainJob through `pykueue.controllers.jobframework.MultiKueueAdapter`."""
+    return SpecMultiKueue(("spec", "managedBy"), ("spec", "suspend"), TRAINJOB_CONTROLLER, _strip_kueue_patch)
+
+
 INTEGRATION = Integration(
     name="trainer.kubeflow.org/trainjob",
     kind="TrainJob",
@@ -226,4 +248,5 @@ INTEGRATION = Integration(
     version="v1alpha1",
     plural="trainjobs",
     adapter=TrainJobAdapter,
+    multikueue=multikueue_adapter,
 )
