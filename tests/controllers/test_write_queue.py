@@ -162,3 +162,41 @@ def test_never_more_writes_at_once_than_slots(slots: int) -> None:
         return most
 
     assert asyncio.run(scenario()) == slots
+
+
+def test_the_counts_per_lane_follow_every_move() -> None:
+    """Names offered, moved between lanes, re-offered while sending, sent and dropped: the
+    counts kept per lane always equal a recount of what is queued or being written."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    step = st.tuples(
+        st.sampled_from(["offer", "open", "stop"]), st.integers(0, 5), st.integers(0, 1), st.integers(0, 2)
+    )
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(step, max_size=40))
+    def check(steps: list[tuple[str, int, int, int]]) -> None:
+        async def scenario() -> None:
+            rec = Recorder()
+            queue = WriteQueue({0: 1, 1: 2}, rec.send)
+            for action, name, lane, rank in steps:
+                if action == "offer":
+                    queue.offer(f"n{name}", lane, (rank,))
+                elif action == "open":
+                    rec.open(f"n{name}")
+                    rec.release.pop(f"n{name}", None)  # its next write waits again
+                else:
+                    await queue.stop()
+                await _settle()
+                recount = dict.fromkeys((0, 1), 0)
+                for entry in [*queue._queued.values(), *queue._sending.values()]:
+                    recount[entry[0]] += 1
+                assert queue.waiting() == recount
+            for gate in rec.release.values():
+                gate.set()
+            await queue.stop()
+
+        asyncio.run(scenario())
+
+    check()

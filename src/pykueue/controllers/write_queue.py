@@ -49,6 +49,9 @@ class WriteQueue:
         self._queued: dict[str, tuple[int, Rank, int]] = {}
         self._sending: dict[str, tuple[int, Rank]] = {}
         self._again: dict[str, tuple[int, Rank]] = {}
+        # Per lane, the names queued or being written: kept as they move, since the metrics
+        # and every pass ask for it and a busy cluster queues thousands of explanations.
+        self._count = dict.fromkeys(slots, 0)
         self._writing = BackgroundWrites("workload status")
         self._seq = itertools.count()
         self.written = 0
@@ -59,12 +62,7 @@ class WriteQueue:
 
     def waiting(self) -> dict[int, int]:
         """Per lane, the names queued or being written now."""
-        counts = dict.fromkeys(self._free, 0)
-        for lane, _, _ in self._queued.values():
-            counts[lane] += 1
-        for lane, _ in self._sending.values():
-            counts[lane] += 1
-        return counts
+        return dict(self._count)
 
     def offer(self, name: str, lane: int, rank: Rank) -> None:
         """Ask for ``name`` to be written, in the place its latest change calls for."""
@@ -75,6 +73,9 @@ class WriteQueue:
         current = self._queued.get(name)
         if current is not None and (current[0], current[1]) == (lane, rank):
             return  # keeps its turn
+        if current is not None:
+            self._count[current[0]] -= 1
+        self._count[lane] += 1
         seq = next(self._seq)
         self._queued[name] = (lane, rank, seq)  # an older heap entry is now stale, skipped
         heapq.heappush(self._heaps[lane], (rank, seq, name))
@@ -114,6 +115,7 @@ class WriteQueue:
             log.exception("status of %s not written", name)
         finally:
             del self._sending[name]
+            self._count[lane] -= 1
             self._free[lane] += 1
             again = self._again.pop(name, None)
             if again is not None:
@@ -131,6 +133,8 @@ class WriteQueue:
 
     async def stop(self) -> None:
         """Forget what is queued and cancel what is being written (a restart redoes both)."""
+        for lane, _, _ in self._queued.values():
+            self._count[lane] -= 1
         self._queued.clear()
         self._again.clear()
         for heap in self._heaps.values():
