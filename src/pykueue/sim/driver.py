@@ -282,7 +282,7 @@ class _Loop:
 
     def cycle(self, now: int, dirty: set[str]) -> bool:
         """One scheduling cycle at ``now``, its decisions applied to the jobs; True when it was quiet."""
-        parked = _parked(self.state)
+        parked = parked_count(self.state)
         result = scheduler.run_cycle(self.state)
         self.cycles += 1
         self.last_preempted = [self.index_of[key] for key in result.preempted]
@@ -291,12 +291,12 @@ class _Loop:
             self.preempted(i, now, dirty, *self.attribution(self.jobs[i].key))
         for key in result.admitted:
             self.admitted(self.index_of[key], now, dirty)
-        return result.heads == 0 or (not result.changed and _parked(self.state) == parked)
+        return result.heads == 0 or (not result.changed and parked_count(self.state) == parked)
 
     def admitted(self, i: int, now: int, dirty: set[str]) -> None:
         run = self.live[i]
         run.started = now
-        run.holding = _holding(self.state.workloads[self.jobs[i].key].usage())
+        run.holding = holding_by_resource(self.state.workloads[self.jobs[i].key].usage())
         self.recorder.admitted(i, now)
         self.sequence += 1
         end = now + self.jobs[i].runtime - run.progress
@@ -321,11 +321,13 @@ class _Loop:
         dirty.add(self.cq_of[i])
 
 
-def _parked(state: State) -> int:
+def parked_count(state: State) -> int:
+    """How many workloads wait parked as inadmissible, in all ClusterQueues (a settled cycle parks none more)."""
     return sum(len(queue.inadmissible) for queue in state.queues.values())
 
 
-def _holding(usage: dict[tuple[str, str], int]) -> dict[str, int]:
+def holding_by_resource(usage: dict[tuple[str, str], int]) -> dict[str, int]:
+    """A workload's usage per resource, its flavors summed."""
     result: dict[str, int] = {}
     for (_, resource), value in usage.items():
         result[resource] = result.get(resource, 0) + value

@@ -53,7 +53,7 @@ from pykueue.errors import EngineError, InputError
 from pykueue.sim import dispatch
 from pykueue.sim.cluster_metrics import MANAGER, WORKER, ClusterRecord, Figures, capacity_of
 from pykueue.sim.design import Design
-from pykueue.sim.driver import MIN_CYCLE_BUDGET, PING_PONG, Options, Run
+from pykueue.sim.driver import MIN_CYCLE_BUDGET, PING_PONG, Options, Run, holding_by_resource, parked_count
 from pykueue.sim.federation import Federation
 from pykueue.sim.jobs import SECOND, Job, saved_progress
 from pykueue.sim.metrics import Recorder
@@ -383,7 +383,7 @@ class _Federated:
         budget = MIN_CYCLE_BUDGET + 2 * len(state.workloads)
         busy = False
         for _ in range(budget):
-            parked = _parked(state)
+            parked = parked_count(state)
             result = scheduler.run_cycle(state)
             self.cycles += 1
             for key in result.preempted:
@@ -391,7 +391,7 @@ class _Federated:
             for key in result.admitted:
                 self.reserved(worker, self.index_of[key], now, dirty)
             busy |= result.changed
-            if result.heads == 0 or (not result.changed and _parked(state) == parked):
+            if result.heads == 0 or (not result.changed and parked_count(state) == parked):
                 return busy
         raise EngineError(f"cluster {worker or MANAGER} did not settle within {budget} cycles at t={now}us")
 
@@ -499,7 +499,7 @@ class _Federated:
         state = self.workers[site] if site else self.manager
         trip.running = True
         trip.started = now
-        trip.holding = _holding(state.workloads[self.jobs[i].key].usage())
+        trip.holding = holding_by_resource(state.workloads[self.jobs[i].key].usage())
         record = self.figures.workers[site] if site else self.figures.manager
         record.admitted += 1
         self.figures.site[i] = site or MANAGER
@@ -564,17 +564,6 @@ class _Federated:
             f"at t={now / SECOND:g}s the schedulers went round in circles (workloads preempting each "
             f"other: {names}); the simulation moved on to the next event"
         )
-
-
-def _parked(state: State) -> int:
-    return sum(len(queue.inadmissible) for queue in state.queues.values())
-
-
-def _holding(usage: dict[tuple[str, str], int]) -> dict[str, int]:
-    result: dict[str, int] = {}
-    for (_, resource), value in usage.items():
-        result[resource] = result.get(resource, 0) + value
-    return result
 
 
 def _reserved_at(state: State, key: str, now: int) -> int:
