@@ -46,7 +46,7 @@ import heapq
 import random
 from dataclasses import dataclass, field
 
-from pykueue.engine import lifecycle, scheduler
+from pykueue.engine import aging, lifecycle, scheduler
 from pykueue.engine.evictions import PREEMPTED
 from pykueue.engine.state import State
 from pykueue.errors import EngineError, InputError
@@ -193,6 +193,9 @@ class _Federated:
             times.append(self.changes[0])
         for state in self._states():
             times.extend(t for t in state.protection_deadlines() if t > state.now)
+            step = aging.next_step(state)  # a waiting workload's next point of aging
+            if step is not None:
+                times.append(step)
         return min(times) if times else None
 
     def reachable(self, name: str, now: int) -> bool:
