@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from .helpers import Server, cluster_queue, flavor_and_queue, job, jobset, wait_until, write_config
 
 RENDEZVOUS = textwrap.dedent(
@@ -279,3 +281,24 @@ def test_a_malformed_jobset_is_refused_with_its_field_named(
         "JobSet/default/lost" in p and "LocalQueue default/missing does not exist" in p for p in problems
     )
     assert server.api("GET", "/api/v1/objects/JobSet") == []  # nothing half-applied
+
+
+def test_a_jobsets_gpus_come_from_one_domain(tmp_path: Path, start_server: Callable[..., Server]) -> None:
+    # Domains {0, 2} and {1, 3}; with one device of one held, the other domain is the only one
+    # with room for the JobSet's two 1-GPU pods (of two replicated jobs): they must share it.
+    queues = cluster_queue("main", cpu="8", gpus=4) + "---\n" + flavor_and_queue("a100", "main", "default")
+    config = write_config(tmp_path, queues, gpus=4)
+    settings = yaml.safe_load(config.read_text())
+    settings["node"]["gpuDomains"] = [["0", "2"], ["1", "3"]]
+    config.write_text(yaml.safe_dump(settings))
+    server = start_server(config)
+    out = _shared_out(server)
+    record = f'echo "$CUDA_VISIBLE_DEVICES" > {out}/$PYKUEUE_POD_NAME; exec sleep 600'
+    assert server.apply([job("one", f"{record}", cpu="1", gpus=1)]).status_code == 200
+    wait_until(lambda: (out / "one-0").exists() and (out / "one-0").read_text().strip(), timeout=60)
+    held = (out / "one-0").read_text().strip()
+    assert server.apply([jobset("pair", [("a", 1, 1, record, 1), ("b", 1, 1, record, 1)])]).status_code == 200
+    wait_until(lambda: (out / "pair-a-0-0").exists() and (out / "pair-b-0-0").exists(), timeout=60)
+    wait_until(lambda: (out / "pair-a-0-0").read_text().strip() and (out / "pair-b-0-0").read_text().strip())
+    got = {(out / name).read_text().strip() for name in ("pair-a-0-0", "pair-b-0-0")}
+    assert got == ({"1", "3"} if held in ("0", "2") else {"0", "2"}), (held, got)

@@ -612,6 +612,7 @@ class LocalExecutor:
             "PYKUEUE_NAMESPACE": key.namespace,
             "PYKUEUE_JOB": key.name,
             "PYKUEUE_POD_INDEX": str(index),
+            "PYKUEUE_POD_NAME": slot.name,
             "JOB_COMPLETION_INDEX": str(index),
             "CUDA_VISIBLE_DEVICES": ",".join(devices),
         }

@@ -116,7 +116,6 @@ def environment(pod: JobSetPod) -> dict[str, str]:
         "JOB_INDEX": str(pod.job_index),
         "JOB_GLOBAL_INDEX": str(pod.job_global_index),
         "JOBSET_RESTART_ATTEMPT": str(pod.restarts),
-        "PYKUEUE_POD_NAME": pod.name,
     }
 
 
