@@ -6,6 +6,7 @@ from typing import Any
 
 from pykueue.controllers import local_jobset
 from pykueue.controllers.integrations import by_kind, check_job
+from pykueue.controllers.integrations.jobset import JobSetAdapter
 
 
 def _jobset(*replicated: tuple[str, int, int, int | None], **spec: Any) -> dict[str, Any]:
@@ -84,3 +85,21 @@ def test_a_jobset_kueue_could_not_queue_names_the_field() -> None:
     problems = [f"{p.path}: {p.message}" for p in check_job(too_many, integration)]
     assert any(p.startswith("spec.podSets") or "podSets" in p for p in problems), problems
     assert check_job(_jobset(("a", 1, 1, None)), integration) == []
+
+
+def test_the_kueue_adapter_reads_the_status_the_executor_writes() -> None:
+    # waitForPodsReady and reclaimable pods come from JobSetAdapter, as in Kubernetes mode.
+    adapter = JobSetAdapter()
+    js = _jobset(("driver", 1, 1, None), ("workers", 2, 2, None))
+    running = [(0, True), (1, True), (2, True), (3, True), (4, False)]
+    js["status"] = {"replicatedJobsStatus": local_jobset.replicated_jobs_status(js, set(), running, False)}
+    assert adapter.is_active(js) and not adapter.pods_ready(js)  # rank 4 is not ready yet
+    running[4] = (4, True)
+    js["status"] = {"replicatedJobsStatus": local_jobset.replicated_jobs_status(js, set(), running, False)}
+    assert adapter.pods_ready(js)
+    # The driver and workers job 0 have succeeded: their pods' quota may go back.
+    js["status"] = {
+        "replicatedJobsStatus": local_jobset.replicated_jobs_status(js, {0, 1, 2}, running[3:], False)
+    }
+    assert adapter.pods_ready(js)
+    assert adapter.reclaimable_pods(js) == [{"name": "driver", "count": 1}, {"name": "workers", "count": 2}]

@@ -302,3 +302,24 @@ def test_a_jobsets_gpus_come_from_one_domain(tmp_path: Path, start_server: Calla
     wait_until(lambda: (out / "pair-a-0-0").read_text().strip() and (out / "pair-b-0-0").read_text().strip())
     got = {(out / name).read_text().strip() for name in ("pair-a-0-0", "pair-b-0-0")}
     assert got == ({"1", "3"} if held in ("0", "2") else {"0", "2"}), (held, got)
+
+
+def test_a_jobset_killed_with_its_server_starts_again_whole(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    server = _machine(tmp_path, start_server, gpus=2, quota=2)
+    out = _shared_out(server)
+    record = f'echo "$PYKUEUE_POD_NAME ${{PYKUEUE_PREEMPTED:-0}}" >> {out}/started; sleep 5'
+    assert (
+        server.apply([jobset("survivor", [("a", 1, 1, record, 1), ("b", 1, 1, record, 1)])]).status_code
+        == 200
+    )
+    wait_until(lambda: server.jobs()["default/survivor"]["active"] == 2, timeout=60)  # its status says so
+    server.kill()  # kill -9: the pods outlive it, the next server kills them and starts them again
+    server.start()
+    wait_until(lambda: server.jobs()["default/survivor"]["state"] == "Succeeded", timeout=90)
+    lines = (out / "started").read_text().splitlines()
+    assert sorted(lines[2:]) == ["survivor-a-0-0 1", "survivor-b-0-0 1"]
+    row = server.jobs()["default/survivor"]
+    assert row["interruptions"] == 1 and row["restarts"] == 0 and row["failed"] == 0
+    wait_until(lambda: _gpu_usage(server) == "0", timeout=30)
