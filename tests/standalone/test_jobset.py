@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .helpers import Server, cluster_queue, flavor_and_queue, job, jobset, wait_until, write_config
+from .helpers import EXAMPLES, Server, cluster_queue, flavor_and_queue, job, jobset, wait_until, write_config
 
 RENDEZVOUS = textwrap.dedent(
     """\
@@ -323,3 +323,14 @@ def test_a_jobset_killed_with_its_server_starts_again_whole(
     row = server.jobs()["default/survivor"]
     assert row["interruptions"] == 1 and row["restarts"] == 0 and row["failed"] == 0
     wait_until(lambda: _gpu_usage(server) == "0", timeout=30)
+
+
+def test_the_example_jobset_trains_on_the_demo_queues(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    server = start_server(write_config(tmp_path, (EXAMPLES / "queues.yaml").read_text(), gpus=4))
+    applied = server.cli("apply", "-f", str(EXAMPLES / "jobset-ddp.yaml"))
+    assert applied.returncode == 0 and "JobSet research/ddp created" in applied.stdout, applied.stderr
+    wait_until(lambda: server.jobs().get("research/ddp", {}).get("state") == "Succeeded", timeout=90)
+    logs = server.cli("logs", "ddp", "-n", "research").stdout
+    assert "rank 0 of 2: met ranks ['1']" in logs and "rank 1 of 2 (workers): joined" in logs, logs
