@@ -271,7 +271,8 @@ def test_a_malformed_jobset_is_refused_with_its_field_named(
     work_queue = jobset("queue", [("workers", 1, 2, "true", 0)])
     work_queue["spec"]["replicatedJobs"][0]["template"]["spec"]["completions"] = 5
     no_queue = jobset("lost", [("workers", 1, 1, "true", 0)], queue="missing")
-    response = server.apply([work_queue, no_queue])
+    empty = jobset("empty", [("workers", 0, 1, "true", 0)])
+    response = server.apply([work_queue, no_queue, empty])
     assert response.status_code == 422, response.text
     problems = response.json()["problems"]
     assert any("spec.replicatedJobs[0].template.spec.completions" in p and "gang" in p for p in problems), (
@@ -280,6 +281,7 @@ def test_a_malformed_jobset_is_refused_with_its_field_named(
     assert any(
         "JobSet/default/lost" in p and "LocalQueue default/missing does not exist" in p for p in problems
     )
+    assert any("JobSet/default/empty spec.replicatedJobs: runs no pod" in p for p in problems), problems
     assert server.api("GET", "/api/v1/objects/JobSet") == []  # nothing half-applied
 
 

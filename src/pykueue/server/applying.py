@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from pykueue.api import manifests
-from pykueue.controllers import integrations
+from pykueue.controllers import integrations, local_jobset
 from pykueue.controllers.accounts import AccountError
 from pykueue.errors import FieldProblem, InputError, NotFound, ParseError, ValidationError
 from pykueue.server import auth, owners
@@ -232,6 +232,9 @@ def _jobset_problems(doc: Document) -> list[FieldProblem]:
     problems = [
         FieldProblem(p.path, p.message, ref, doc.source) for p in integrations.check_job(obj, integration)
     ]
+    if not problems and not local_jobset.pods(obj):
+        message = "runs no pod (every replicated job has replicas or parallelism 0): it could never finish"
+        problems.append(FieldProblem("spec.replicatedJobs", message, ref, doc.source))
     for i, replicated in enumerate((obj.get("spec") or {}).get("replicatedJobs") or []):
         spec = (replicated.get("template") or {}).get("spec") or {}
         parallelism = 1 if spec.get("parallelism") is None else int(spec["parallelism"])
