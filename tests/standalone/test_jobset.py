@@ -206,7 +206,8 @@ def test_a_jobset_waits_for_its_whole_gang_and_stops_as_one(
         "pair-workers-0-1",
     ]
     assert {line.split()[1] for line in again} == {"1"}
-    assert server.request("DELETE", "/api/v1/objects/JobSet/default/pair").status_code == 200
+    deleted = server.cli("delete", "jobset", "pair")
+    assert deleted.returncode == 0 and "JobSet/default/pair deleted" in deleted.stdout, deleted.stderr
     wait_until(lambda: _gpu_usage(server) == "0", timeout=60)
 
 
