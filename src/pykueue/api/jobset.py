@@ -9,6 +9,7 @@ template), the success policy and the failure policy's restart budget; the rest
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -62,7 +63,7 @@ class JobSet(KubeModel):
     status: dict[str, Any] = Field(default_factory=dict)
 
 
-def problems(jobset: JobSet, check_job: Any, out: Problems) -> None:
+def problems(jobset: JobSet, check_job: Callable[[JobSpec, str, Problems], None], out: Problems) -> None:
     """What the JobSet's own webhook refuses: names, duplicates, policies naming unknown jobs.
 
     ``check_job(spec, path, out)`` applies the Job rules to each replicated job's template.
