@@ -323,3 +323,32 @@ def max_overlap(spans: list[tuple[float, float]]) -> int:
         current += delta
         best = max(best, current)
     return best
+
+
+def jobset(
+    name: str,
+    replicated: list[tuple[str, int, int, str, int]],
+    namespace: str = "default",
+    queue: str = "main",
+    success: dict[str, Any] | None = None,
+    max_restarts: int | None = None,
+) -> dict[str, Any]:
+    """A JobSet; ``replicated`` lists (name, replicas, parallelism, shell script, GPUs per pod)."""
+    jobs = []
+    for rj_name, replicas, parallelism, script, gpus in replicated:
+        requests = {"cpu": "100m", **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
+        container = {"name": "main", "command": ["sh", "-c", script], "resources": {"requests": requests}}
+        pod = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 5, "containers": [container]}
+        job_spec = {"parallelism": parallelism, "completions": parallelism, "template": {"spec": pod}}
+        jobs.append({"name": rj_name, "replicas": replicas, "template": {"spec": job_spec}})
+    spec: dict[str, Any] = {"replicatedJobs": jobs}
+    if success is not None:
+        spec["successPolicy"] = success
+    if max_restarts is not None:
+        spec["failurePolicy"] = {"maxRestarts": max_restarts}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": spec,
+    }

@@ -34,7 +34,7 @@ DEFAULT_NAMESPACE: Final = "default"
 DEFAULT_FEATURE_GATES: Final[Mapping[str, bool]] = {"PartialAdmission": True}
 
 # Kinds whose objects live in a namespace; every other kind we read is cluster-scoped.
-NAMESPACED_KINDS: Final = frozenset({"LocalQueue", "Workload", "LimitRange", "Job", "Pod"})
+NAMESPACED_KINDS: Final = frozenset({"LocalQueue", "Workload", "LimitRange", "Job", "JobSet", "Pod"})
 
 
 def is_namespaced(kind: str) -> bool:

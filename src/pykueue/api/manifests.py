@@ -40,6 +40,7 @@ from pykueue.api.batch import Job
 from pykueue.api.cluster_queue import ClusterQueue
 from pykueue.api.cohort import Cohort
 from pykueue.api.core import LimitRange, Namespace, Node, Pod, PriorityClass
+from pykueue.api.jobset import JobSet
 from pykueue.api.local_queue import LocalQueue
 from pykueue.api.meta import CHECK_NAMES, KubeModel
 from pykueue.api.multikueue import MultiKueueCluster, MultiKueueConfig
@@ -67,6 +68,7 @@ KubeObject = (
     | Node
     | Pod
     | Job
+    | JobSet
 )
 """Any object `parse_object` returns; each has ``.kind``, ``.api_version`` and ``.metadata``."""
 
@@ -91,6 +93,7 @@ _CORE_KINDS: Final[dict[tuple[str, str], type[KubeModel]]] = {
     ("v1", "Pod"): Pod,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
     ("batch/v1", "Job"): Job,
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): JobSet,
 }
 KNOWN_KINDS: Final = tuple(sorted([*_KUEUE_KINDS, *(kind for _, kind in _CORE_KINDS)]))
 

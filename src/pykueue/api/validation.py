@@ -23,9 +23,10 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from pykueue.api import governance
+from pykueue.api import jobset as jobset_api
 from pykueue.api import validation_workload as wl_rules
 from pykueue.api.admission_check import AdmissionCheck
-from pykueue.api.batch import Job
+from pykueue.api.batch import Job, JobSpec
 from pykueue.api.checks import (
     IMMUTABLE,
     NEGATIVE,
@@ -225,7 +226,10 @@ def _node(node: Node, out: Problems) -> None:
 
 def _job(job: Job, out: Problems) -> None:
     """What the API server refuses in any Job (counts and quantities may not be negative)."""
-    spec = job.spec
+    _job_spec(job.spec, "spec", out)
+
+
+def _job_spec(spec: JobSpec, path: str, out: Problems) -> None:
     counts = {
         "parallelism": spec.parallelism,
         "completions": spec.completions,
@@ -235,8 +239,8 @@ def _job(job: Job, out: Problems) -> None:
     }
     for name, value in counts.items():
         if value is not None and value < 0:
-            out.add(f"spec.{name}", f"invalid value {value}: must be greater than or equal to 0")
-    wl_rules.check_pod_spec(spec.template.spec, "spec.template.spec", out)
+            out.add(f"{path}.{name}", f"invalid value {value}: must be greater than or equal to 0")
+    wl_rules.check_pod_spec(spec.template.spec, f"{path}.template.spec", out)
 
 
 def validate(
@@ -278,6 +282,8 @@ def validate(
         out.items.extend(wl_rules.validate_workload(obj, single_variable_pod_set))
     elif isinstance(obj, Job):
         _job(obj, out)
+    elif isinstance(obj, jobset_api.JobSet):
+        jobset_api.problems(obj, _job_spec, out)
     elif isinstance(obj, Namespace | LocalQueue | AdmissionCheck):
         pass  # their rules are all structural, checked by the model
     return out.items

@@ -171,6 +171,7 @@ def get(
             [
                 [
                     r["namespace"],
+                    r.get("kind", "Job"),
                     r["name"],
                     r["queue"],
                     r["state"],
@@ -184,6 +185,7 @@ def get(
             ],
             [
                 "NAMESPACE",
+                "KIND",
                 "NAME",
                 "QUEUE",
                 "STATE",
@@ -242,9 +244,11 @@ def describe(
         print(f"Outcome:   {explanation['engineMessage']}")
     job = data.get("job")
     if job:
+        kind = job.get("kind", "Job")
+        restarts = f", restarted {job.get('restarts', 0)} time(s)" if kind == "JobSet" else ""
         print(
-            f"Job:       {job['state']}, active {job['active']}, succeeded {job['succeeded']}, "
-            f"failed {job['failed']}, preempted {job['preemptions']} time(s), "
+            f"{kind + ':':<11}{job['state']}, active {job['active']}, succeeded {job['succeeded']}, "
+            f"failed {job['failed']}{restarts}, preempted {job['preemptions']} time(s), "
             f"interrupted by server restarts {job.get('interruptions', 0)} time(s)"
         )
         if job.get("owner"):
@@ -262,8 +266,8 @@ def describe(
             print(f"           {job['waiting']}")
     for pod in data.get("pods") or []:
         print(
-            f"Pod {pod['index']}:     pid {pod['pid']} user {pod.get('user', '?')} "
-            f"devices [{','.join(pod['devices'])}]"
+            f"Pod {pod.get('name') or pod['index']}:  index {pod['index']} pid {pod['pid']} "
+            f"user {pod.get('user', '?')} devices [{','.join(pod['devices'])}]"
         )
     for warning in data.get("warnings") or []:
         print(f"Warning:   {warning}")

@@ -311,6 +311,8 @@ def delete(
 _KINDS = {
     "job": "Job",
     "jobs": "Job",
+    "jobset": "JobSet",
+    "jobsets": "JobSet",
     "workload": "Workload",
     "workloads": "Workload",
     "clusterqueue": "ClusterQueue",
@@ -332,7 +334,7 @@ def _kind(text: str) -> str:
 
 
 def _namespaced(kind: str) -> bool:
-    return kind in ("Job", "Workload", "LocalQueue", "LimitRange")
+    return kind in ("Job", "JobSet", "Workload", "LocalQueue", "LimitRange")
 
 
 # ---------------------------------------------------------------- reading

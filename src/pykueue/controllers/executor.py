@@ -30,6 +30,10 @@ store and, for each one the job adapter has unsuspended:
   index), ``LOCAL_WORLD_SIZE=N``, ``NODE_RANK=0``; when one of them fails the
   others are stopped and the gang starts again whole after the back-off (one
   failure counted). The annotation ``pykueue.io/gang: "false"`` opts out.
+* runs a JobSet the same way, as the JobSet controller and the Job controller
+  together: every pod of every replicated job is one rank of one gang
+  (`local_jobset` numbers them and holds its success and failure policies);
+  a failed pod restarts the whole JobSet until ``failurePolicy.maxRestarts``.
 
 Crash safety: every pod runs in a cgroup under the store's subtree and carries
 ``PYKUEUE_STORE=<store file>`` in its environment. On start, before anything
@@ -60,7 +64,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pykueue.controllers import jobframework, probes
+from pykueue.controllers import jobframework, local_jobset, probes
 from pykueue.controllers.accounts import AccountError, RunAs
 from pykueue.controllers.cgroups import Limits, PodCgroup, Usage
 from pykueue.controllers.isolation import POD_MARKER_ENV, Isolation, sweep
@@ -78,6 +82,7 @@ IMAGE_WARNING = "the container image is ignored in standalone mode: the command 
 REAP_SECONDS = 10.0  # how long a pod's leftovers may take to die after SIGKILL before we stop waiting
 GANG_ANNOTATION = "pykueue.io/gang"
 GANG_RETRY = -1  # the key of a whole gang's back-off in JobRun.retry_at
+RUNNABLE_KINDS = ("Job", local_jobset.KIND)  # the kinds whose pods this executor runs
 
 
 def _now_text() -> str:
@@ -110,6 +115,7 @@ class Pod:
     user: str
     marker: str
     cgroup: PodCgroup | None = None
+    name: str = ""
     stopping: bool = False
     ready: bool = True  # running, and its readiness probe (if any) passed
     prober: asyncio.Task[None] | None = None
@@ -152,22 +158,26 @@ class JobRun:
     cpu_seconds: float = 0.0
     memory_peak: int = 0
     gang_port: int = 0  # MASTER_PORT of the gang's current start
+    restarts: int = 0  # a JobSet's restarts of all its pods (status.restarts)
 
     @staticmethod
     def from_status(status: Manifest) -> JobRun:
+        """What an earlier executor counted, from a Job's or a JobSet's status."""
         extra = status.get("pykueue") or {}
         usage = extra.get("usage") or {}
         run = JobRun(
             completed=set(extra.get("completed", [])),
-            failed=int(status.get("failed", 0)),
+            failed=int(_counts(status).get("failed", 0)),
             preemptions=int(extra.get("preemptions", 0)),
             interruptions=int(extra.get("interruptions", 0)),
             start_time=str(status.get("startTime", "")),
             cpu_seconds=float(usage.get("cpuSeconds", 0.0)),
             memory_peak=int(usage.get("memoryPeakBytes", 0)),
+            restarts=int(status.get("restarts", 0)),
         )
         for cond in status.get("conditions", []):
-            if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+            finished = ("Complete", local_jobset.COMPLETED, "Failed")
+            if cond.get("type") in finished and cond.get("status") == "True":
                 run.outcome = (cond["type"], cond.get("reason", ""), cond.get("message", ""))
         return run
 
@@ -226,7 +236,14 @@ class LocalExecutor:
         return stuck + len(found)
 
     async def sync(self) -> str:
-        items, version = await self.store.list("Job")
+        items, versions = [], []
+        for kind in RUNNABLE_KINDS:
+            listed, listed_at = await self.store.list(kind)
+            items.extend(listed)
+            versions.append(listed_at)
+        # Both watches start at the earliest list: a change between the lists is seen twice
+        # (the older copy is dropped by `handle`), never missed.
+        version = versions[0]
         for job in items:
             key = Key.of(job)
             self.jobs[key] = job
@@ -234,7 +251,7 @@ class LocalExecutor:
                 continue  # a restarted loop: this executor's own counts and pods are current
             run = JobRun.from_status(job.get("status") or {})
             self.runs[key] = run
-            if int((job.get("status") or {}).get("active", 0)) > 0 and run.outcome is None:
+            if int(_counts(job.get("status") or {}).get("active", 0)) > 0 and run.outcome is None:
                 # Its pods died with the previous server (kill_leftovers made sure).
                 run.interruptions += 1
                 await self._write_status(key)
@@ -270,8 +287,11 @@ class LocalExecutor:
             await self.shutdown()
 
     async def _follow(self, version: str, events: asyncio.Queue[WatchEvent]) -> None:
-        async for event in self.store.watch("Job", version):
-            await events.put(event)
+        async def follow(kind: str) -> None:
+            async for event in self.store.watch(kind, version):
+                await events.put(event)
+
+        await asyncio.gather(*(follow(kind) for kind in RUNNABLE_KINDS))
 
     def handle(self, event: WatchEvent) -> None:
         key = Key.of(event.object)
@@ -394,8 +414,7 @@ class LocalExecutor:
         """Start every unfinished index together, or none: a distributed job needs all its ranks."""
         if self.pods.get(key):
             return  # running (or its last members are still finishing)
-        _, completions = job_counts(job.get("spec") or {})
-        todo = [i for i in range(completions) if i not in run.completed]
+        todo = [i for i in range(gang_size(job)) if i not in run.completed]
         if not todo:
             return
         due = run.retry_at.get(GANG_RETRY, 0.0)
@@ -407,35 +426,54 @@ class LocalExecutor:
                 run.waiting = message
                 await self._write_status(key)
             return
-        containers = ((job.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or [{}]
-        gpus = _gpu_count(containers[0]) * len(todo)
-        if gpus:
-            flavors = _admitted_flavors(await self._workload(key, job))
-            if self.devices.free(flavors.get(GPU_RESOURCE)) < gpus:
-                message = f"waiting for {gpus} free GPU(s) to start all {len(todo)} pods of the gang together"
-                if run.waiting != message:
-                    run.waiting = message
-                    await self._write_status(key)
-                return
+        needs, flavor_of = await self._gang_gpus(key, job, todo)
+        short = {flavor: n for flavor, n in needs.items() if self.devices.free(flavor or None) < n}
+        if short:
+            gpus = sum(needs.values())
+            message = f"waiting for {gpus} free GPU(s) to start all {len(todo)} pods of the gang together"
+            if run.waiting != message:
+                run.waiting = message
+                await self._write_status(key)
+            return
         run.retry_at.pop(GANG_RETRY, None)
         run.gang_port = _free_port()
         for index in todo:
-            if not await self._start(key, job, run, index):
+            together = needs.get(flavor_of.get(index, ""), 0)
+            if not await self._start(key, job, run, index, together=together):
                 # Could not start one rank (its user, its command): stop the ranks already started.
                 for pod in self.pods.get(key, {}).values():
                     self._stop(pod)
                 break
         await self._write_status(key)
 
+    async def _gang_gpus(
+        self, key: Key, job: Manifest, todo: list[int]
+    ) -> tuple[dict[str, int], dict[int, str]]:
+        """GPUs the gang's pods ``todo`` need at once, by the flavor their pod set was admitted
+        with ("" when it names none), and each GPU pod's flavor."""
+        slots = [pod_slot(job, index) for index in todo]
+        if not any(_gpu_count(slot.container) for slot in slots):
+            return {}, {}
+        workload = await self._workload(key, job)
+        needs: dict[str, int] = {}
+        flavor_of: dict[int, str] = {}
+        for slot in slots:
+            gpus = _gpu_count(slot.container)
+            if gpus:
+                flavor = _admitted_flavors(workload, slot.pod_set).get(GPU_RESOURCE) or ""
+                flavor_of[slot.index] = flavor
+                needs[flavor] = needs.get(flavor, 0) + gpus
+        return needs, flavor_of
+
     def _wake_at(self, due: float) -> None:
         loop = asyncio.get_running_loop()
         loop.call_later(max(0.0, due - time.monotonic()) + 0.01, self._wake.set)
 
-    async def _start(self, key: Key, job: Manifest, run: JobRun, index: int) -> bool:
-        template = (job.get("spec") or {}).get("template") or {}
-        pod_spec = template.get("spec") or {}
-        containers = pod_spec.get("containers") or [{}]
-        container = containers[0]
+    async def _start(self, key: Key, job: Manifest, run: JobRun, index: int, together: int = 0) -> bool:
+        """Start pod ``index``; ``together``: the GPUs its whole gang takes of its flavor at once."""
+        slot = pod_slot(job, index)
+        pod_spec = slot.template.get("spec") or {}
+        container = slot.container
         argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
         if not argv:
             return await self._fail_job(
@@ -449,11 +487,10 @@ class LocalExecutor:
         except AccountError as exc:
             return await self._fail_job(key, run, "NoSuchUser", str(exc))
         gpus = _gpu_count(container)
-        flavors = _admitted_flavors(await self._workload(key, job)) if gpus else {}
+        flavors = _admitted_flavors(await self._workload(key, job), slot.pod_set) if gpus else {}
         holder = f"{key}#{index}"
         # A gang's pods start together: the first one picks a GPU domain with room for all.
-        pods = int((job.get("spec") or {}).get("parallelism") or 1) if run.gang_port else 1
-        devices = self.devices.take(holder, flavors.get(GPU_RESOURCE), gpus, together=gpus * pods)
+        devices = self.devices.take(holder, flavors.get(GPU_RESOURCE), gpus, together=together)
         if devices is None:
             message = f"waiting for {gpus} free GPU(s) of {flavors.get(GPU_RESOURCE) or 'any flavor'}"
             if run.waiting != message:
@@ -467,7 +504,7 @@ class LocalExecutor:
         self._serial += 1
         marker = f"{self.marker}#{self._serial}"
         env = self.isolation.environment(
-            owner, folder, container, self._variables(key, run, index, devices, marker)
+            owner, folder, container, self._variables(key, run, slot, devices, marker), slot.fields
         )
         cgroup = None
         if self.isolation.cgroups is not None:
@@ -486,7 +523,7 @@ class LocalExecutor:
         }
         with open(log_path, "ab") as out:
             out.write(
-                f"--- pykueue: start of pod {index} at {_now_text()} as {owner.name} "
+                f"--- pykueue: start of pod {slot.name} at {_now_text()} as {owner.name} "
                 f"devices={','.join(devices)}\n".encode()
             )
         try:
@@ -500,7 +537,7 @@ class LocalExecutor:
             await self._pod_exited(key, index, 127, stopping=False)
             return True
         grace = float(pod_spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
-        pod = Pod(key, index, process, devices, log_path, grace, owner.name, marker, cgroup)
+        pod = Pod(key, index, process, devices, log_path, grace, owner.name, marker, cgroup, slot.name)
         probe, _ = probes.Probe.of_container(container)
         if probe is not None:
             pod.ready = False
@@ -509,7 +546,7 @@ class LocalExecutor:
         self.starts += 1
         gpus_text = f", GPUs {','.join(devices)}" if devices else ""
         self.record(
-            f"{key.namespace}/{key.name}: pod {index} started (pid {process.pid}, user {owner.name}{gpus_text})",
+            f"{key.namespace}/{key.name}: pod {slot.name} started (pid {process.pid}, user {owner.name}{gpus_text})",
             key.namespace,
         )
         if not run.start_time:
@@ -565,34 +602,39 @@ class LocalExecutor:
             return None
 
     def _variables(
-        self, key: Key, run: JobRun, index: int, devices: list[str], marker: str
+        self, key: Key, run: JobRun, slot: PodSlot, devices: list[str], marker: str
     ) -> dict[str, str]:
         """pykueue's own variables, set last so a Job cannot hide them."""
+        index = slot.index
         variables = {
             MARKER_ENV: self.marker,
             POD_MARKER_ENV: marker,
             "PYKUEUE_NAMESPACE": key.namespace,
             "PYKUEUE_JOB": key.name,
             "PYKUEUE_POD_INDEX": str(index),
+            "PYKUEUE_POD_NAME": slot.name,
             "JOB_COMPLETION_INDEX": str(index),
             "CUDA_VISIBLE_DEVICES": ",".join(devices),
         }
         if run.preemptions or run.interruptions:
             variables["PYKUEUE_PREEMPTED"] = "1"
         job = self.jobs.get(key)
-        if job is not None and is_gang(job):
-            # What torch.distributed (and torchrun's workers) read to find each other, one node.
-            world = str(job_counts(job.get("spec") or {})[0])
-            variables.update(
-                MASTER_ADDR="127.0.0.1",
-                MASTER_PORT=str(run.gang_port),
-                WORLD_SIZE=world,
-                RANK=str(index),
-                LOCAL_RANK=str(index),
-                LOCAL_WORLD_SIZE=world,
-                NODE_RANK="0",
-                GROUP_RANK="0",
-            )
+        if job is None or not is_gang(job):
+            return variables
+        # What torch.distributed (and torchrun's workers) read to find each other, one node.
+        world = str(gang_size(job))
+        variables.update(
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(run.gang_port),
+            WORLD_SIZE=world,
+            RANK=str(index),
+            LOCAL_RANK=str(index),
+            LOCAL_WORLD_SIZE=world,
+            NODE_RANK="0",
+            GROUP_RANK="0",
+        )
+        if slot.jobset_pod is not None:
+            variables.update(local_jobset.environment(slot.jobset_pod))
         return variables
 
     def _spawn(self, coro: Any) -> None:
@@ -650,6 +692,10 @@ class LocalExecutor:
         if stopping or run.outcome is not None:
             await self._write_status(key)
             return
+        if job.get("kind") == local_jobset.KIND:
+            self._jobset_pod_exited(key, job, run, index, code)
+            await self._write_status(key)
+            return
         spec = job.get("spec") or {}
         if code == 0:
             run.completed.add(index)
@@ -683,6 +729,39 @@ class LocalExecutor:
                 run.retry_at[index] = time.monotonic() + self.backoff.delay(run.failed)
         await self._write_status(key)
 
+    def _jobset_pod_exited(self, key: Key, job: Manifest, run: JobRun, index: int, code: int) -> None:
+        """A JobSet's pod ended: its success policy may be met; a failure restarts it, or fails it."""
+        name = pod_slot(job, index).name
+        if code == 0:
+            run.completed.add(index)
+            met = local_jobset.success(job, run.completed)
+            if met is not None:
+                run.outcome = (local_jobset.COMPLETED, "AllJobsCompleted", met)
+                self.record(f"{key.namespace}/{key.name}: completed ({met})", key.namespace)
+                self._stop_all(key)  # successPolicy Any: the others are not needed any more
+            return
+        run.failed += 1
+        limit = local_jobset.max_restarts(job)
+        if run.restarts >= limit:
+            message = f"pod {name} exited with {code}; {run.restarts} restart(s) used of maxRestarts {limit}"
+            run.outcome = (local_jobset.FAILED, "ReachedMaxRestarts", message)
+            self.record(f"{key.namespace}/{key.name}: failed ({message})", key.namespace)
+        else:
+            # As the JobSet controller: a failed Job restarts the whole JobSet, every pod of it.
+            run.restarts += 1
+            run.completed.clear()
+            run.retry_at[GANG_RETRY] = time.monotonic() + self.backoff.delay(run.failed)
+            self.record(
+                f"{key.namespace}/{key.name}: pod {name} exited with {code}; restarting the JobSet "
+                f"(restart {run.restarts} of {limit})",
+                key.namespace,
+            )
+        self._stop_all(key)
+
+    def _stop_all(self, key: Key) -> None:
+        for pod in self.pods.get(key, {}).values():
+            self._stop(pod)
+
     def _stop(self, pod: Pod) -> None:
         if pod.stopping:
             return
@@ -704,11 +783,14 @@ class LocalExecutor:
         if job is None or run is None:
             return
         pods = self.pods.get(key, {})
-        status: Manifest = {
+        counts = {
             "active": len(pods),
             "ready": sum(1 for pod in pods.values() if pod.ready and not pod.stopping),
             "succeeded": len(run.completed),
             "failed": run.failed,
+        }
+        status: Manifest = {
+            **counts,
             "pykueue": {
                 "completed": sorted(run.completed),
                 "preemptions": run.preemptions,
@@ -716,6 +798,7 @@ class LocalExecutor:
                 "pods": [
                     {
                         "index": pod.index,
+                        "name": pod.name,
                         "pid": pod.process.pid,
                         "user": pod.user,
                         "devices": pod.devices,
@@ -731,6 +814,8 @@ class LocalExecutor:
         }
         if run.start_time:
             status["startTime"] = run.start_time
+        if job.get("kind") == local_jobset.KIND:
+            status = self._jobset_status(job, run, status, counts)
         if run.outcome is not None:
             kind, reason, message = run.outcome
             status["conditions"] = [
@@ -756,7 +841,7 @@ class LocalExecutor:
         try:
             written = await self.store.update_status(
                 {
-                    "kind": "Job",
+                    "kind": key.kind,
                     "metadata": {"name": meta["name"], "namespace": meta.get("namespace")},
                     "status": status,
                 }
@@ -766,6 +851,19 @@ class LocalExecutor:
         current = self.jobs.get(key)
         if current is None or version_number(current) < version_number(written):
             self.jobs[key] = written
+
+    def _jobset_status(self, job: Manifest, run: JobRun, status: Manifest, counts: Manifest) -> Manifest:
+        """A JobSet's status as its controller writes it (Jobs counted per replicated job,
+        ``restarts``), the pod counts moved under ``pykueue``."""
+        pods = self.pods.get(Key.of(job), {})
+        live = [(pod.index, pod.ready) for pod in pods.values() if not pod.stopping]
+        shaped: Manifest = {k: v for k, v in status.items() if k not in counts}
+        shaped["pykueue"] = {**status["pykueue"], **counts}
+        shaped["restarts"] = run.restarts
+        shaped["replicatedJobsStatus"] = local_jobset.replicated_jobs_status(
+            job, run.completed, live, _suspended(job)
+        )
+        return shaped
 
 
 def log_folder(data_dir: Path, namespace: str, job: str, uid: str) -> Path:
@@ -783,11 +881,67 @@ def job_counts(spec: Manifest) -> tuple[int, int]:
     return parallelism, _int(spec.get("completions"), parallelism)
 
 
-def _admitted_flavors(workload: Manifest | None) -> dict[str, str]:
-    """resource -> flavor of the first pod set's admission (where its GPUs must come from)."""
+@dataclass(frozen=True, slots=True)
+class PodSlot:
+    """What one pod of a Job or JobSet runs, and where it sits."""
+
+    index: int  # the executor's number for it: a Job's completion index, a JobSet's rank
+    name: str  # shown by describe and the logs: <job>-<index>, <jobset>-<replicated job>-<job>-<pod>
+    template: Manifest  # its pod template
+    pod_set: str | None  # its pod set in the Workload (None: the first one)
+    jobset_pod: local_jobset.JobSetPod | None = None
+
+    @property
+    def container(self) -> Manifest:
+        containers = (self.template.get("spec") or {}).get("containers") or [{}]
+        first: Manifest = containers[0]
+        return first
+
+    @property
+    def fields(self) -> dict[str, str]:
+        """What ``valueFrom.fieldRef`` reads for this pod: its name, its index labels."""
+        if self.jobset_pod is not None:
+            return local_jobset.field_values(self.jobset_pod)
+        index = str(self.index)
+        key = "batch.kubernetes.io/job-completion-index"
+        return {
+            "metadata.name": self.name,
+            f"metadata.labels['{key}']": index,
+            f"metadata.annotations['{key}']": index,
+        }
+
+
+def pod_slot(job: Manifest, index: int) -> PodSlot:
+    """Pod ``index`` of a Job or a JobSet."""
+    name = str((job.get("metadata") or {}).get("name", ""))
+    if job.get("kind") == local_jobset.KIND:
+        pod = local_jobset.pods(job)[index]
+        return PodSlot(index, pod.name, pod.template, pod.replicated_job, pod)
+    template = (job.get("spec") or {}).get("template") or {}
+    return PodSlot(index, f"{name}-{index}", template, None)
+
+
+def gang_size(job: Manifest) -> int:
+    """The ranks of a gang: a Job's completions, every pod of a JobSet."""
+    if job.get("kind") == local_jobset.KIND:
+        return len(local_jobset.pods(job))
+    return job_counts(job.get("spec") or {})[1]
+
+
+def _counts(status: Manifest) -> Manifest:
+    """Where a status keeps its pod counts: a Job's top level, a JobSet's ``pykueue`` section."""
+    if "replicatedJobsStatus" in status or "restarts" in status:
+        counts: Manifest = status.get("pykueue") or {}
+        return counts
+    return status
+
+
+def _admitted_flavors(workload: Manifest | None, pod_set: str | None = None) -> dict[str, str]:
+    """resource -> flavor of a pod set's admission (the first when unnamed): where its GPUs come from."""
     admission = ((workload or {}).get("status") or {}).get("admission") or {}
     assignments = admission.get("podSetAssignments") or [{}]
-    return dict(assignments[0].get("flavors") or {})
+    chosen = next((a for a in assignments if a.get("name") == pod_set), assignments[0])
+    return dict(chosen.get("flavors") or {})
 
 
 def _eviction_reason(workload: Manifest | None) -> str:
@@ -800,7 +954,13 @@ def _eviction_reason(workload: Manifest | None) -> str:
 
 
 def is_gang(job: Manifest) -> bool:
-    """A distributed job: N > 1 pods that all run at once until each completes (parallelism = completions)."""
+    """A distributed job: N > 1 pods that all run at once until each completes (parallelism = completions).
+
+    A JobSet always is one: its replicated jobs start together, as JobSet's own
+    controller creates all its Jobs at once.
+    """
+    if job.get("kind") == local_jobset.KIND:
+        return True
     if ((job.get("metadata") or {}).get("annotations") or {}).get(GANG_ANNOTATION) == "false":
         return False
     parallelism, completions = job_counts(job.get("spec") or {})
@@ -817,20 +977,30 @@ def _suspended(job: Manifest) -> bool:
     return bool((job.get("spec") or {}).get("suspend"))
 
 
+def _templates(job: Manifest) -> list[Manifest]:
+    """The pod templates of a Job (one) or a JobSet (one per replicated job)."""
+    if job.get("kind") == local_jobset.KIND:
+        return [
+            ((rj.get("template") or {}).get("spec") or {}).get("template") or {}
+            for rj in local_jobset.replicated_jobs(job)
+        ]
+    return [(job.get("spec") or {}).get("template") or {}]
+
+
 def _warnings(job: Manifest) -> list[str]:
     """What the Job asks for that standalone mode does not do (shown by describe)."""
-    containers = (((job.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
     warnings = [IMAGE_WARNING] if _has_image(job) else []
-    if containers:
-        _, probe_warning = probes.Probe.of_container(containers[0])
-        if probe_warning:
-            warnings.append(probe_warning)
+    for template in _templates(job):
+        containers = (template.get("spec") or {}).get("containers") or []
+        if containers:
+            _, probe_warning = probes.Probe.of_container(containers[0])
+            if probe_warning and probe_warning not in warnings:
+                warnings.append(probe_warning)
     return warnings
 
 
 def _has_image(job: Manifest) -> bool:
-    containers = (((job.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
-    return any(c.get("image") for c in containers)
+    return any(c.get("image") for t in _templates(job) for c in (t.get("spec") or {}).get("containers") or [])
 
 
 def _gpu_count(container: Manifest) -> int:

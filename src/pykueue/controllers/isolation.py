@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,13 +145,25 @@ class Isolation:
         folder: Path,
         container: Manifest,
         variables: dict[str, str],
+        fields: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
-        """The documented minimum, then the container's plain ``env`` values, then pykueue's own."""
+        """The documented minimum, then the container's ``env``, then pykueue's own.
+
+        An ``env`` item is its plain ``value``, or a ``valueFrom.fieldRef`` whose
+        ``fieldPath`` is one of ``fields`` (the pod's name, labels and annotations as the
+        executor knows them); any other ``valueFrom`` is left out.
+        """
         home = owner.home if _owns(owner, owner.home) else str(folder)
         env = {"PATH": BASE_PATH, "HOME": home, "USER": owner.name, "LOGNAME": owner.name, "LANG": "C.UTF-8"}
         for item in container.get("env") or []:
-            if isinstance(item, dict) and "name" in item and "value" in item:
+            if not isinstance(item, dict) or "name" not in item:
+                continue
+            if "value" in item:
                 env[str(item["name"])] = str(item["value"])
+                continue
+            ref = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+            if fields and isinstance(ref, str) and ref.replace('"', "'") in fields:
+                env[str(item["name"])] = fields[ref.replace('"', "'")]
         env.update(variables)
         return env
 

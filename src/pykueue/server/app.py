@@ -2,12 +2,12 @@
 
     GET    /healthz                                  no identity needed
     GET    /api/v1/whoami | /api/v1/node | /api/v1/events?after=N
-    GET    /api/v1/{clusterqueues|localqueues|workloads|jobs}      rows for `pykueue get`
+    GET    /api/v1/{clusterqueues|localqueues|workloads|jobs}      rows for `pykueue get` (jobs: Jobs and JobSets)
     GET    /api/v1/objects/{kind}[/{namespace}/{name}]             stored manifests ("_" = no namespace)
     DELETE /api/v1/objects/{kind}/{namespace}/{name}
     POST   /api/v1/apply          {"files": [{"name", "text"}]}    all or nothing (see applying)
     GET    /api/v1/describe/workload/{namespace}/{name}            why it waits, its position
-    GET    /api/v1/logs/{namespace}/{name}                         a job's pod logs
+    GET    /api/v1/logs/{namespace}/{name}                         a job's (or JobSet's) pod logs
     POST   /api/v1/{stop|resume}  {"kind": "workload"|"clusterqueue", "namespace", "name"}
     GET    /api/v1/policy/history?kind=K&name=N&limit=L            recorded policy changes (policy)
     GET    /api/v1/policy/revisions/{rev}                          one, with its diff
@@ -46,7 +46,7 @@ from pykueue.api import defaults, manifests, policy_history
 from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.accounts import AccountError
 from pykueue.controllers.estimating import StartEstimates
-from pykueue.controllers.executor import LocalExecutor, log_folder
+from pykueue.controllers.executor import RUNNABLE_KINDS, LocalExecutor, log_folder
 from pykueue.controllers.node import Node
 from pykueue.controllers.standalone import StandaloneManager
 from pykueue.controllers.workloads import StandaloneAdmission
@@ -149,7 +149,7 @@ def _handlers(app: FastAPI) -> None:
 
 def create_app(ctx: ServerContext) -> FastAPI:
     app = FastAPI(title="pykueue", docs_url=None, redoc_url=None, openapi_url=None)
-    registry = integrations.registry()
+    registry = integrations.registry(integrations.STANDALONE_FRAMEWORKS)
     _handlers(app)
 
     async def caller(request: Request) -> auth.Identity:
@@ -247,16 +247,17 @@ def create_app(ctx: ServerContext) -> FastAPI:
         return {"results": result.actions}
 
     async def find_job(namespace: str, name: str) -> Manifest | None:
-        """The Job called ``name``, or the Job that owns the Workload called ``name``."""
-        with contextlib.suppress(NotFound):
-            return await ctx.store.get("Job", namespace, name)  # type: ignore[no-any-return]
+        """The Job (or JobSet) called ``name``, or the one that owns the Workload called ``name``."""
+        for kind in RUNNABLE_KINDS:
+            with contextlib.suppress(NotFound):
+                return await ctx.store.get(kind, namespace, name)  # type: ignore[no-any-return]
         with contextlib.suppress(NotFound, inputs.InputRefused):
             owner = registry.owner_of(await ctx.store.get("Workload", namespace, name))
             owner_name = str(owner[1].get("name", "")) if owner is not None else ""
-            if owner is not None and owner[0].kind == "Job" and owner_name:
-                # An owner reference is written by whoever wrote the Workload: only a Job
+            if owner is not None and owner[0].kind in RUNNABLE_KINDS and owner_name:
+                # An owner reference is written by whoever wrote the Workload: only a job
                 # that exists, in the same namespace, with the referenced uid, counts.
-                job: Manifest = await ctx.store.get("Job", namespace, inputs.name_of(owner_name))
+                job: Manifest = await ctx.store.get(owner[0].kind, namespace, inputs.name_of(owner_name))
                 if str(job["metadata"].get("uid", "")) == str(owner[1].get("uid", "")):
                     return job
         return None
@@ -279,11 +280,12 @@ def create_app(ctx: ServerContext) -> FastAPI:
                         owner[0].kind, namespace, inputs.name_of(str(owner[1].get("name", "")))
                     )
             return workload, job
-        try:
-            job = await ctx.store.get("Job", namespace, name)
-        except NotFound:
-            raise ApiError(404, f"no workload or job named {name} in namespace {namespace}") from None
-        workload_name = jobframework.workload_name("Job", name, str(job["metadata"].get("uid", "")))
+        job = await find_job(namespace, name)
+        if job is None:
+            raise ApiError(404, f"no workload or job named {name} in namespace {namespace}")
+        workload_name = jobframework.workload_name(
+            str(job["kind"]), name, str(job["metadata"].get("uid", ""))
+        )
         try:
             return await ctx.store.get("Workload", namespace, workload_name), job
         except NotFound:
@@ -448,6 +450,11 @@ def create_app(ctx: ServerContext) -> FastAPI:
         if kind is None:
             raise ApiError(404, f"unknown list {rows[:64]!r}: choose one of {', '.join(ROW_KINDS)}")
         items, _ = await ctx.store.list(kind, optional_namespace(namespace))
+        if kind == "Job":
+            jobsets, _ = await ctx.store.list("JobSet", optional_namespace(namespace))
+            items = sorted(
+                [*items, *jobsets], key=lambda i: (i["metadata"].get("namespace", ""), i["metadata"]["name"])
+            )
         items = [i for i in items if auth.may_read(identity, kind, i["metadata"].get("namespace", ""))]
         if kind == "ClusterQueue":
             return [views.cluster_queue_row(ctx.admission, i) for i in items]

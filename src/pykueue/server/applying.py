@@ -6,16 +6,17 @@
     authorize   auth.write_refusal for the caller                   -> 403, one line per object
                 a tenant's Workload priority is its class's value   -> 403
     check       references a user would otherwise wait on forever:  -> file#doc Kind/name: message
-                a Job names a LocalQueue that exists (here or in the same apply),
-                a priority class that exists
+                a Job or JobSet names a LocalQueue that exists (here or in the same apply),
+                a priority class that exists; a JobSet is one this machine can run
+                (its Workload passes the Workload rules, each Job a gang)
     own         a Job records who submitted it and whom it runs as  -> `owners`
     store       one store transaction: created / configured / unchanged
 
 Nothing is stored unless every document passes every step, so a refused apply
 never leaves half a queue setup behind. Objects are stored as
-`manifests.to_manifest` writes them (v1beta2, defaults filled in). A Job is
+`manifests.to_manifest` writes them (v1beta2, defaults filled in). A Job (or JobSet) is
 stored suspended, as Kueue's webhook does, so nothing runs before admission;
-a Job's spec cannot be changed once submitted (delete and submit again).
+its spec cannot be changed once submitted (delete and submit again).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import yaml
 
 from pykueue.api import manifests
+from pykueue.controllers import integrations, local_jobset
 from pykueue.controllers.accounts import AccountError
 from pykueue.errors import FieldProblem, InputError, NotFound, ParseError, ValidationError
 from pykueue.server import auth, owners
@@ -37,6 +39,7 @@ from pykueue.store.base import Key, Manifest, authored_by
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_KINDS = ("WorkloadPriorityClass", "PriorityClass")
+JOB_KINDS = ("Job", "JobSet")  # what runs on this machine, queued with the queue label
 
 
 class Refused(Exception):
@@ -115,7 +118,7 @@ def validate(raw: list[tuple[str, Any]]) -> list[Document]:
             continue
         owners.strip_server_annotations(stored)
         meta = stored.setdefault("metadata", {})
-        if stored.get("kind") in ("Job", "Workload", "LocalQueue", "LimitRange") and not meta.get(
+        if stored.get("kind") in (*JOB_KINDS, "Workload", "LocalQueue", "LimitRange") and not meta.get(
             "namespace"
         ):
             meta["namespace"] = "default"
@@ -175,11 +178,13 @@ async def check_references(store: Any, documents: list[Document]) -> None:
     for doc in documents:
         obj = doc.manifest
         kind = obj.get("kind")
-        if kind not in ("Job", "Workload"):
+        if kind not in (*JOB_KINDS, "Workload"):
             continue
         ref = manifests.object_ref(obj)
         namespace = obj["metadata"]["namespace"]
-        if kind == "Job":
+        if kind == "JobSet":
+            problems.extend(_jobset_problems(doc))
+        if kind in JOB_KINDS:
             queue = (obj["metadata"].get("labels") or {}).get(QUEUE_LABEL, "")
             path = f"metadata.labels[{QUEUE_LABEL}]"
         else:
@@ -217,6 +222,36 @@ async def check_references(store: Any, documents: list[Document]) -> None:
         raise ValidationError(problems)
 
 
+def _jobset_problems(doc: Document) -> list[FieldProblem]:
+    """What keeps a valid JobSet from running here: a Workload Kueue would refuse (more pod sets
+    than a Workload may have, ...), or a replicated job that is not one gang of pods."""
+    obj = doc.manifest
+    ref = manifests.object_ref(obj)
+    integration = integrations.by_kind(str(obj.get("apiVersion")), "JobSet")
+    assert integration is not None
+    problems = [
+        FieldProblem(p.path, p.message, ref, doc.source) for p in integrations.check_job(obj, integration)
+    ]
+    if not problems and not local_jobset.pods(obj):
+        message = "runs no pod (every replicated job has replicas or parallelism 0): it could never finish"
+        problems.append(FieldProblem("spec.replicatedJobs", message, ref, doc.source))
+    for i, replicated in enumerate((obj.get("spec") or {}).get("replicatedJobs") or []):
+        spec = (replicated.get("template") or {}).get("spec") or {}
+        parallelism = 1 if spec.get("parallelism") is None else int(spec["parallelism"])
+        completions = spec.get("completions")
+        if completions is not None and int(completions) > parallelism:
+            problems.append(
+                FieldProblem(
+                    f"spec.replicatedJobs[{i}].template.spec.completions",
+                    f"{completions} is more than parallelism {parallelism}: standalone mode runs each Job of a "
+                    "JobSet as one gang whose pods all run at once and once each (completions <= parallelism)",
+                    ref,
+                    doc.source,
+                )
+            )
+    return problems
+
+
 async def _exists(store: Any, kind: str, namespace: str, name: str) -> bool:
     try:
         await store.get(kind, namespace, name)
@@ -247,18 +282,18 @@ async def store_all(store: Any, documents: list[Document]) -> ApplyResult:
                 except NotFound:
                     current = None
             if current is None:
-                if key.kind == "Job":
+                if key.kind in JOB_KINDS:
                     obj.setdefault("spec", {})["suspend"] = True
                 await store.create(obj)
                 action = "created"
             elif _same(obj, current):
                 action = "unchanged"
-            elif key.kind == "Job":
+            elif key.kind in JOB_KINDS:
                 raise ValidationError(
                     [
                         FieldProblem(
                             "spec",
-                            "a submitted Job cannot be changed; delete it and submit it again",
+                            f"a submitted {key.kind} cannot be changed; delete it and submit it again",
                             manifests.object_ref(obj),
                             doc.source,
                         )
@@ -294,6 +329,8 @@ async def _generated_key(store: Any, obj: Manifest) -> Key:
 
 
 def _same(new: Manifest, current: Manifest) -> bool:
+    if new.get("kind") == "JobSet":
+        return _without_suspend(new) == _without_suspend(current)
     if new.get("kind") == "Job":
         # The adapter owns suspend and parallelism (partial admission): compare the user's part.
         mine = {k: v for k, v in (new.get("spec") or {}).items() if k not in ("suspend", "parallelism")}
@@ -301,6 +338,10 @@ def _same(new: Manifest, current: Manifest) -> bool:
         return mine == theirs
     keys = set(new) | set(current)
     return all(new.get(k) == current.get(k) for k in keys if k not in ("metadata", "status"))
+
+
+def _without_suspend(obj: Manifest) -> Manifest:
+    return {k: v for k, v in (obj.get("spec") or {}).items() if k != "suspend"}
 
 
 async def own(documents: list[Document], identity: auth.Identity, owning: owners.Owners) -> None:

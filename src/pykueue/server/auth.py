@@ -35,7 +35,7 @@ IDENTITY_KIND = "Identity"
 IDENTITY_API = "pykueue.io/v1"
 ADMIN = "admin"
 TENANT = "tenant"
-TENANT_KINDS = frozenset({"Job", "Workload"})
+TENANT_KINDS = frozenset({"Job", "JobSet", "Workload"})
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
@@ -174,7 +174,14 @@ def priority_class_of(obj: Manifest) -> str:
     ref = spec.get("priorityClassRef") or {}
     if ref.get("name"):
         return str(ref["name"])
-    templates = [spec.get("template") or {}, *[ps.get("template") or {} for ps in spec.get("podSets") or []]]
+    templates = [
+        spec.get("template") or {},
+        *[ps.get("template") or {} for ps in spec.get("podSets") or []],
+        *[
+            ((rj.get("template") or {}).get("spec") or {}).get("template") or {}
+            for rj in spec.get("replicatedJobs") or []
+        ],
+    ]
     for template in templates:
         name = (template.get("spec") or {}).get("priorityClassName")
         if name:
@@ -194,7 +201,7 @@ def write_refusal(identity: Identity, obj: Manifest) -> str | None:
     if kind not in TENANT_KINDS:
         return (
             f"tenant {identity.name} may not manage {kind} objects (only admins manage ResourceFlavors, "
-            f"ClusterQueues, Cohorts, LocalQueues and priority classes); tenants submit Jobs and Workloads"
+            f"ClusterQueues, Cohorts, LocalQueues and priority classes); tenants submit Jobs, JobSets and Workloads"
         )
     if namespace not in identity.namespaces:
         return f"tenant {identity.name} may only submit to namespaces {allowed}; {ref} is in namespace {namespace}"

@@ -31,7 +31,7 @@ from pykueue.controllers.isolation import (
 from pykueue.server.auth import Identity
 from pykueue.store.base import Manifest
 
-RUNNABLE_KINDS = frozenset({"Job"})
+RUNNABLE_KINDS = frozenset({"Job", "JobSet"})
 DEFAULT_USER_PREFIX = "pykueue-"
 
 

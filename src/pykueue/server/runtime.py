@@ -47,7 +47,7 @@ import uvicorn
 import yaml
 
 from pykueue import paths
-from pykueue.controllers import estimating, isolation
+from pykueue.controllers import estimating, integrations, isolation
 from pykueue.controllers.executor import Backoff, LocalExecutor
 from pykueue.controllers.node import GPU_RESOURCE, Node, discover
 from pykueue.controllers.standalone import StandaloneManager
@@ -421,7 +421,9 @@ async def _main(options: Options, config: Config) -> None:
             author=f"{auth.author(itself)}, the server's default queues",
         )
         console.record("apply", "created ClusterQueue main and LocalQueue default/main sized to this machine")
-    manager = StandaloneManager(store, config=config.engine, resync_seconds=0.5)
+    # The kinds the local executor runs: batch/v1 Jobs and JobSets.
+    registry = integrations.registry(integrations.STANDALONE_FRAMEWORKS)
+    manager = StandaloneManager(store, config=config.engine, registry=registry, resync_seconds=0.5)
     admission = manager.admission
     estimates = estimating.StartEstimates(admission, job_by_uid=manager.jobs.job_by_uid)
     _forward_logs("pykueue.controllers.job_reconciler", "jobs", console)

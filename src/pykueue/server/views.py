@@ -16,7 +16,7 @@ from pykueue.controllers.isolation import RUN_AS_USER_ANNOTATION, SUBMITTED_BY_A
 from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.store.base import Manifest
 
-_REGISTRY = integrations.registry()
+_REGISTRY = integrations.registry(integrations.STANDALONE_FRAMEWORKS)
 
 
 def _cond(obj: Manifest, kind: str) -> dict[str, Any] | None:
@@ -61,15 +61,24 @@ def _estimate(estimates: StartEstimates | None, obj: Manifest) -> dict[str, str]
     return estimates.estimated_start(f"{meta.get('namespace') or 'default'}/{meta['name']}")
 
 
+def _pod_counts(job: Manifest) -> Manifest:
+    """A Job's pod counts are its status's own; a JobSet's (which counts Jobs) are pykueue's."""
+    status: Manifest = job.get("status") or {}
+    if job.get("kind") == "JobSet":
+        extra: Manifest = status.get("pykueue") or {}
+        return extra
+    return status
+
+
 def job_state(job: Manifest) -> str:
-    for kind, name in (("Complete", "Succeeded"), ("Failed", "Failed")):
+    for kind, name in (("Complete", "Succeeded"), ("Completed", "Succeeded"), ("Failed", "Failed")):
         cond = _cond(job, kind)
         if cond is not None and cond.get("status") == "True":
             return name
-    status = job.get("status") or {}
+    active = _pod_counts(job).get("active")
     if (job.get("spec") or {}).get("suspend"):
-        return "Stopping" if status.get("active") else "Queued"
-    return "Running" if status.get("active") else "Starting"
+        return "Stopping" if active else "Queued"
+    return "Running" if active else "Starting"
 
 
 def job_row(job: Manifest) -> dict[str, Any]:
@@ -77,14 +86,17 @@ def job_row(job: Manifest) -> dict[str, Any]:
     annotations = meta.get("annotations") or {}
     status = job.get("status") or {}
     extra = status.get("pykueue") or {}
+    counts = _pod_counts(job)
     return {
+        "kind": job.get("kind", "Job"),
         "namespace": meta.get("namespace", ""),
         "name": meta["name"],
         "queue": (meta.get("labels") or {}).get(jobframework.QUEUE_NAME_LABEL, ""),
         "state": job_state(job),
-        "active": status.get("active", 0),
-        "succeeded": status.get("succeeded", 0),
-        "failed": status.get("failed", 0),
+        "active": counts.get("active", 0),
+        "succeeded": counts.get("succeeded", 0),
+        "failed": counts.get("failed", 0),
+        "restarts": status.get("restarts", 0),
         "preemptions": extra.get("preemptions", 0),
         "interruptions": extra.get("interruptions", 0),
         "waiting": extra.get("waiting", ""),

@@ -48,6 +48,8 @@ AVAILABLE: tuple[jobframework.Integration, ...] = (
 )
 # Upstream's default when the configuration lists no framework.
 DEFAULT_FRAMEWORKS: tuple[str, ...] = (batch_job.INTEGRATION.name,)
+# What standalone mode runs as local processes (controllers/executor.py).
+STANDALONE_FRAMEWORKS: tuple[str, ...] = (batch_job.INTEGRATION.name, jobset.INTEGRATION.name)
 
 
 def by_name() -> dict[str, jobframework.Integration]:
