@@ -246,20 +246,37 @@ class _TooBig(Exception):
     pass
 
 
+_SCALARS = frozenset({str, int, float, bool})
+
+
 def _prune(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy without null map values, refusing alias bombs and absurd nesting."""
-    budget = [MAX_NODES_PER_DOCUMENT]
+    """A copy without null map values, refusing alias bombs and absurd nesting.
+
+    Every value counts against the budget, as its container is walked; a scalar is
+    taken as it is, without a call of its own: the controller reads every watched
+    object through here, and most of a manifest's values are scalars.
+    """
+    budget = [MAX_NODES_PER_DOCUMENT - 1]  # the document itself is one value
 
     def walk(node: Any, depth: int) -> Any:
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise _TooBig(f"document has more than {MAX_NODES_PER_DOCUMENT} values (YAML aliases expanded)")
         if depth > MAX_DEPTH:
             raise _TooBig(f"document is nested more than {MAX_DEPTH} levels deep")
         if isinstance(node, Mapping):
-            return {k: walk(v, depth + 1) for k, v in node.items() if v is not None}
+            budget[0] -= len(node)
+            if budget[0] < 0:
+                raise _TooBig(
+                    f"document has more than {MAX_NODES_PER_DOCUMENT} values (YAML aliases expanded)"
+                )
+            return {
+                k: v if type(v) in _SCALARS else walk(v, depth + 1) for k, v in node.items() if v is not None
+            }
         if isinstance(node, list):
-            return [walk(item, depth + 1) for item in node]
+            budget[0] -= len(node)
+            if budget[0] < 0:
+                raise _TooBig(
+                    f"document has more than {MAX_NODES_PER_DOCUMENT} values (YAML aliases expanded)"
+                )
+            return [item if type(item) in _SCALARS else walk(item, depth + 1) for item in node]
         return node
 
     result = walk(doc, 0)
