@@ -50,6 +50,7 @@ def _loaded_for(*argv: str) -> list[str]:
         ("submit", "--queue", "main", "--", "true"),
         ("logs", "x"),
         ("token", "list"),
+        ("report", "usage"),
     ],
 )
 def test_client_commands_do_not_load_the_server_stack(argv: tuple[str, ...]) -> None:

@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "get": "queries",
     "describe": "queries",
     "logs": "queries",
+    "report": "queries",
     "stop": "standalone_commands",
     "resume": "standalone_commands",
     "token": "standalone_commands",
@@ -48,7 +49,7 @@ COMMANDS: dict[str, str] = {
 }
 COMPLETION_VARIABLE = "_PYKUEUE_COMPLETE"
 # Read-only client commands run without typer at all (cli/queries.py says why).
-QUICK = frozenset({"get", "describe", "logs"})
+QUICK = frozenset({"get", "describe", "logs", "report"})
 
 
 VERSION_ARGV = (["version"], ["--version"])

@@ -3,12 +3,15 @@
     counter(version)                        one row: the global resourceVersion, as etcd's revision
     objects(kind, namespace, name, ...)     the current manifest of every object, as JSON
     changes(version, kind, type, body)      every write, in version order: the watch log
+    usage_runs(uid, start, finish, body)    the usage ledger: every admission of a Workload,
+                                            with the quota it held (api/usage.py, `report usage`)
 
 Every write is one SQLite transaction (``BEGIN IMMEDIATE``): read the stored
 row, check the caller's resourceVersion, bump the counter, write the row and
 append to the changes log. Either all of it reaches the file or none of it, so
 a process killed at any instant leaves the store as it was before or after the
-write, never between. `transaction` widens that to several writes (an ``apply
+write, never between. The usage ledger is written in the same transaction as the
+Workload write that opens or closes a run, so it can never disagree with the objects. `transaction` widens that to several writes (an ``apply
 -f`` of many documents): they commit together or not at all.
 
 The file is opened in WAL mode: readers never block the writer and see only
@@ -27,6 +30,7 @@ reads, so a reader never sees another coroutine's uncommitted transaction.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import contextvars
 import json
@@ -37,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pykueue.api import usage
 from pykueue.errors import AlreadyExists, Conflict, NotFound, Unavailable
 from pykueue.store.base import EventType, Key, Manifest, WatchEvent, resource_version
 from pykueue.store.memory import NAMESPACED
@@ -53,6 +58,11 @@ CREATE TABLE IF NOT EXISTS changes (
     version INTEGER PRIMARY KEY, kind TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS changes_by_kind ON changes (kind, version);
+CREATE TABLE IF NOT EXISTS usage_runs (
+    uid TEXT NOT NULL, start REAL NOT NULL, finish REAL, body TEXT NOT NULL,
+    PRIMARY KEY (uid, start)
+);
+CREATE INDEX IF NOT EXISTS usage_runs_by_finish ON usage_runs (finish);
 """
 BUSY_TIMEOUT_MS = 10_000
 POLL_SECONDS = 0.05
@@ -256,6 +266,8 @@ class SQLiteStore:
                 raise NotFound(f"{key} not found")
             version = self._bump()
             obj = json.loads(row)
+            if key.kind == "Workload":
+                self._record_usage(obj, None)
             obj["metadata"]["resourceVersion"] = str(version)
             self._writer.execute(
                 "DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?",
@@ -290,6 +302,9 @@ class SQLiteStore:
         return int(self._writer.execute("SELECT version FROM counter").fetchone()[0])
 
     def _put(self, key: Key, stored: Manifest, event: EventType) -> Manifest:
+        if key.kind == "Workload":
+            before = self._row(key)
+            self._record_usage(None if before is None else json.loads(before), stored)
         version = self._bump()
         stored["metadata"]["resourceVersion"] = str(version)
         body = json.dumps(stored, separators=(",", ":"))
@@ -308,6 +323,22 @@ class SQLiteStore:
         if version % TRIM_EVERY == 0:
             # A long-running server trims as it goes, in the same transaction.
             self._writer.execute("DELETE FROM changes WHERE version <= ?", (version - KEEP_CHANGES,))
+
+    def _record_usage(self, before: Manifest | None, after: Manifest | None) -> None:
+        """Open or close the ledger's runs this Workload write implies (inside its transaction)."""
+        for run in usage.transition(before, after, self._now().timestamp()):
+            self._writer.execute(
+                "INSERT OR REPLACE INTO usage_runs (uid, start, finish, body) VALUES (?, ?, ?, ?)",
+                (run.uid, run.start, run.end, json.dumps(run.to_json(), separators=(",", ":"))),
+            )
+
+    def usage_runs(self, since: float, until: float) -> builtins.list[usage.Run]:
+        """The ledger's runs that held quota at some time in [since, until], oldest first."""
+        rows = self._read_conn().execute(
+            "SELECT body FROM usage_runs WHERE start <= ? AND (finish IS NULL OR finish >= ?) ORDER BY start, uid",
+            (until, since),
+        )
+        return [usage.Run.from_json(json.loads(body)) for (body,) in rows.fetchall()]
 
     # ---------------------------------------------------------------- watching
 
