@@ -386,10 +386,10 @@ class EfficiencyRow:
             "clusterQueue": self.cluster_queue,
             "flavor": self.flavor,
             "resource": self.resource,
-            "nominal": round(self.nominal, 6),
-            "used": round(self.used, 6),
-            "borrowed": round(self.borrowed, 6),
-            "lent": round(self.lent, 6),
+            "nominal": round(self.nominal, 9),
+            "used": round(self.used, 9),
+            "borrowed": round(self.borrowed, 9),
+            "lent": round(self.lent, 9),
         }
 
 
