@@ -269,3 +269,67 @@ def test_groupings_agree_and_efficiency_matches_usage(runs: list[usage.Run], win
         assert row.borrowed <= row.used + 1e-9 and row.lent <= row.nominal + 1e-9
     # what is lent inside the cohort is at most what is borrowed there
     assert sum(r.lent for r in rows) <= sum(r.borrowed for r in rows) + 1e-6
+
+
+def _pools_morning() -> dict[str, Any]:
+    """The worked example of docs/governance.md: a morning of the inference/training/research pools."""
+    nine = 1_800_003_600.0 - (1_800_003_600.0 % 86400) + 9 * 3600  # 09:00 UTC
+    h = 3600.0
+
+    def run(
+        ns: str, cq: str, gpus: float, start: float, end: float | None, why: str = "Finished"
+    ) -> usage.Run:
+        return usage.Run(
+            f"{ns}-{start}",
+            ns,
+            "w",
+            "main",
+            cq,
+            "",
+            nine + start * h,
+            None if end is None else nine + end * h,
+            why if end is not None else "",
+            (("h100", "nvidia.com/gpu", gpus),),
+        )
+
+    runs = [
+        run("serving", "inference", 16, 0, None),  # web, all morning
+        run("training", "training", 16, 0, 1, usage.PREEMPTED),  # pretrain, 8 borrowed; reclaimed at 10:00
+        run("research", "research", 8, 1, 2),  # big-study takes research's GPUs back
+        run("training", "training", 16, 2, None),  # pretrain again once research is idle
+    ]
+    queues = [
+        usage.Queue("inference", "gpus", {("h100", "nvidia.com/gpu"): 16}),
+        usage.Queue("training", "gpus", {("h100", "nvidia.com/gpu"): 8}),
+        usage.Queue("research", "gpus", {("h100", "nvidia.com/gpu"): 8}),
+    ]
+    return {
+        "source": "example",
+        "since": nine,
+        "until": nine + 4 * h,
+        "runs": [r.to_json() for r in runs],
+        "prices": {"h100": usage.parse_prices("nvidia.com/gpu=2.50")},
+        "queues": [q.to_json() for q in queues],
+        "ran": {},
+    }
+
+
+def test_the_worked_example_of_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    from pykueue.cli import report
+
+    doc = _pools_morning()
+    report.usage_report(doc, "namespace", "table")
+    report.efficiency_report(doc, "table")
+    printed = capsys.readouterr().out.splitlines()
+    assert [
+        line.split()
+        for line in printed
+        if line.split()[0] in ("research", "serving", "training", "inference")
+    ] == [
+        ["research", "1", "8.00", "20.00", "0.00", "0.00", "0"],
+        ["serving", "1", "64.00", "160.00", "0.00", "0.00", "0"],
+        ["training", "2", "48.00", "120.00", "16.00", "40.00", "1"],
+        ["inference", "h100", "nvidia.com/gpu", "16.00", "16.00", "0.00", "0.00", "100%"],
+        ["research", "h100", "nvidia.com/gpu", "8.00", "2.00", "0.00", "6.00", "25%"],
+        ["training", "h100", "nvidia.com/gpu", "8.00", "12.00", "6.00", "0.00", "150%"],
+    ]
