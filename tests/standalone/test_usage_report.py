@@ -16,9 +16,10 @@ from .helpers import EXAMPLES, Server, job, wait_until, write_config
 
 PRICED = 'metadata:\n  name: a100\n  annotations:\n    pykueue.io/price: "nvidia.com/gpu=3.60,cpu=0.36"\n'
 # Writes its start, then runs until SIGTERM the first time (it is preempted), 2 s the second.
+# The stop may send SIGTERM twice (to the pod's cgroup and its process group): one stop line.
 TRAINER = """
 echo "start $(date +%s.%N) ${{PYKUEUE_PREEMPTED:-0}}" >> {out}/trainer.log
-trap 'echo "stop $(date +%s.%N)" >> {out}/trainer.log; exit 0' TERM
+trap 'trap "" TERM; echo "stop $(date +%s.%N)" >> {out}/trainer.log; exit 0' TERM
 if [ "${{PYKUEUE_PREEMPTED:-0}}" = 1 ]; then sleep 2; else sleep 120 & wait; fi
 echo "stop $(date +%s.%N)" >> {out}/trainer.log
 """

@@ -61,8 +61,7 @@ CREATE INDEX IF NOT EXISTS changes_by_kind ON changes (kind, version);
 CREATE TABLE IF NOT EXISTS usage_runs (
     uid TEXT NOT NULL, start REAL NOT NULL, finish REAL, body TEXT NOT NULL,
     PRIMARY KEY (uid, start)
-);
-CREATE INDEX IF NOT EXISTS usage_runs_by_finish ON usage_runs (finish);
+) WITHOUT ROWID;
 """
 BUSY_TIMEOUT_MS = 10_000
 POLL_SECONDS = 0.05
@@ -239,7 +238,7 @@ class SQLiteStore:
                     meta[field] = current["metadata"][field]
             if _spec_of(stored) != _spec_of(current):
                 meta["generation"] = int(current["metadata"].get("generation", 1)) + 1
-            return self._put(key, stored, "MODIFIED")
+            return self._put(key, stored, "MODIFIED", current)
 
         result = await self._write(op)
         assert result is not None
@@ -250,8 +249,9 @@ class SQLiteStore:
 
         def op() -> Manifest:
             key, current = self._current(obj)
+            before = {**current, "status": current.get("status")}  # a shallow copy: the status is replaced
             current["status"] = status
-            return self._put(key, current, "MODIFIED")
+            return self._put(key, current, "MODIFIED", before)
 
         result = await self._write(op)
         assert result is not None
@@ -301,10 +301,10 @@ class SQLiteStore:
         self._writer.execute("UPDATE counter SET version = version + 1 WHERE id = 1")
         return int(self._writer.execute("SELECT version FROM counter").fetchone()[0])
 
-    def _put(self, key: Key, stored: Manifest, event: EventType) -> Manifest:
+    def _put(self, key: Key, stored: Manifest, event: EventType, before: Manifest | None = None) -> Manifest:
+        """Write ``stored`` over ``before`` (None: a new object)."""
         if key.kind == "Workload":
-            before = self._row(key)
-            self._record_usage(None if before is None else json.loads(before), stored)
+            self._record_usage(before, stored)
         version = self._bump()
         stored["metadata"]["resourceVersion"] = str(version)
         body = json.dumps(stored, separators=(",", ":"))
