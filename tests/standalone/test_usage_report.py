@@ -113,6 +113,15 @@ def test_usage_cost_and_lost_work_survive_a_restart(
     assert abs(eff[("product", "nvidia.com/gpu")]["lent"] * window - borrowed) <= 0.1
     assert eff[("product", "nvidia.com/gpu")]["borrowed"] == 0
 
+    # A tenant sees the runs of its own namespaces only (over HTTP with its token).
+    created = server.cli("token", "create", "bob", "-n", "product")
+    assert created.returncode == 0, created.stderr
+    done = server.cli("report", "usage", "--since", "1h", "--format", "json", token=created.stdout.strip())
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert [r["group"] for r in seen["rows"]] == ["product"]
+    assert [c["owner"] for c in seen["checks"]] == ["Job/urgent"]
+
     # The table and CSV forms carry the same rows.
     table = server.cli("report", "usage", "--since", "1h")
     assert table.returncode == 0 and "research" in table.stdout and "all within tolerance" in table.stdout, (
