@@ -333,3 +333,48 @@ def test_the_worked_example_of_the_docs(capsys: pytest.CaptureFixture[str]) -> N
         ["research", "h100", "nvidia.com/gpu", "8.00", "2.00", "0.00", "6.00", "25%"],
         ["training", "h100", "nvidia.com/gpu", "8.00", "12.00", "6.00", "0.00", "150%"],
     ]
+
+
+_steps = st.lists(
+    st.tuples(st.sampled_from(["admit", "preempt", "evict", "finish", "noise"]), st.integers(1, 600)),
+    max_size=20,
+)
+
+
+@given(_steps, st.booleans())
+def test_the_ledger_follows_a_workloads_life(steps: list[tuple[str, int]], delete: bool) -> None:
+    """Whatever order a workload is admitted, evicted and finished in, the rows `transition`
+    writes are exactly its admissions, each ended when and how it really ended."""
+    ledger: dict[tuple[str, float], usage.Run] = {}
+    expected: list[tuple[float, float | None, str]] = []  # (start, end, ended_by) per admission
+    now, current = T0, _workload(reserved=None)
+    finished = False
+    for action, wait in steps:
+        now += wait
+        if finished:
+            break
+        held = expected and expected[-1][1] is None
+        if action == "admit" and not held:
+            after = _workload(reserved=now)
+            expected.append((now, None, ""))
+        elif action in ("preempt", "evict") and held:
+            reason = "Preempted" if action == "preempt" else "PodsReadyTimeout"
+            after = _workload(reserved=None, evicted=(now, reason))
+            expected[-1] = (expected[-1][0], now, reason)
+        elif action == "finish" and held:
+            after = _workload(reserved=expected[-1][0], finished=now)
+            expected[-1] = (expected[-1][0], now, usage.FINISHED)
+            finished = True
+        else:  # nothing that changes a run: the same workload written again
+            after = current
+        for run in usage.transition(current, after, now=now):
+            ledger[(run.uid, run.start)] = run
+        current = after
+    if delete:
+        now += 1
+        for run in usage.transition(current, None, now=now):
+            ledger[(run.uid, run.start)] = run
+        if expected and expected[-1][1] is None:
+            expected[-1] = (expected[-1][0], now, usage.DELETED)
+    got = sorted((r.start, r.end, r.ended_by) for r in ledger.values())
+    assert got == expected

@@ -472,7 +472,9 @@ def test_the_webhook_refuses_a_bad_flavor_price_naming_the_annotation() -> None:
         kind = {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "ResourceFlavor"}
         return {"uid": "u3", "operation": "CREATE", "kind": kind, "object": flavor}
 
-    assert webhooks.validate_kueue_object(review("nvidia.com/gpu=2.50,memory=0.005"), CONFIG)["allowed"] is True
+    assert (
+        webhooks.validate_kueue_object(review("nvidia.com/gpu=2.50,memory=0.005"), CONFIG)["allowed"] is True
+    )
     refused = webhooks.validate_kueue_object(review("nvidia.com/gpu=two"), CONFIG)
     assert refused["allowed"] is False
     assert refused["status"]["details"]["causes"][0]["field"] == "metadata.annotations[pykueue.io/price]"
