@@ -589,6 +589,22 @@ def document(
     }
 
 
+def job_durations(jobs: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Kubernetes batch Jobs that completed: "namespace/Job/name" -> completionTime - startTime.
+
+    The job controller clears ``startTime`` when a Job is suspended (a preemption), so this is
+    the last run's time, the one run a Workload still shows.
+    """
+    out = {}
+    for job in jobs:
+        meta, status = job.get("metadata") or {}, job.get("status") or {}
+        start = parse_time(str(status.get("startTime", "")))
+        end = parse_time(str(status.get("completionTime", "")))
+        if start is not None and end is not None:
+            out[f"{meta.get('namespace', '')}/Job/{meta.get('name', '')}"] = max(0.0, end - start)
+    return out
+
+
 def ran_seconds(jobs: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     """What standalone's executor recorded on each Job: "namespace/Job/name" -> seconds run."""
     out = {}

@@ -79,12 +79,16 @@ def from_cluster(kubeconfig: str, context: str | None, since: float, until: floa
             workloads, _ = await store.list("Workload")
             flavors, _ = await store.list("ResourceFlavor")
             queues, _ = await store.list("ClusterQueue")
+            try:
+                jobs, _ = await store.list("Job")
+            except PykueueError:
+                jobs = []  # not allowed to list Jobs: no run-time check, the rest stands
         finally:
             await store.close()
         runs = [
             r for r in map(usage.current_run, workloads) if r is not None and usage.overlaps(r, since, until)
         ]
-        return usage.document(runs, flavors, queues, {}, since, until, "kubernetes")
+        return usage.document(runs, flavors, queues, usage.job_durations(jobs), since, until, "kubernetes")
 
     try:
         return asyncio.run(read())
@@ -103,7 +107,7 @@ def usage_report(doc: dict[str, Any], by: str, fmt: str) -> None:
     since, until = float(doc["since"]), float(doc["until"])
     runs = [usage.Run.from_json(r) for r in doc["runs"]]
     rows = usage.usage(runs, doc.get("prices") or {}, since, until, by)
-    checks = usage.reconcile(runs, doc.get("ran") or {}, since) if doc.get("source") == "standalone" else []
+    checks = usage.reconcile(runs, doc.get("ran") or {}, since)
     resources = sorted({r for row in rows for r in row.hours})
     if fmt == "json":
         print(
@@ -157,8 +161,9 @@ def usage_report(doc: dict[str, Any], by: str, fmt: str) -> None:
         held = sum(c.held_seconds for c in checks) / 3600
         ran = sum(c.ran_seconds for c in checks) / 3600
         print(
-            f"Checked {len(checks)} job(s) against their processes' run time: quota held {held:.3f} h, "
-            f"processes ran {ran:.3f} h; " + ("all within tolerance" if not bad else f"{len(bad)} differ:")
+            f"Checked {len(checks)} job(s) against their run time: quota held {held:.3f} h, "
+            f"{'processes' if doc.get('source') == 'standalone' else 'Jobs'} ran {ran:.3f} h; "
+            + ("all within tolerance" if not bad else f"{len(bad)} differ:")
         )
         for c in bad:
             print(f"  {c.namespace}/{c.owner}: held {c.held_seconds:.0f} s, ran {c.ran_seconds:.0f} s")

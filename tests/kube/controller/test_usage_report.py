@@ -76,6 +76,15 @@ def test_usage_and_cost_come_from_the_workloads(
     assert abs(row["cost"] - (0.50 * cpu + 0.01 * memory)) < 1e-6
     assert row["unpriced"] == []
 
+    # Reconciled with the Job's own startTime and completionTime (the job controller's).
+    checks = {c["owner"]: c for c in _report(kwok_cluster, until, "usage")["checks"] if c["namespace"] == ns}
+    assert set(checks) == {"Job/short"}, checks  # the long one has not ended
+    job_status = kueue.job(ns, "short")["status"]
+    ran = datetime.fromisoformat(
+        job_status["completionTime"].replace("Z", "+00:00")
+    ) - datetime.fromisoformat(job_status["startTime"].replace("Z", "+00:00"))
+    assert checks["Job/short"]["ranSeconds"] == ran.total_seconds() and checks["Job/short"]["ok"], checks
+
     tenant = {r["group"]: r for r in _report(kwok_cluster, until, "usage", "--by", "tenant")["rows"]}[ns]
     assert tenant["runs"] == 2 and tenant["resourceHours"] == row["resourceHours"]
 
