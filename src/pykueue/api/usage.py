@@ -327,7 +327,8 @@ def usage(
         if not overlaps(run, since, until):
             continue
         seconds = clipped(run, since, until)
-        row = rows.setdefault(group_of(run, by), UsageRow(group_of(run, by)))
+        group = group_of(run, by)
+        row = rows.setdefault(group, UsageRow(group))
         row.runs += 1
         row.held_seconds += seconds
         row.preempted += run.lost
