@@ -15,6 +15,7 @@ BENCHMARKS = [
     "benchmarks.tas_bench",
     "benchmarks.sim_bench",
     "benchmarks.estimate_bench",
+    "benchmarks.ledger_bench",
 ]
 
 

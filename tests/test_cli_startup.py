@@ -51,6 +51,7 @@ def _loaded_for(*argv: str) -> list[str]:
         ("logs", "x"),
         ("token", "list"),
         ("policy", "history"),
+        ("report", "usage"),
     ],
 )
 def test_client_commands_do_not_load_the_server_stack(argv: tuple[str, ...]) -> None:

@@ -569,3 +569,23 @@ def test_kinds_not_enabled_are_not_validated() -> None:
     response = asyncio.run(webhooks.validate_job(review, enabled, None))
     assert response["allowed"] is False
     assert response["status"]["message"].startswith('JobSet.jobset.x-k8s.io "j" is invalid')
+
+
+def test_the_webhook_refuses_a_bad_flavor_price_naming_the_annotation() -> None:
+    def review(price: str) -> dict[str, Any]:
+        flavor = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "h100", "annotations": {"pykueue.io/price": price}},
+            "spec": {},
+        }
+        kind = {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "ResourceFlavor"}
+        return {"uid": "u3", "operation": "CREATE", "kind": kind, "object": flavor}
+
+    assert (
+        webhooks.validate_kueue_object(review("nvidia.com/gpu=2.50,memory=0.005"), CONFIG)["allowed"] is True
+    )
+    refused = webhooks.validate_kueue_object(review("nvidia.com/gpu=two"), CONFIG)
+    assert refused["allowed"] is False
+    assert refused["status"]["details"]["causes"][0]["field"] == "metadata.annotations[pykueue.io/price]"
+    assert "'nvidia.com/gpu=two' is not RESOURCE=PRICE" in refused["status"]["message"]

@@ -14,6 +14,9 @@ accepts these manifests), so every pykueue policy is an annotation under
     pykueue.io/preempted-at             Workload, written by pykueue: when it was preempted (the
                                         latest times, comma-separated RFC 3339), so a contract's
                                         maxPreemptions survives a restart of the controller
+    pykueue.io/price                    ResourceFlavor: price per unit-hour of its resources (memory
+                                        per GiB-hour), e.g. 'nvidia.com/gpu=2.50,cpu=0.04,memory=0.005';
+                                        read by `pykueue report usage` only (api/usage.py)
 
 A policy value is JSON (YAML flow style is JSON's superset only in part, so JSON it is).
 `problems` checks an object's annotations the way a webhook would (every problem, with
@@ -33,7 +36,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
-from pykueue.api.meta import dns_subdomain_errors
+from pykueue.api import usage
+from pykueue.api.meta import dns_subdomain_errors, qualified_name_errors
 from pykueue.errors import FieldProblem
 
 PREFIX = "pykueue.io/"
@@ -41,10 +45,12 @@ DEFAULT_PRIORITY_CLASS = "pykueue.io/default-priority-class"
 AGING = "pykueue.io/aging"
 PREEMPTION_CONTRACT = "pykueue.io/preemption-contract"
 PREEMPTED_AT = "pykueue.io/preempted-at"
+PRICE = usage.PRICE
 
 KEYS_BY_KIND: dict[str, frozenset[str]] = {
     "ClusterQueue": frozenset({DEFAULT_PRIORITY_CLASS, AGING, PREEMPTION_CONTRACT}),
     "LocalQueue": frozenset({DEFAULT_PRIORITY_CLASS}),
+    "ResourceFlavor": frozenset({PRICE}),
 }
 AGING_FIELDS = ("rate", "cap", "priorityClasses", "maxPriority")
 CONTRACT_FIELDS = ("minRunTime", "maxPreemptions", "window")
@@ -121,7 +127,22 @@ def problems(kind: str, annotations: Mapping[str, str]) -> list[FieldProblem]:
             _aging(value, path, out)
         elif key == PREEMPTION_CONTRACT:
             _contract(value, path, out)
+        elif key == PRICE:
+            _prices(value, path, out)
     return out
+
+
+def _prices(raw: str, path: str, out: list[FieldProblem]) -> None:
+    try:
+        prices = usage.parse_prices(raw)
+    except ValueError as exc:
+        out.append(FieldProblem(path, str(exc)))
+        return
+    for resource in prices:
+        out.extend(
+            FieldProblem(path, f"{resource}: not a resource name: {m}")
+            for m in qualified_name_errors(resource)
+        )
 
 
 def aging(annotations: Mapping[str, str]) -> Aging | None:

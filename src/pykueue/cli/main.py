@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "describe": "queries",
     "logs": "queries",
     "policy": "policy_command",
+    "report": "queries",
     "stop": "standalone_commands",
     "resume": "standalone_commands",
     "token": "standalone_commands",
@@ -49,7 +50,7 @@ COMMANDS: dict[str, str] = {
 }
 COMPLETION_VARIABLE = "_PYKUEUE_COMPLETE"
 # Read-only client commands run without typer at all (cli/queries.py says why).
-QUICK = frozenset({"get", "describe", "logs"})
+QUICK = frozenset({"get", "describe", "logs", "report"})
 QUICK_GROUPS = frozenset({"policy"})  # argparse groups of their own (cli/policy_command.py)
 
 

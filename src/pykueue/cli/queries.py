@@ -289,6 +289,13 @@ def logs(
     print(text, end="")
 
 
+def report(what: str, **options: Any) -> None:
+    """Usage, cost and lost work per tenant, or quota efficiency (cli/report.py)."""
+    from pykueue.cli import report as reports
+
+    reports.run(what, **options)
+
+
 # ------------------------------------------------------------------ one declaration, two parsers
 
 CONNECTION = (
@@ -328,6 +335,24 @@ COMMANDS: dict[str, Command] = {
         logs,
         "Print the output of a job's pods.",
         (Param("name", "Job (or workload) name."), NAMESPACE, *CONNECTION),
+    ),
+    "report": Command(
+        report,
+        "Usage, cost and lost (preempted) work per tenant or queue, or quota efficiency (docs/governance.md).",
+        (
+            Param("what", "usage | efficiency"),
+            Param("since", "Start: a duration back from now (24h, 7d) or a time.", ("--since",), "24h"),
+            Param("until", "End: a duration back from now or a time (default: now).", ("--until",)),
+            Param("by", "namespace | tenant | localqueue | clusterqueue", ("--by",), "namespace"),
+            Param("output", "table, csv or json", ("--format", "-o"), "table"),
+            Param(
+                "kubeconfig",
+                "Report on this cluster's Workloads instead of the standalone server.",
+                ("--kubeconfig",),
+            ),
+            Param("context", "kubeconfig context (default: current).", ("--context",)),
+            *CONNECTION,
+        ),
     ),
 }
 

@@ -159,6 +159,10 @@ class JobRun:
     memory_peak: int = 0
     gang_port: int = 0  # MASTER_PORT of the gang's current start
     restarts: int = 0  # a JobSet's restarts of all its pods (status.restarts)
+    # Wall seconds during which at least one of its pods ran, for `report usage` to set
+    # against the quota the ledger says it held (pods a server restart killed not counted).
+    run_seconds: float = 0.0
+    busy_since: float | None = None  # monotonic time its first live pod started
 
     @staticmethod
     def from_status(status: Manifest) -> JobRun:
@@ -174,6 +178,7 @@ class JobRun:
             cpu_seconds=float(usage.get("cpuSeconds", 0.0)),
             memory_peak=int(usage.get("memoryPeakBytes", 0)),
             restarts=int(status.get("restarts", 0)),
+            run_seconds=float(usage.get("runSeconds", 0.0)),
         )
         for cond in status.get("conditions", []):
             finished = ("Complete", local_jobset.COMPLETED, "Failed")
@@ -542,6 +547,8 @@ class LocalExecutor:
         if probe is not None:
             pod.ready = False
             pod.prober = asyncio.ensure_future(self._probe(pod, probe, request))
+        if not self.pods.get(key):
+            run.busy_since = time.monotonic()
         self.pods.setdefault(key, {})[index] = pod
         self.starts += 1
         gpus_text = f", GPUs {','.join(devices)}" if devices else ""
@@ -657,6 +664,10 @@ class LocalExecutor:
         pods = self.pods.get(pod.job, {})
         if pods.get(pod.index) is pod:
             del pods[pod.index]
+        run = self.runs.get(pod.job)
+        if not pods and run is not None and run.busy_since is not None:
+            run.run_seconds += time.monotonic() - run.busy_since
+            run.busy_since = None
         with contextlib.suppress(OSError), open(pod.log_path, "ab") as out:
             out.write(f"--- pykueue: pod {pod.index} exited with {code} at {_now_text()}\n".encode())
         await self._pod_exited(pod.job, pod.index, code, pod.stopping)
@@ -809,7 +820,11 @@ class LocalExecutor:
                 ],
                 "warnings": _warnings(job),
                 "waiting": run.waiting,
-                "usage": {"cpuSeconds": run.cpu_seconds, "memoryPeakBytes": run.memory_peak},
+                "usage": {
+                    "cpuSeconds": run.cpu_seconds,
+                    "memoryPeakBytes": run.memory_peak,
+                    "runSeconds": round(run.run_seconds, 3),
+                },
             },
         }
         if run.start_time:

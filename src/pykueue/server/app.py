@@ -42,7 +42,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pykueue.api import defaults, manifests, policy_history
+from pykueue.api import defaults, manifests, policy_history, usage
 from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.accounts import AccountError
 from pykueue.controllers.estimating import StartEstimates
@@ -205,6 +205,26 @@ def create_app(ctx: ServerContext) -> FastAPI:
         if after < 0:
             raise ApiError(422, "after must be 0 or more", ["query.after: at least 0"])
         return [e for e in ctx.events[after:] if may_see(identity, e.get("namespace", ""))]
+
+    @app.get("/api/v1/usage")
+    async def usage_ledger(
+        request: Request, since: float = 0.0, until: float | None = None
+    ) -> dict[str, Any]:
+        """The usage ledger's runs in the window, with prices and quotas (`pykueue report`)."""
+        identity = await caller(request)
+        end = time.time() if until is None else until
+        if since < 0 or end < since:
+            raise ApiError(
+                422, "the window is empty", [f"query.since {since} must be 0 or more and before until {end}"]
+            )
+        runs = [
+            r for r in ctx.store.usage_runs(since, end) if auth.may_read(identity, "Workload", r.namespace)
+        ]
+        flavors, _ = await ctx.store.list("ResourceFlavor")
+        queues, _ = await ctx.store.list("ClusterQueue")
+        jobs, _ = await ctx.store.list("Job")
+        readable = [j for j in jobs if auth.may_read(identity, "Job", j["metadata"].get("namespace", ""))]
+        return usage.document(runs, flavors, queues, usage.ran_seconds(readable), since, end, "standalone")
 
     @app.get("/api/v1/objects/{kind}")
     async def list_objects(request: Request, kind: str, namespace: str | None = None) -> list[Manifest]:

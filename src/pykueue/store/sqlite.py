@@ -5,12 +5,15 @@
     changes(version, kind, type, body)      every write, in version order: the watch log
     policy_revisions(rev, at, who, ...)     every change of a policy object (api.policy_history),
                                             never trimmed: `pykueue policy history`
+    usage_runs(uid, start, finish, body)    the usage ledger: every admission of a Workload,
+                                            with the quota it held (api/usage.py, `report usage`)
 
 Every write is one SQLite transaction (``BEGIN IMMEDIATE``): read the stored
 row, check the caller's resourceVersion, bump the counter, write the row and
 append to the changes log. Either all of it reaches the file or none of it, so
 a process killed at any instant leaves the store as it was before or after the
-write, never between. `transaction` widens that to several writes (an ``apply
+write, never between. The usage ledger is written in the same transaction as the
+Workload write that opens or closes a run, so it can never disagree with the objects. `transaction` widens that to several writes (an ``apply
 -f`` of many documents): they commit together or not at all.
 
 The file is opened in WAL mode: readers never block the writer and see only
@@ -40,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pykueue.api import policy_history
+from pykueue.api import policy_history, usage
 from pykueue.errors import AlreadyExists, Conflict, NotFound, Unavailable
 from pykueue.store.base import EventType, Key, Manifest, WatchEvent, change_author, resource_version
 from pykueue.store.memory import NAMESPACED
@@ -63,6 +66,10 @@ CREATE TABLE IF NOT EXISTS policy_revisions (
     operation TEXT NOT NULL, before TEXT, after TEXT
 );
 CREATE INDEX IF NOT EXISTS policy_revisions_by_object ON policy_revisions (kind, name, rev);
+CREATE TABLE IF NOT EXISTS usage_runs (
+    uid TEXT NOT NULL, start REAL NOT NULL, finish REAL, body TEXT NOT NULL,
+    PRIMARY KEY (uid, start)
+) WITHOUT ROWID;
 """
 BUSY_TIMEOUT_MS = 10_000
 POLL_SECONDS = 0.05
@@ -239,7 +246,7 @@ class SQLiteStore:
                     meta[field] = current["metadata"][field]
             if _spec_of(stored) != _spec_of(current):
                 meta["generation"] = int(current["metadata"].get("generation", 1)) + 1
-            return self._put(key, stored, "MODIFIED")
+            return self._put(key, stored, "MODIFIED", current)
 
         result = await self._write(op)
         assert result is not None
@@ -250,8 +257,9 @@ class SQLiteStore:
 
         def op() -> Manifest:
             key, current = self._current(obj)
+            before = {**current, "status": current.get("status")}  # a shallow copy: the status is replaced
             current["status"] = status
-            return self._put(key, current, "MODIFIED")
+            return self._put(key, current, "MODIFIED", before)
 
         result = await self._write(op)
         assert result is not None
@@ -267,6 +275,8 @@ class SQLiteStore:
             version = self._bump()
             obj = json.loads(row)
             self._record_policy(key, obj, None)
+            if key.kind == "Workload":
+                self._record_usage(obj, None)
             obj["metadata"]["resourceVersion"] = str(version)
             self._writer.execute(
                 "DELETE FROM objects WHERE kind = ? AND namespace = ? AND name = ?",
@@ -300,10 +310,13 @@ class SQLiteStore:
         self._writer.execute("UPDATE counter SET version = version + 1 WHERE id = 1")
         return int(self._writer.execute("SELECT version FROM counter").fetchone()[0])
 
-    def _put(self, key: Key, stored: Manifest, event: EventType) -> Manifest:
+    def _put(self, key: Key, stored: Manifest, event: EventType, before: Manifest | None = None) -> Manifest:
+        """Write ``stored`` over ``before`` (None: a new object)."""
         if policy_history.is_policy(key.kind):
             previous = self._row(key)
             self._record_policy(key, None if previous is None else json.loads(previous), stored)
+        if key.kind == "Workload":
+            self._record_usage(before, stored)
         version = self._bump()
         stored["metadata"]["resourceVersion"] = str(version)
         body = json.dumps(stored, separators=(",", ":"))
@@ -349,6 +362,22 @@ class SQLiteStore:
         if version % TRIM_EVERY == 0:
             # A long-running server trims as it goes, in the same transaction.
             self._writer.execute("DELETE FROM changes WHERE version <= ?", (version - KEEP_CHANGES,))
+
+    def _record_usage(self, before: Manifest | None, after: Manifest | None) -> None:
+        """Open or close the ledger's runs this Workload write implies (inside its transaction)."""
+        for run in usage.transition(before, after, self._now().timestamp()):
+            self._writer.execute(
+                "INSERT OR REPLACE INTO usage_runs (uid, start, finish, body) VALUES (?, ?, ?, ?)",
+                (run.uid, run.start, run.end, json.dumps(run.to_json(), separators=(",", ":"))),
+            )
+
+    def usage_runs(self, since: float, until: float) -> builtins.list[usage.Run]:
+        """The ledger's runs that held quota at some time in [since, until], oldest first."""
+        rows = self._read_conn().execute(
+            "SELECT body FROM usage_runs WHERE start <= ? AND (finish IS NULL OR finish >= ?) ORDER BY start, uid",
+            (until, since),
+        )
+        return [usage.Run.from_json(json.loads(body)) for (body,) in rows.fetchall()]
 
     # ---------------------------------------------------------------- watching
 
