@@ -227,9 +227,11 @@ class MultiKueueController:
     polls: int = 0
 
     def __post_init__(self) -> None:
-        self.clusters = ClusterConnections(
-            self.store, self.settings.namespace, self.clock, self.settings.allow_path
-        )
+        self.clusters = self.cluster_connections()
+
+    def cluster_connections(self) -> ClusterConnections:
+        """How workers are reached: API servers by kubeconfig (standalone mode reaches its own kind)."""
+        return ClusterConnections(self.store, self.settings.namespace, self.clock, self.settings.allow_path)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Poll until ``stop`` is set."""
