@@ -51,6 +51,8 @@ def workload_row(obj: Manifest, estimates: StartEstimates | None = None) -> dict
         "reason": reserved.get("message", "") if state == "Pending" else "",
         "created": meta.get("creationTimestamp", ""),
         "estimatedStart": _estimate(estimates, obj) if state == "Pending" else None,
+        # The MultiKueue worker running it (a manager's workload elected on a worker).
+        "worker": status.get("clusterName", ""),
     }
 
 
