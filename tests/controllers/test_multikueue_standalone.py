@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,8 @@ import pytest
 
 from pykueue.controllers.multikueue_clusters import BadConfig
 from pykueue.controllers.multikueue_standalone import WorkerAddress, load_worker_file, worker_file
+from pykueue.errors import InputError
+from pykueue.server.runtime import Config
 
 
 def _cluster(kube_config: dict[str, Any] | None) -> dict[str, Any]:
@@ -82,3 +85,17 @@ def test_a_bad_worker_file_is_refused_naming_the_file_and_the_key(
 def test_a_missing_worker_file_is_refused_naming_it(tmp_path: Path) -> None:
     with pytest.raises(BadConfig, match="cannot read it"):
         load_worker_file(tmp_path / "absent.yaml", "gpu1")
+
+
+def test_the_servers_multikueue_section_takes_upstreams_keys(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("multiKueue: {workerLostTimeout: 90s, origin: lab}\n")
+    settings = Config.load(path).multikueue
+    assert (settings.worker_lost_timeout, settings.origin) == (timedelta(seconds=90), "lab")
+    assert Config.load(None).multikueue.worker_lost_timeout == timedelta(minutes=15)
+    path.write_text("multiKueue: {workerLostTimeout: soon}\n")
+    with pytest.raises(InputError, match=r"multiKueue\.workerLostTimeout"):
+        Config.load(path)
+    path.write_text("multiKueue: {workers: [gpu1]}\n")
+    with pytest.raises(InputError, match=r"multiKueue\.workers"):
+        Config.load(path)

@@ -26,6 +26,7 @@ like any submitted job), delete (``DELETE /api/v1/objects/...``), and a job's lo
 from __future__ import annotations
 
 import builtins
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -146,10 +147,7 @@ class WorkerClient:
                 text = await response.text()
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise Unavailable(f"{self.address.server}: {type(exc).__name__}: {exc}") from None
-        try:
-            answer: Any = yaml.safe_load(text) if text else None
-        except yaml.YAMLError:
-            answer = text
+        answer = _json_or_text(text) if text else None
         if status >= 400:
             raise _error(status, f"{method} {self.address.server}{path}", answer)
         return status, answer
@@ -173,7 +171,7 @@ class WorkerClient:
 
     async def create(self, obj: Manifest) -> Manifest:
         """Submit ``obj`` as any client would; `AlreadyExists` when the worker has it already."""
-        text = yaml.safe_dump(obj, sort_keys=False)
+        text = json.dumps(obj)  # JSON is YAML: the worker reads it like any manifest
         _, answer = await self._call(
             "POST", "/api/v1/apply", {"files": [{"name": "multikueue", "text": text}]}
         )
@@ -200,9 +198,10 @@ class WorkerClient:
 
 
 def _json_or_text(text: str) -> Any:
+    """The worker answers JSON; anything else (a proxy's error page) is kept as text."""
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
+        return json.loads(text)
+    except ValueError:
         return text
 
 
