@@ -148,7 +148,7 @@ def test_a_job_runs_on_the_worker_that_admits_it_first_and_its_status_comes_back
     wait_until(lambda: active("worker1") and active("worker2"))
 
     # Submitted as any job: no managedBy given, the manager's apply hands it to MultiKueue.
-    hello = job("hello", 'echo "hello from $PYKUEUE_JOB"; sleep 2', namespace=NAMESPACE, cpu="1")
+    hello = job("hello", 'echo "hello from $PYKUEUE_JOB"; sleep 8', namespace=NAMESPACE, cpu="1")
     response = manager.apply([hello])
     assert response.status_code == 200, response.text
     stored = manager.api("GET", f"/api/v1/objects/Job/{NAMESPACE}/hello")
@@ -185,6 +185,9 @@ def test_a_job_runs_on_the_worker_that_admits_it_first_and_its_status_comes_back
     assert _job(workers["worker1"], "long") is None
     # The hog on worker1 was never touched.
     assert (_job(workers["worker1"], "hog") or {}).get("state") == "Running"
+    # Every removal went through: a Workload the worker had deleted with its job is no failure.
+    failures = [e["message"] for e in manager.api("GET", "/api/v1/events") if "cannot" in e["message"]]
+    assert failures == []
 
 
 def test_a_killed_worker_loses_its_job_to_the_other_and_its_stale_copy_goes_when_it_returns(

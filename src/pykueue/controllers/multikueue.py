@@ -522,14 +522,13 @@ class MultiKueueController:
         targets: Iterable[Manifest] = [job] if workload is None else [job, workload]
         for obj in targets:
             meta = obj["metadata"]
-            with contextlib.suppress(NotFound):
-                try:
-                    await store.delete(
-                        str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta["name"])
-                    )
-                except StoreError as exc:
-                    log.warning("multikueue: cannot delete %s in %s: %s", Key.of(obj), cluster, exc)
-                    return
+            try:
+                await store.delete(str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta["name"]))
+            except NotFound:
+                continue  # gone already: the worker deletes a job's Workload with the job
+            except StoreError as exc:
+                log.warning("multikueue: cannot delete %s in %s: %s", Key.of(obj), cluster, exc)
+                return
         log.info("multikueue: removed the copy of %s from %s", key, cluster)
 
 
