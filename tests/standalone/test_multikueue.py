@@ -183,6 +183,13 @@ def test_a_job_runs_on_the_worker_that_admits_it_first_and_its_status_comes_back
     assert manager.cli("delete", "job", "long", "-n", NAMESPACE).returncode == 0
     wait_until(lambda: _job(workers["worker2"], "long") is None)
     assert _job(workers["worker1"], "long") is None
+    # A job that fails on its worker fails on the manager, and its quota there is released.
+    broken = job("broken", "exit 3", namespace=NAMESPACE, cpu="1", backoff_limit=0)
+    assert manager.apply([broken]).status_code == 200
+    wait_until(lambda: (_job(manager, "broken") or {}).get("state") == "Failed")
+    wait_until(lambda: (_workload(manager, "broken") or {}).get("state") == "Failed")
+    wait_until(lambda: manager.api("GET", "/api/v1/clusterqueues")[0]["admitted"] == 0)
+
     # The hog on worker1 was never touched.
     assert (_job(workers["worker1"], "hog") or {}).get("state") == "Running"
     # Every removal went through: a Workload the worker had deleted with its job is no failure.
