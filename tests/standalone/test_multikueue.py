@@ -163,6 +163,10 @@ def test_a_job_runs_on_the_worker_that_admits_it_first_and_its_status_comes_back
     # Running is mirrored onto the manager's job while it runs on worker2.
     wait_until(lambda: (_job(manager, "hello") or {}).get("state") == "Running")
     assert marked_processes(manager.db) == []  # the manager runs nothing itself
+    described = manager.cli("describe", "workload", "hello", "-n", NAMESPACE).stdout
+    assert "Worker:    worker2 (MultiKueue)" in described, described
+    listed = manager.cli("get", "workloads", "-n", NAMESPACE).stdout
+    assert "WORKER" in listed and "worker2" in listed, listed
     assert "hello from hello" in wait_until(lambda: manager.cli("logs", "hello", "-n", NAMESPACE).stdout)
 
     finished = wait_until(

@@ -247,13 +247,13 @@ def describe(
             print(f"Engine:    {explanation['engineMessage']}")
     elif explanation["state"] == "Admitted":
         print(f"Admitted:  ClusterQueue {explanation['clusterQueue']}")
-    if wl.get("worker"):
-        print(f"Worker:    {wl['worker']} (MultiKueue)")
     elif explanation.get("reasons"):
         for reason in explanation["reasons"]:
             print(f"  [{reason['category']}] {reason['message']}")
     elif explanation.get("engineMessage"):
         print(f"Outcome:   {explanation['engineMessage']}")
+    if wl.get("worker"):
+        print(f"Worker:    {wl['worker']} (MultiKueue)")
     job = data.get("job")
     if job:
         print(

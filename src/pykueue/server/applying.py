@@ -8,7 +8,7 @@
     check       references a user would otherwise wait on forever:  -> file#doc Kind/name: message
                 a Job names a LocalQueue that exists (here or in the same apply),
                 a priority class that exists
-    hand over  a Job queued in a ClusterQueue with a MultiKueue check gets
+    hand over   a Job queued in a ClusterQueue with a MultiKueue check gets
                 spec.managedBy kueue.x-k8s.io/multikueue (this server runs it on a worker)
     own         a Job records who submitted it and whom it runs as  -> `owners`
     store       one store transaction: created / configured / unchanged
