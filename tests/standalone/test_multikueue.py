@@ -278,3 +278,27 @@ def test_a_worker_the_manager_cannot_use_is_inactive_with_the_field_named(
     explanation = wait_until(lambda: manager.explanation(NAMESPACE, "waits"))
     assert "multikueue" in str(explanation["reasons"]), explanation
     assert (_job(manager, "waits") or {}).get("state") == "Queued"
+
+
+def test_a_manager_killed_and_restarted_follows_the_copy_it_left_running(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    manager, workers = _lab(tmp_path, start_server)
+    assert manager.apply([job("steady", "sleep 12", namespace=NAMESPACE, cpu="1")]).status_code == 200
+    chosen = wait_until(lambda: _worker_of(manager, "steady"))
+    other = "worker2" if chosen == "worker1" else "worker1"
+    wait_until(lambda: (_job(manager, "steady") or {}).get("state") == "Running")
+    wait_until(lambda: _job(workers[other], "steady") is None)
+
+    manager.kill()  # kill -9, by its PID
+    manager.start()
+    # The restarted manager follows the same copy to its end: no new dispatch, nothing run twice.
+    wait_until(lambda: (_job(manager, "steady") or {}).get("state") == "Succeeded", timeout=60)
+    assert _worker_of(manager, "steady") == chosen
+    assert _job(workers[other], "steady") is None
+    wait_until(lambda: _job(workers[chosen], "steady") is None)  # collected once finished
+    # Its one pod started once on its worker: the restart neither dispatched it again nor restarted it.
+    starts = [
+        e for e in workers[chosen].api("GET", "/api/v1/events") if "steady: pod 0 started" in e["message"]
+    ]
+    assert len(starts) == 1, starts
