@@ -91,7 +91,14 @@ def _manager_docs(files: dict[str, Path]) -> list[dict[str, Any]]:
             },
         },
     ]
-    return docs + _queues("10", check=True)
+    # team-b is the manager's alone: no worker grants the manager that namespace.
+    other = {
+        "apiVersion": API,
+        "kind": "LocalQueue",
+        "metadata": {"name": "main", "namespace": "team-b"},
+        "spec": {"clusterQueue": "cq"},
+    }
+    return [*docs, *_queues("10", check=True), other]
 
 
 def _lab(tmp_path: Path, start_server: Callable[..., Server]) -> tuple[Server, dict[str, Server]]:
@@ -194,10 +201,22 @@ def test_a_job_runs_on_the_worker_that_admits_it_first_and_its_status_comes_back
     wait_until(lambda: (_workload(manager, "broken") or {}).get("state") == "Failed")
     wait_until(lambda: manager.api("GET", "/api/v1/clusterqueues")[0]["admitted"] == 0)
 
+    # A job every worker refuses waits on the manager, and describe says what the workers said.
+    assert manager.apply([job("elsewhere", "true", namespace="team-b", cpu="1")]).status_code == 200
+
+    def refused() -> str:
+        text = manager.cli("describe", "workload", "elsewhere", "-n", "team-b").stdout
+        return text if "no worker takes the job" in text else ""
+
+    said = wait_until(refused)
+    assert "worker1:" in said and "worker2:" in said, said
+    assert "may only submit to namespaces team-a" in said, said
+    assert (_job(manager, "elsewhere") or {"state": ""})["state"] in ("", "Queued")
+
     # The hog on worker1 was never touched.
     assert (_job(workers["worker1"], "hog") or {}).get("state") == "Running"
     # Every removal went through: a Workload the worker had deleted with its job is no failure.
-    failures = [e["message"] for e in manager.api("GET", "/api/v1/events") if "cannot" in e["message"]]
+    failures = [e["message"] for e in manager.api("GET", "/api/v1/events") if "cannot delete" in e["message"]]
     assert failures == []
 
 

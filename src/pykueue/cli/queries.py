@@ -247,6 +247,11 @@ def describe(
             print(f"Engine:    {explanation['engineMessage']}")
     elif explanation["state"] == "Admitted":
         print(f"Admitted:  ClusterQueue {explanation['clusterQueue']}")
+        for check in data.get("admissionChecks") or []:
+            if check.get("state") != "Ready":
+                print(
+                    f"Waiting:   admission check {check.get('name')} is {check.get('state')}: {check.get('message', '')}"
+                )
     elif explanation.get("reasons"):
         for reason in explanation["reasons"]:
             print(f"  [{reason['category']}] {reason['message']}")

@@ -28,7 +28,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ import aiohttp
 import yaml
 
 from pykueue.controllers import multikueue
+from pykueue.controllers.jobframework import MULTIKUEUE_WORKLOAD_ANNOTATION, MultiKueueAdapter
 from pykueue.controllers.multikueue_clusters import BadConfig, ClusterConnections, WorkerStore
 from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError, Unavailable
 from pykueue.store.base import Key, Manifest
@@ -47,6 +48,8 @@ log = logging.getLogger(__name__)
 # A worker slower than this counts as unreachable for this call (a lost worker must not
 # hold the manager's poll).
 REQUEST_TIMEOUT_SECONDS = 5.0
+# Refusals remembered per worker, at most (one per job waiting for a worker that takes it).
+MAX_REFUSALS = 4096
 WORKER_FILE_KEYS = frozenset({"server", "token", "tokenFile", "socket"})
 
 
@@ -125,6 +128,9 @@ class WorkerClient:
         self.address = address
         self.timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+        # The worker's last refusal of a copy, by the manager's Workload it was for (shown to
+        # the user in the check's message while no worker takes the job).
+        self.refusals: dict[Key, str] = {}
 
     def _open_session(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -172,12 +178,23 @@ class WorkerClient:
     async def create(self, obj: Manifest) -> Manifest:
         """Submit ``obj`` as any client would; `AlreadyExists` when the worker has it already."""
         text = json.dumps(obj)  # JSON is YAML: the worker reads it like any manifest
-        _, answer = await self._call(
-            "POST", "/api/v1/apply", {"files": [{"name": "multikueue", "text": text}]}
-        )
+        meta = obj.get("metadata") or {}
+        owner = (meta.get("annotations") or {}).get(MULTIKUEUE_WORKLOAD_ANNOTATION)
+        key = Key("Workload", str(meta.get("namespace") or ""), str(owner or ""))
+        try:
+            _, answer = await self._call(
+                "POST", "/api/v1/apply", {"files": [{"name": "multikueue", "text": text}]}
+            )
+        except Unavailable:
+            raise
+        except StoreError as exc:
+            if len(self.refusals) >= MAX_REFUSALS:
+                self.refusals.clear()  # forgotten ones are learned again at the next attempt
+            self.refusals[key] = str(exc)
+            raise
+        self.refusals.pop(key, None)
         actions = (answer or {}).get("results") or []
         if not actions or actions[0].get("action") != "created":
-            meta = obj.get("metadata") or {}
             raise AlreadyExists(f"{obj.get('kind')} {meta.get('namespace')}/{meta.get('name')} exists")
         return obj
 
@@ -256,6 +273,37 @@ class StandaloneMultiKueue(multikueue.MultiKueueController):
 
     def cluster_connections(self) -> StandaloneWorkers:
         return StandaloneWorkers(self.store, self.settings.namespace, self.clock, allow_path=True)
+
+    async def _dispatch_or_elect(
+        self,
+        workload: Manifest,
+        entry: Manifest,
+        job: Manifest,
+        adapter: MultiKueueAdapter,
+        order: list[str],
+        remote: Mapping[str, multikueue.Remote],
+    ) -> None:
+        await super()._dispatch_or_elect(workload, entry, job, adapter, order, remote)
+        await self._say_refused(workload, entry, remote)
+
+    async def _say_refused(
+        self, workload: Manifest, entry: Manifest, remote: Mapping[str, multikueue.Remote]
+    ) -> None:
+        """While every worker that answers refused the job's copy, say so in the check's message
+        (``describe`` shows it): a worker refuses what the manager's identity may not do there."""
+        key = Key.of(workload)
+        if not remote or any(key in seen.jobs for seen in remote.values()):
+            return  # a copy is somewhere: it may yet win
+        refused = {}
+        for name in remote:
+            client = self.clusters.client(name)
+            reason = None if client is None else client.refusals.get(key)
+            if reason is None:
+                return  # a worker has not refused it (yet)
+            refused[name] = reason
+        message = "no worker takes the job: " + "; ".join(f"{n}: {r}" for n, r in sorted(refused.items()))
+        if entry.get("message") != message:
+            await self._set_check(workload, entry, "Pending", message)
 
     async def _delete_copy(self, cluster: str, key: Key, job: Manifest, workload: Manifest | None) -> None:
         if not await self._keep_logs(cluster, key, job):

@@ -157,6 +157,9 @@ def describe_workload(
         "explanation": explanation.as_dict(),
         "conditions": (workload.get("status") or {}).get("conditions", []),
         "admission": (workload.get("status") or {}).get("admission"),
+        # Quota reserved but a check not Ready yet (a MultiKueue job waiting for a worker) is
+        # "Admitted" to the engine; the checks say what it still waits for.
+        "admissionChecks": (workload.get("status") or {}).get("admissionChecks", []),
         "job": job_row(job) if job is not None else None,
         "pods": ((job or {}).get("status") or {}).get("pykueue", {}).get("pods", []),
         "warnings": ((job or {}).get("status") or {}).get("pykueue", {}).get("warnings", []),
