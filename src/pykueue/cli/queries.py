@@ -151,6 +151,8 @@ def get(
             ["NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "ADMITTED"],
         )
     elif listing == "workloads":
+        # A MultiKueue manager's workloads run on workers: say which, only where there are any.
+        workers = any(r.get("worker") for r in rows)
         table(
             [
                 [
@@ -159,12 +161,22 @@ def get(
                     r["queue"],
                     r["state"],
                     r["clusterQueue"],
+                    *([r.get("worker") or ""] if workers else []),
                     eta_cell(r.get("estimatedStart")),
                     r["reason"][:80],
                 ]
                 for r in rows
             ],
-            ["NAMESPACE", "NAME", "QUEUE", "STATE", "CLUSTERQUEUE", "ESTIMATED START", "WHY"],
+            [
+                "NAMESPACE",
+                "NAME",
+                "QUEUE",
+                "STATE",
+                "CLUSTERQUEUE",
+                *(["WORKER"] if workers else []),
+                "ESTIMATED START",
+                "WHY",
+            ],
         )
     else:
         table(
@@ -237,11 +249,18 @@ def describe(
             print(f"Engine:    {explanation['engineMessage']}")
     elif explanation["state"] == "Admitted":
         print(f"Admitted:  ClusterQueue {explanation['clusterQueue']}")
+        for check in data.get("admissionChecks") or []:
+            if check.get("state") != "Ready":
+                print(
+                    f"Waiting:   admission check {check.get('name')} is {check.get('state')}: {check.get('message', '')}"
+                )
     elif explanation.get("reasons"):
         for reason in explanation["reasons"]:
             print(f"  [{reason['category']}] {reason['message']}")
     elif explanation.get("engineMessage"):
         print(f"Outcome:   {explanation['engineMessage']}")
+    if wl.get("worker"):
+        print(f"Worker:    {wl['worker']} (MultiKueue)")
     job = data.get("job")
     if job:
         kind = job.get("kind", "Job")

@@ -250,6 +250,8 @@ class LocalExecutor:
         # (the older copy is dropped by `handle`), never missed.
         version = versions[0]
         for job in items:
+            if not _ours(job):
+                continue
             key = Key.of(job)
             self.jobs[key] = job
             if key in self.runs:
@@ -303,6 +305,8 @@ class LocalExecutor:
         if event.type == "DELETED":
             self.jobs.pop(key, None)
             self._forget_files(key, event.object)
+        elif not _ours(event.object):
+            return  # another controller's job (MultiKueue runs it on a worker): never run here
         else:
             current = self.jobs.get(key)
             if current is not None and version_number(current) > version_number(event.object):
@@ -986,6 +990,17 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+# The value of ``spec.managedBy`` that means "the ordinary Job controller" (and its default).
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+
+
+def _ours(job: Manifest) -> bool:
+    """Whether this node runs the Job: as Kubernetes' Job controller, not when ``spec.managedBy``
+    hands it to another controller (MultiKueue runs it on a worker and mirrors its status)."""
+    managed_by = (job.get("spec") or {}).get("managedBy")
+    return not managed_by or managed_by == JOB_CONTROLLER
 
 
 def _suspended(job: Manifest) -> bool:

@@ -160,18 +160,17 @@ class KubeManager:
         if self.policy_history_namespace:
             self.policy = PolicyRecorder(self.store, self.policy_history_namespace, self.clock)
         if self.multikueue_settings is not None:
-            self.multikueue_checks = multikueue.MultiKueueController(
-                self.store,
-                self.registry,
-                self.admission.cache,
-                self.jobs.job_by_uid,
-                self.multikueue_settings,
-                self.clock,
-            )
+            self.multikueue_checks = self.multikueue_controller(self.multikueue_settings)
 
     def _stored_workload(self, engine_key: str) -> Manifest | None:
         namespace, _, name = engine_key.partition("/")
         return self.admission.cache.get(Key("Workload", namespace, name))
+
+    def multikueue_controller(self, settings: multikueue.Settings) -> multikueue.MultiKueueController:
+        """The MultiKueue check's controller (standalone mode reaches its workers its own way)."""
+        return multikueue.MultiKueueController(
+            self.store, self.registry, self.admission.cache, self.jobs.job_by_uid, settings, self.clock
+        )
 
     def admission_controller(self) -> AdmissionController:
         """The admission controller this manager runs (standalone mode runs its own kind)."""

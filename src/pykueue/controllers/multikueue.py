@@ -228,9 +228,11 @@ class MultiKueueController:
     polls: int = 0
 
     def __post_init__(self) -> None:
-        self.clusters = ClusterConnections(
-            self.store, self.settings.namespace, self.clock, self.settings.allow_path
-        )
+        self.clusters = self.cluster_connections()
+
+    def cluster_connections(self) -> ClusterConnections:
+        """How workers are reached: API servers by kubeconfig (standalone mode reaches its own kind)."""
+        return ClusterConnections(self.store, self.settings.namespace, self.clock, self.settings.allow_path)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Poll until ``stop`` is set."""
@@ -546,14 +548,13 @@ class MultiKueueController:
         targets: Iterable[Manifest] = [job] if workload is None else [job, workload]
         for obj in targets:
             meta = obj["metadata"]
-            with contextlib.suppress(NotFound):
-                try:
-                    await store.delete(
-                        str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta["name"])
-                    )
-                except StoreError as exc:
-                    log.warning("multikueue: cannot delete %s in %s: %s", Key.of(obj), cluster, exc)
-                    return
+            try:
+                await store.delete(str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta["name"]))
+            except NotFound:
+                continue  # gone already: the worker deletes a job's Workload with the job
+            except StoreError as exc:
+                log.warning("multikueue: cannot delete %s in %s: %s", Key.of(obj), cluster, exc)
+                return
         log.info("multikueue: removed the copy of %s from %s", key, cluster)
 
 

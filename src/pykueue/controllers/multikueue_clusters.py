@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, Protocol
 
 import yaml
 
@@ -43,12 +45,29 @@ class BadConfig(Exception):
     """The cluster's kubeconfig cannot be read or used; the message names where it came from."""
 
 
+class WorkerStore(Protocol):
+    """What the MultiKueue controller does to a worker: a worker's API server (`KubernetesStore`),
+    or a standalone pykueue server (`pykueue.controllers.multikueue_standalone.WorkerClient`)."""
+
+    async def list(self, kind: str, namespace: str | None = None) -> tuple[builtins.list[Manifest], str]: ...
+
+    async def list_selected(
+        self, kind: str, namespace: str | None = None, label_selector: str = ""
+    ) -> tuple[builtins.list[Manifest], str]: ...
+
+    async def create(self, obj: Manifest) -> Manifest: ...
+
+    async def delete(self, kind: str, namespace: str, name: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
 @dataclass
 class Connection:
     """One worker cluster as the manager sees it now."""
 
     name: str
-    store: kubernetes.KubernetesStore | None = None
+    store: WorkerStore | None = None
     # What the store was made from, to notice a changed kubeconfig.
     source: object = None
     active: bool = False
@@ -118,7 +137,7 @@ class ClusterConnections:
             await self._close(connection)
         self.connections.clear()
 
-    def active(self, name: str) -> kubernetes.KubernetesStore | None:
+    def active(self, name: str) -> WorkerStore | None:
         connection = self.connections.get(name)
         return connection.store if connection is not None and connection.active else None
 
@@ -127,7 +146,7 @@ class ClusterConnections:
             await connection.store.close()
             connection.store = None
 
-    async def _config(self, cluster: Manifest) -> tuple[object, kubernetes.KubeConfig]:
+    async def _config(self, cluster: Manifest) -> tuple[object, Any]:
         location_type, location = kubeconfig_location(cluster)
         name = cluster["metadata"]["name"]
         if location_type == "Path":
@@ -157,18 +176,25 @@ class ClusterConnections:
         if connection.store is None or connection.source != source:
             await self._close(connection)
             connection.source = source
-            # One attempt per call: a lost worker must not hold the manager's poll in retries.
-            connection.store = kubernetes.KubernetesStore(
-                config,
-                retry=kubernetes.Retry(attempts=1),
-                request_timeout_seconds=PROBE_TIMEOUT_SECONDS,
-            )
+            connection.store = self._open(config)
         try:
-            await connection.store.request("GET", "/version")
+            await self._probe(connection.store)
         except StoreError as exc:
             self._mark(connection, False, "ClientConnectionFailed", f"cannot reach the worker: {exc}")
             return
         self._mark(connection, True, "Active", "Connected")
+
+    def _open(self, config: Any) -> WorkerStore:
+        """A client of the worker ``config`` (what `_config` read) describes."""
+        # One attempt per call: a lost worker must not hold the manager's poll in retries.
+        return kubernetes.KubernetesStore(
+            config, retry=kubernetes.Retry(attempts=1), request_timeout_seconds=PROBE_TIMEOUT_SECONDS
+        )
+
+    async def _probe(self, store: WorkerStore) -> None:
+        """Raise `StoreError` unless the worker answers."""
+        assert isinstance(store, kubernetes.KubernetesStore)
+        await store.request("GET", "/version")
 
     def _mark(self, connection: Connection, active: bool, reason: str, message: str) -> None:
         if connection.active != active:

@@ -6,11 +6,17 @@ Standalone mode runs exactly that loop on its SQLite store, with one change:
 the admission controller is `workloads.StandaloneAdmission` (stale watch
 echoes dropped, deactivation evicts, explanations for ``describe``). The
 local executor then runs what the job reconciler unsuspends.
+
+A standalone server can also be a MultiKueue manager: its MultiKueue check
+dispatches to other standalone servers (`multikueue_standalone`), and the
+executor leaves the jobs handed to MultiKueue alone.
 """
 
 from __future__ import annotations
 
+from pykueue.controllers import multikueue
 from pykueue.controllers.kube_manager import KubeManager
+from pykueue.controllers.multikueue_standalone import StandaloneMultiKueue
 from pykueue.controllers.workloads import StandaloneAdmission
 
 STATUS_SECONDS = 1.0
@@ -24,6 +30,11 @@ class StandaloneManager(KubeManager):
 
     def admission_controller(self) -> StandaloneAdmission:
         return StandaloneAdmission(self.store, self.config, self.clock)
+
+    def multikueue_controller(self, settings: multikueue.Settings) -> StandaloneMultiKueue:
+        return StandaloneMultiKueue(
+            self.store, self.registry, self.admission.cache, self.jobs.job_by_uid, settings, self.clock
+        )
 
     def topology_ungater(self) -> None:
         return None  # local processes have no pods to gate, nor nodes to follow

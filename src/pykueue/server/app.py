@@ -7,7 +7,7 @@
     DELETE /api/v1/objects/{kind}/{namespace}/{name}
     POST   /api/v1/apply          {"files": [{"name", "text"}]}    all or nothing (see applying)
     GET    /api/v1/describe/workload/{namespace}/{name}            why it waits, its position
-    GET    /api/v1/logs/{namespace}/{name}                         a job's (or JobSet's) pod logs
+    GET    /api/v1/logs/{namespace}/{name}                         a job's (or JobSet's) pod logs (a MultiKueue job's: from its worker)
     POST   /api/v1/{stop|resume}  {"kind": "workload"|"clusterqueue", "namespace", "name"}
     GET    /api/v1/policy/history?kind=K&name=N&limit=L            recorded policy changes (policy)
     GET    /api/v1/policy/revisions/{rev}                          one, with its diff
@@ -43,15 +43,25 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pykueue.api import defaults, manifests, policy_history, usage
+from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
 from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.accounts import AccountError
 from pykueue.controllers.estimating import StartEstimates
 from pykueue.controllers.executor import RUNNABLE_KINDS, LocalExecutor, log_folder
+from pykueue.controllers.multikueue_standalone import StandaloneMultiKueue
 from pykueue.controllers.node import Node
 from pykueue.controllers.standalone import StandaloneManager
 from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.engine import runtimes
-from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, ParseError, ValidationError
+from pykueue.errors import (
+    AlreadyExists,
+    Conflict,
+    InputError,
+    NotFound,
+    ParseError,
+    StoreError,
+    ValidationError,
+)
 from pykueue.server import applying, auth, dashboard, dashboard_data, inputs, owners, policy, views
 from pykueue.server.peer import PEER_STATE_KEY, Peer
 from pykueue.store.base import Key, Manifest, authored_by
@@ -335,7 +345,36 @@ def create_app(ctx: ServerContext) -> FastAPI:
         paths = sorted(folder.glob("*.log"), key=lambda p: int(p.stem) if p.stem.isdigit() else 0)
         for path in paths if folder.is_dir() else []:
             parts.append(path.read_text(errors="replace"))
+        if not paths and (job.get("spec") or {}).get("managedBy") == MULTIKUEUE_CONTROLLER:
+            return PlainTextResponse(await worker_logs(job))
         return PlainTextResponse("".join(parts))
+
+    async def worker_logs(job: Manifest) -> str:
+        """A MultiKueue job's logs, from the worker running it (once it finished, they are kept here)."""
+        meta = job["metadata"]
+        namespace = str(meta.get("namespace") or "")
+        workload_name = jobframework.workload_name("Job", str(meta["name"]), str(meta.get("uid") or ""))
+        try:
+            workload = await ctx.store.get("Workload", namespace, workload_name)
+        except NotFound:
+            return ""
+        worker = str((workload.get("status") or {}).get("clusterName") or "")
+        checks = ctx.manager.multikueue_checks
+        if not worker or not isinstance(checks, StandaloneMultiKueue):
+            return ""  # not on a worker yet
+        client = checks.clusters.client(worker)
+        if client is None:
+            raise ApiError(
+                502, f"job {namespace}/{meta['name']} runs on worker {worker}, which does not answer"
+            )
+        try:
+            return await client.logs(namespace, str(meta["name"]))
+        except NotFound:
+            return ""
+        except StoreError as exc:
+            raise ApiError(
+                502, f"cannot read the logs of job {namespace}/{meta['name']} on worker {worker}: {exc}"
+            ) from None
 
     async def set_active(request: Request, active: bool) -> dict[str, str]:
         identity = await caller(request)

@@ -9,6 +9,8 @@
                 a Job or JobSet names a LocalQueue that exists (here or in the same apply),
                 a priority class that exists; a JobSet is one this machine can run
                 (its Workload passes the Workload rules, each Job a gang)
+    hand over   a Job queued in a ClusterQueue with a MultiKueue check gets
+                spec.managedBy kueue.x-k8s.io/multikueue (this server runs it on a worker)
     own         a Job records who submitted it and whom it runs as  -> `owners`
     store       one store transaction: created / configured / unchanged
 
@@ -29,6 +31,7 @@ from typing import Any
 import yaml
 
 from pykueue.api import manifests
+from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
 from pykueue.controllers import integrations, local_jobset
 from pykueue.controllers.accounts import AccountError
 from pykueue.errors import FieldProblem, InputError, NotFound, ParseError, ValidationError
@@ -252,6 +255,44 @@ def _jobset_problems(doc: Document) -> list[FieldProblem]:
     return problems
 
 
+async def hand_over(store: Any, documents: list[Document]) -> None:
+    """A Job queued in a ClusterQueue with a MultiKueue check is for MultiKueue to run on a
+    worker, never here: give it ``spec.managedBy`` as upstream's Job webhook does, so that
+    ``pykueue submit`` to a manager needs no flag. A managedBy the user set is kept."""
+    incoming = {Key.of(d.manifest): d.manifest for d in documents}
+    for doc in documents:
+        obj = doc.manifest
+        spec = obj.get("spec")
+        if obj.get("kind") != "Job" or not isinstance(spec, dict) or spec.get("managedBy"):
+            continue
+        queue = (obj["metadata"].get("labels") or {}).get(QUEUE_LABEL, "")
+        local = await _current(store, incoming, Key("LocalQueue", obj["metadata"]["namespace"], queue))
+        cq_name = str(((local or {}).get("spec") or {}).get("clusterQueue") or "")
+        cq = await _current(store, incoming, Key("ClusterQueue", "", cq_name)) if cq_name else None
+        for check in _check_names(cq or {}):
+            found = await _current(store, incoming, Key("AdmissionCheck", "", check))
+            if ((found or {}).get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER:
+                spec["managedBy"] = MULTIKUEUE_CONTROLLER
+                break
+
+
+def _check_names(cluster_queue: Manifest) -> list[str]:
+    spec = cluster_queue.get("spec") or {}
+    strategy = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+    return [str(n) for n in spec.get("admissionChecks") or []] + [str(c.get("name")) for c in strategy]
+
+
+async def _current(store: Any, incoming: dict[Key, Manifest], key: Key) -> Manifest | None:
+    """``key`` as it will be after this apply: from the same apply, else from the store."""
+    if key in incoming:
+        return incoming[key]
+    try:
+        found: Manifest = await store.get(key.kind, key.namespace, key.name)
+    except NotFound:
+        return None
+    return found
+
+
 async def _exists(store: Any, kind: str, namespace: str, name: str) -> bool:
     try:
         await store.get(kind, namespace, name)
@@ -372,6 +413,7 @@ async def apply(
     authorize(identity, documents)
     await check_priorities(store, identity, documents)
     await check_references(store, documents)
+    await hand_over(store, documents)
     await own(documents, identity, owning)
     with authored_by(author or auth.author(identity)):
         return await store_all(store, documents)

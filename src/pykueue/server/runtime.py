@@ -43,12 +43,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import pydantic
 import uvicorn
 import yaml
 
 from pykueue import paths
-from pykueue.controllers import estimating, integrations, isolation
-from pykueue.controllers.executor import Backoff, LocalExecutor
+from pykueue.api import configuration as api_configuration
+from pykueue.controllers import estimating, integrations, isolation, multikueue
+from pykueue.controllers.executor import Backoff, LocalExecutor, log_folder
+from pykueue.controllers.multikueue_standalone import StandaloneMultiKueue
 from pykueue.controllers.node import GPU_RESOURCE, Node, discover
 from pykueue.controllers.standalone import StandaloneManager
 from pykueue.controllers.workloads import StandaloneAdmission
@@ -58,7 +61,7 @@ from pykueue.errors import InputError, NotFound, PykueueError
 from pykueue.server import applying, auth, dashboard_data, owners
 from pykueue.server.app import ServerContext, create_app
 from pykueue.server.peer import PeerCredentialsProtocol, bind_unix_socket
-from pykueue.store.base import Key
+from pykueue.store.base import Key, Manifest
 from pykueue.store.sqlite import SQLiteStore
 
 log = logging.getLogger(__name__)
@@ -92,6 +95,8 @@ class Config:
     cgroups: bool = True
     backoff: Backoff = field(default_factory=Backoff)
     engine: EngineConfig = field(default_factory=EngineConfig)
+    # This server as a MultiKueue manager of other standalone servers (docs/multikueue.md).
+    multikueue: multikueue.Settings = field(default_factory=multikueue.Settings)
 
     @staticmethod
     def load(path: Path | None) -> Config:
@@ -109,6 +114,7 @@ class Config:
             "demo",
             "isolation",
             "executor",
+            "multiKueue",
             *configuration.ENGINE_KEYS,
         }
         if unknown:
@@ -139,7 +145,23 @@ class Config:
                 float(pace.get("podFailureBackoffMaxSeconds", default_backoff.most)),
             ),
             engine=engine,
+            multikueue=_multikueue(path, raw.get("multiKueue")),
         )
+
+
+def _multikueue(path: Path, raw: Any) -> multikueue.Settings:
+    """The ``multiKueue`` section: upstream's Configuration keys (origin, workerLostTimeout,
+    dispatcherName, gcInterval), checked by the same model as in Kubernetes mode."""
+    if raw is None:
+        return multikueue.Settings()
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: multiKueue must be a mapping")
+    try:
+        section = api_configuration.MultiKueue.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(f"multiKueue.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise InputError(f"{path}: {problems}") from None
+    return multikueue.settings_of(section)
 
 
 def _section(path: Path, raw: dict[str, Any], name: str, fields: dict[str, type]) -> dict[str, Any]:
@@ -423,10 +445,22 @@ async def _main(options: Options, config: Config) -> None:
         console.record("apply", "created ClusterQueue main and LocalQueue default/main sized to this machine")
     # The kinds the local executor runs: batch/v1 Jobs and JobSets.
     registry = integrations.registry(integrations.STANDALONE_FRAMEWORKS)
-    manager = StandaloneManager(store, config=config.engine, registry=registry, resync_seconds=0.5)
+    manager = StandaloneManager(
+        store,
+        config=config.engine,
+        registry=registry,
+        resync_seconds=0.5,
+        multikueue_settings=config.multikueue,
+    )
     admission = manager.admission
     estimates = estimating.StartEstimates(admission, job_by_uid=manager.jobs.job_by_uid)
     _forward_logs("pykueue.controllers.job_reconciler", "jobs", console)
+    # Dispatches, elections, lost workers and refused copies, beside the decisions.
+    _forward_logs("pykueue.controllers.multikueue", "multikueue", console)
+    _forward_logs("pykueue.controllers.multikueue_clusters", "multikueue", console)
+    _forward_logs("pykueue.controllers.multikueue_standalone", "multikueue", console)
+    if isinstance(manager.multikueue_checks, StandaloneMultiKueue):
+        manager.multikueue_checks.keep_logs = lambda job, text: keep_worker_logs(data_dir, job, text)
     port = options.port or free_port(options.host)
     url = f"http://{options.host}:{port}"
     ctx = ServerContext(
@@ -500,6 +534,18 @@ async def _main(options: Options, config: Config) -> None:
         error = failed[0].exception()
         assert error is not None
         raise error
+
+
+def keep_worker_logs(data_dir: Path, job: Manifest, text: str) -> None:
+    """A MultiKueue job's logs, read from its worker before the copy there is collected, kept
+    where this server keeps its own jobs' logs (`pykueue logs` reads them; deleting the job
+    deletes them)."""
+    meta = job["metadata"]
+    folder = log_folder(
+        data_dir, str(meta.get("namespace") or ""), str(meta["name"]), str(meta.get("uid") or "")
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "0.log").write_text(text)
 
 
 def _tcp_socket(host: str, port: int) -> socket.socket:

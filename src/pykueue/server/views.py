@@ -51,6 +51,8 @@ def workload_row(obj: Manifest, estimates: StartEstimates | None = None) -> dict
         "reason": reserved.get("message", "") if state == "Pending" else "",
         "created": meta.get("creationTimestamp", ""),
         "estimatedStart": _estimate(estimates, obj) if state == "Pending" else None,
+        # The MultiKueue worker running it (a manager's workload elected on a worker).
+        "worker": status.get("clusterName", ""),
     }
 
 
@@ -167,6 +169,9 @@ def describe_workload(
         "explanation": explanation.as_dict(),
         "conditions": (workload.get("status") or {}).get("conditions", []),
         "admission": (workload.get("status") or {}).get("admission"),
+        # Quota reserved but a check not Ready yet (a MultiKueue job waiting for a worker) is
+        # "Admitted" to the engine; the checks say what it still waits for.
+        "admissionChecks": (workload.get("status") or {}).get("admissionChecks", []),
         "job": job_row(job) if job is not None else None,
         "pods": ((job or {}).get("status") or {}).get("pykueue", {}).get("pods", []),
         "warnings": ((job or {}).get("status") or {}).get("pykueue", {}).get("warnings", []),
