@@ -294,7 +294,13 @@ def test_a_worker_the_manager_cannot_use_is_inactive_with_the_field_named(
     assert (check["status"], check["reason"]) == ("False", "NoUsableClusters")
     # With no usable worker the ClusterQueue is inactive: a job waits there, and says why.
     assert manager.apply([job("waits", "sleep 1", namespace=NAMESPACE)]).status_code == 200
-    explanation = wait_until(lambda: manager.explanation(NAMESPACE, "waits"))
+
+    # (An explanation is there as soon as the job is; the engine's reasons once it read the Workload.)
+    def read() -> dict[str, Any] | None:
+        found = manager.explanation(NAMESPACE, "waits")
+        return found if found is not None and found["state"] != "Unknown" else None
+
+    explanation = wait_until(read)
     assert "multikueue" in str(explanation["reasons"]), explanation
     assert (_job(manager, "waits") or {}).get("state") == "Queued"
 
@@ -318,6 +324,8 @@ def test_a_manager_killed_and_restarted_follows_the_copy_it_left_running(
     wait_until(lambda: _job(workers[chosen], "steady") is None)  # collected once finished
     # Its one pod started once on its worker: the restart neither dispatched it again nor restarted it.
     starts = [
-        e for e in workers[chosen].api("GET", "/api/v1/events") if "steady: pod 0 started" in e["message"]
+        e
+        for e in workers[chosen].api("GET", "/api/v1/events")
+        if "steady: pod steady-0 started" in e["message"]
     ]
     assert len(starts) == 1, starts
