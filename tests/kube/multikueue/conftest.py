@@ -6,7 +6,9 @@ JobSet controller and the Kubeflow training-operator, so a job dispatched to the
 (pods bound, run, succeed); the AppWrapper kind is there without its controller (the test
 writes what it would report). The manager runs nothing but pykueue, with its webhooks (which
 hand jobs queued in cq to MultiKueue): its jobs carry ``kueue.x-k8s.io/multikueue`` in their
-managed-by field and never run there; it has the JobSet and Kubeflow CRDs only.
+managed-by field and never run there; it has the JobSet and Kubeflow CRDs only. Plain pods
+queued in cq are MultiKueue's too: they stay gated on the manager, their copies run on the
+workers' kwok nodes.
 
 ``multikueue`` (module scope) yields a `Clusters` with the three clusters, a pykueue
 controller on each (the manager's with MultiKueue on), and the queues every test uses:
@@ -49,6 +51,7 @@ FRAMEWORKS = (
     "jobset.x-k8s.io/jobset",
     "kubeflow.org/pytorchjob",
     "workload.codeflare.dev/appwrapper",
+    "pod",
 )
 # The kinds' controllers on the workers; the manager gets their CRDs only.
 KIND_CONTROLLERS = (kinds.JOBSET, kinds.TRAINING_OPERATOR)
@@ -208,6 +211,10 @@ def _start_cluster(bin_dir: Path, workdir: Path, worker: bool) -> KubeCluster:
         )
     _install_crds(cluster)
     cluster.create_namespace(NAMESPACE)
+    if not worker:
+        # No service-account controller runs on the manager; its pods need the namespace's
+        # default ServiceAccount to be let in (they never run there).
+        cluster.kubectl("create", "serviceaccount", "default", "-n", NAMESPACE)
     return cluster
 
 

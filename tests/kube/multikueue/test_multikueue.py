@@ -12,7 +12,9 @@ import time
 from typing import Any
 
 from ..controller.conftest import condition, is_true, wait
+from ..controller.kinds import create
 from ..controlplane import ApiError, KubeCluster
+from ..upstream_examples import example
 from .conftest import NAMESPACE, WORKER_LOST_TIMEOUT, Clusters, appwrapper, job, jobset, pytorchjob
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -324,3 +326,107 @@ def _job_or_error(cluster: KubeCluster, name: str) -> object:
         return _job(cluster, name)
     except (ApiError, OSError):
         return "unreachable"
+
+
+PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
+GATE = "kueue.x-k8s.io/admission"
+ORIGIN = "kueue.x-k8s.io/multikueue-origin=multikueue"
+
+
+def _pod(cluster: KubeCluster, name: str) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = cluster.get_or_none(f"{PODS}/{name}")
+    return found
+
+
+def _gated(pod: dict[str, Any] | None) -> bool:
+    return pod is not None and any(g["name"] == GATE for g in pod["spec"].get("schedulingGates") or [])
+
+
+def _phase(cluster: KubeCluster, name: str) -> str | None:
+    pod = _pod(cluster, name)
+    return None if pod is None else str((pod.get("status") or {}).get("phase"))
+
+
+def _pod_copies(clusters: Clusters, names: list[str]) -> dict[str, set[str]]:
+    """Per worker, which of the pods ``names`` it holds a copy of (labelled with our origin)."""
+    held = {}
+    for worker, cluster in clusters.workers.items():
+        items = cluster.get(f"{PODS}?labelSelector={ORIGIN}")["items"]
+        held[worker] = {p["metadata"]["name"] for p in items} & set(names)
+    return held
+
+
+def _pod_workload(clusters: Clusters, uid: str) -> dict[str, Any] | None:
+    for wl in clusters.manager.get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads")["items"]:
+        if any(ref.get("uid") == uid for ref in wl["metadata"].get("ownerReferences", [])):
+            found: dict[str, Any] = wl
+            return found
+    return None
+
+
+def test_upstreams_sample_pod_runs_on_a_worker_and_its_phase_comes_back(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    manager = clusters.manager
+    [pod] = create(manager, NAMESPACE, example("pods-kueue/kueue-pod.yaml").replace("user-queue", "lq"))
+    name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+    assert _gated(pod), "the manager's webhook holds the pod"
+
+    # 3 cpu: only worker2 (4 cpu) can admit it; worker1's copy (2 cpu) waits and is removed.
+    elected = wait(
+        lambda: (
+            (wl := _pod_workload(clusters, uid)) is not None
+            and _check(wl).get("state") == "Ready"
+            and wl["status"].get("clusterName")
+        ),
+        60,
+        "a worker to win the pod",
+    )
+    assert elected == "worker2"
+    wait(
+        lambda: _pod_copies(clusters, [name]) == {"worker1": set(), "worker2": {name}},
+        30,
+        "the winner's copy only",
+    )
+    remote = _pod(clusters.workers["worker2"], name)
+    assert remote is not None and remote["metadata"]["uid"] != uid
+    assert (
+        remote["metadata"]["annotations"]["kueue.x-k8s.io/multikueue-workload"]
+        == _pod_workload(clusters, uid)["metadata"]["name"]
+    )
+
+    # The copy runs there (kwok finishes it after 10 s); the manager's pod stays gated, never
+    # placed, and shows the copy's phase: Running, then Succeeded.
+    wait(lambda: _phase(manager, name) == "Running", 60, "Running mirrored")
+    running = _pod(manager, name)
+    assert _gated(running) and not running["spec"].get("nodeName")
+    done = wait(
+        lambda: _phase(manager, name) == "Succeeded" and _pod(manager, name), 60, "Succeeded mirrored"
+    )
+    assert _gated(done)
+    assert done["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    wl = wait(
+        lambda: is_true(_pod_workload(clusters, uid), "Finished") and _pod_workload(clusters, uid),
+        30,
+        "the manager's Workload finished",
+    )
+    assert condition(wl, "Finished")["reason"] == "Succeeded"
+    # Finished work is collected from the worker, with its Workload.
+    wait(
+        lambda: _pod_copies(clusters, [name]) == {"worker1": set(), "worker2": set()}, 30, "the copy removed"
+    )
+    wait(lambda: not _worker_pod_workloads(clusters, "worker2", name), 30, "the copy's Workload removed")
+
+
+def _worker_pod_workloads(clusters: Clusters, worker: str, name: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = clusters.workers[worker].get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads")[
+        "items"
+    ]
+    return [
+        w
+        for w in items
+        if any(
+            r.get("kind") == "Pod" and r.get("name") == name for r in w["metadata"].get("ownerReferences", [])
+        )
+    ]
