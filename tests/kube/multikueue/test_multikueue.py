@@ -430,3 +430,112 @@ def _worker_pod_workloads(clusters: Clusters, worker: str, name: str) -> list[di
             r.get("kind") == "Pod" and r.get("name") == name for r in w["metadata"].get("ownerReferences", [])
         )
     ]
+
+
+def _group_pod(name: str, group: str, run_duration: str) -> dict[str, Any]:
+    """A pod of a group of two for the manager, queued in lq (upstream's pod group labels)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/pod-group-name": group},
+            "annotations": {
+                "kueue.x-k8s.io/pod-group-total-count": "2",
+                "pykueue.test/run-duration": run_duration,
+            },
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.invalid/sleep:1",
+                    "resources": {"requests": {"cpu": "1", "memory": "100Mi"}},
+                }
+            ],
+        },
+    }
+
+
+def _group_workload(clusters: Clusters, group: str) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = clusters.manager.get_or_none(
+        f"{KUEUE}/namespaces/{NAMESPACE}/workloads/{group}"
+    )
+    return found
+
+
+def test_a_pod_group_of_two_runs_on_one_worker_and_its_pods_finish_there(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    group = _unique("group")
+    names = [f"{group}-0", f"{group}-1"]
+    for name in names:
+        clusters.manager.create(PODS, _group_pod(name, group, run_duration="4s"))
+
+    # One Workload for the group; both pods' copies go to the one worker that wins it.
+    winner = wait(
+        lambda: (
+            (wl := _group_workload(clusters, group)) is not None
+            and _check(wl).get("state") == "Ready"
+            and wl["status"].get("clusterName")
+        ),
+        60,
+        "a worker to win the group",
+    )
+    other = next(w for w in clusters.workers if w != winner)
+    wait(
+        lambda: _pod_copies(clusters, names) == {winner: set(names), other: set()},
+        30,
+        "the group on the winner",
+    )
+    # The worker's Kueue queued the copies as one group too.
+    remote_wl = clusters.workers[winner].get_or_none(f"{KUEUE}/namespaces/{NAMESPACE}/workloads/{group}")
+    assert remote_wl is not None and remote_wl["spec"]["podSets"][0]["count"] == 2
+
+    for name in names:
+        wait(lambda n=name: _phase(clusters.manager, n) == "Succeeded", 60, f"{name} Succeeded mirrored")
+        assert _gated(_pod(clusters.manager, name)), "the manager's pods never run there"
+    wl = wait(
+        lambda: is_true(_group_workload(clusters, group), "Finished") and _group_workload(clusters, group),
+        30,
+        "the group's Workload finished",
+    )
+    assert wl["status"]["clusterName"] == winner
+    wait(
+        lambda: _pod_copies(clusters, names) == {winner: set(), other: set()},
+        30,
+        "the group's copies removed",
+    )
+
+
+def test_deleting_the_managers_pods_deletes_their_copies(multikueue_clusters: Clusters) -> None:
+    clusters = multikueue_clusters
+    group = _unique("deleted")
+    names = [f"{group}-0", f"{group}-1"]
+    for name in names:
+        clusters.manager.create(PODS, _group_pod(name, group, run_duration="600s"))
+    winner = wait(
+        lambda: (
+            (wl := _group_workload(clusters, group)) is not None and wl.get("status", {}).get("clusterName")
+        ),
+        60,
+        "a worker to win the group",
+    )
+    for name in names:
+        wait(lambda n=name: _phase(clusters.manager, n) == "Running", 60, f"{name} Running mirrored")
+    for name in names:
+        clusters.manager.delete(f"{PODS}/{name}")
+    # The group's Workload goes with its pods (its quota released), and so do the copies.
+    wait(lambda: _group_workload(clusters, group) is None, 30, "the manager's Workload deleted")
+    wait(lambda: not _pod_copies(clusters, names)[str(winner)], 30, "the copies removed")
+    wait(
+        lambda: (
+            clusters.workers[str(winner)].get_or_none(f"{KUEUE}/namespaces/{NAMESPACE}/workloads/{group}")
+            is None
+        ),
+        30,
+        "the copies' Workload removed",
+    )
