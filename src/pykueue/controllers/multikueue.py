@@ -373,13 +373,20 @@ class MultiKueueController:
 
     def _objects(self, workload: Manifest) -> tuple[str, list[Manifest]] | None:
         """The kind and the manager's objects a Workload queues: its job, or a composable
-        kind's group (a pod group); None while they are not known."""
+        kind's group (a pod group); None while they are not known.
+
+        A group's kind is its Workload's owner's: Pod for plain pods, StatefulSet or
+        LeaderWorkerSet for theirs, which have no adapter (their pods alone cannot run there).
+        """
         owner = self.registry.owner_of(workload)
         if owner is not None:
             job = self.job_by_uid(str(owner[1].get("uid") or ""))
             return None if job is None else (owner[0].kind, [job])
         members = self.members(Key.of(workload))
-        return (str(members[0].get("kind")), members) if members else None
+        if not members:
+            return None
+        refs = (workload.get("metadata") or {}).get("ownerReferences") or []
+        return str(refs[0].get("kind") if refs else members[0].get("kind")), members
 
     async def _dispatch_or_elect(
         self,
