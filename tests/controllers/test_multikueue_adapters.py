@@ -329,11 +329,14 @@ def test_an_appwrapper_copy_drops_the_managers_pod_set_infos_and_keeps_its_pod_s
     assert job["spec"]["components"][0]["podSetInfos"], "the manager's AppWrapper keeps its own"
 
 
-def test_kinds_run_through_their_pods_have_no_adapter() -> None:
-    # Deployments, StatefulSets and LeaderWorkerSets: their Workloads get the check Rejected
-    # ("MultiKueue cannot dispatch the kind ..."); plain pods and pod groups have one (below).
-    for name in ("deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"):
-        assert integrations.by_name()[name].multikueue is None, name
+def test_kinds_run_through_their_pods_are_dispatched_as_pods_but_a_leaderworkerset() -> None:
+    # A Deployment's pods are plain pods (their Workloads are the pods'); a StatefulSet's form
+    # a group its Workload is owned by, copied pod by pod; a LeaderWorkerSet's Workloads get
+    # the check Rejected ("MultiKueue cannot dispatch the kind LeaderWorkerSet").
+    by_name = integrations.by_name()
+    assert by_name["deployment"].multikueue is None
+    assert by_name["leaderworkerset.x-k8s.io/leaderworkerset"].multikueue is None
+    assert by_name["statefulset"].multikueue is by_name["pod"].multikueue is pod.multikueue_adapter
 
 
 def _manager_pod() -> dict[str, Any]:

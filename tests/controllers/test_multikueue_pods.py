@@ -1,8 +1,9 @@
 """The MultiKueue check's controller with a composable kind: which pod Workloads it takes on.
 
-A Workload of plain pods (alone or a group) is the Pod adapter's; one whose pods a
-StatefulSet or LeaderWorkerSet made is not (their copies alone could not run on a worker),
-and gets the check Rejected naming that kind. No worker is reachable here: the Rejected
+A Workload of plain pods (alone or a group), or of a StatefulSet's pods, is the Pod
+adapter's; one whose pods a LeaderWorkerSet made is not (their copies alone could not run
+on a worker: the worker's Kueue reads the LeaderWorkerSet), and gets the check Rejected
+naming that kind. No worker is reachable here: the Rejected
 decision is taken before any dispatch.
 """
 
@@ -86,16 +87,16 @@ def _check_after_a_poll(owner_kind: str, members: list[dict[str, Any]]) -> dict[
     return asyncio.run(run())
 
 
-def test_a_group_of_plain_pods_is_taken_on_not_rejected() -> None:
-    entry = _check_after_a_poll("Pod", [_pod("g-0"), _pod("g-1")])
+@pytest.mark.parametrize("owner", ["Pod", "StatefulSet"])
+def test_a_group_of_plain_pods_or_of_a_statefulsets_is_taken_on_not_rejected(owner: str) -> None:
+    entry = _check_after_a_poll(owner, [_pod("g-0"), _pod("g-1")])
     assert entry["state"] == "Pending"
 
 
-@pytest.mark.parametrize("owner", ["StatefulSet", "LeaderWorkerSet"])
-def test_pods_a_statefulset_or_leaderworkerset_made_get_the_check_rejected(owner: str) -> None:
-    entry = _check_after_a_poll(owner, [_pod("g-0"), _pod("g-1")])
+def test_pods_a_leaderworkerset_made_get_the_check_rejected() -> None:
+    entry = _check_after_a_poll("LeaderWorkerSet", [_pod("g-0"), _pod("g-1")])
     assert entry["state"] == "Rejected"
-    assert entry["message"] == f"MultiKueue cannot dispatch the kind {owner}"
+    assert entry["message"] == "MultiKueue cannot dispatch the kind LeaderWorkerSet"
 
 
 def test_a_workload_whose_pods_are_not_known_yet_is_left_alone() -> None:

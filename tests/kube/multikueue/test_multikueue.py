@@ -539,3 +539,72 @@ def test_deleting_the_managers_pods_deletes_their_copies(multikueue_clusters: Cl
         30,
         "the copies' Workload removed",
     )
+
+
+def _statefulset(name: str) -> dict[str, Any]:
+    """A StatefulSet of two pods for the manager, queued in lq; its pods run until deleted."""
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {
+            "replicas": 2,
+            "serviceName": name,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels, "annotations": {"pykueue.test/run-duration": "600s"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.invalid/serve:1",
+                            "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def test_a_statefulsets_pods_run_on_one_worker_as_a_group_while_gated_on_the_manager(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    name = _unique("sts")
+    sets = f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets"
+    clusters.manager.create(sets, _statefulset(name))
+    group = f"statefulset-{name}"
+    names = [f"{name}-0", f"{name}-1"]
+
+    winner = wait(
+        lambda: (
+            (wl := _group_workload(clusters, group)) is not None
+            and _check(wl).get("state") == "Ready"
+            and wl["status"].get("clusterName")
+        ),
+        60,
+        "a worker to win the StatefulSet's group",
+    )
+    other = next(w for w in clusters.workers if w != winner)
+    # Pods are made one by one, each once the previous is Ready: the manager's StatefulSet
+    # controller sees the copy's Ready on pod 0, makes pod 1, whose copy joins the winner's group.
+    for pod_name in names:
+        wait(lambda n=pod_name: _phase(clusters.manager, n) == "Running", 90, f"{pod_name} Running mirrored")
+        assert _gated(_pod(clusters.manager, pod_name)), "the manager's pods never run there"
+    assert _pod_copies(clusters, names) == {winner: set(names), other: set()}
+    ready = wait(
+        lambda: (
+            (sts := clusters.manager.get(f"{sets}/{name}")).get("status", {}).get("readyReplicas") == 2
+            and sts
+        ),
+        60,
+        "the manager's StatefulSet ready by its copies",
+    )
+    assert ready["status"]["replicas"] == 2
+
+    # Scaled to nothing on the manager: its pods go, their Workload and then the copies.
+    clusters.manager.kubectl("scale", "-n", NAMESPACE, f"statefulset/{name}", "--replicas=0")
+    wait(lambda: _group_workload(clusters, group) is None, 60, "the manager's Workload deleted")
+    wait(lambda: not _pod_copies(clusters, names)[str(winner)], 30, "the copies removed")

@@ -8,7 +8,8 @@
     admitted                ──▶ the gate removed, the flavors' node selector and tolerations added
     evicted                 ──▶ the running pods deleted (their owner, if any, makes new ones)
 
-MultiKueue dispatches plain pods and pod groups (`PodMultiKueue`): a pod has no
+MultiKueue dispatches plain pods and pod groups (`PodMultiKueue`), a StatefulSet's
+included (its Workload is owned by the StatefulSet, its pods are copied): a pod has no
 managed-by field, so every pod queued in a ClusterQueue with a MultiKueue check is
 dispatched, as upstream does. It stays gated on the manager; its copy on the worker
 keeps the gate and Kueue's labels, so the worker's Kueue queues it (a group once all
@@ -363,4 +364,6 @@ STATEFULSET = Integration(
     version="v1",
     plural="statefulsets",
     mutate=mutate_statefulset,
+    # Its pods form one group, which MultiKueue copies pod by pod as any pod group.
+    multikueue=multikueue_adapter,
 )
