@@ -376,7 +376,7 @@ class MultiKueueController:
         kind's group (a pod group); None while they are not known.
 
         A group's kind is its Workload's owner's: Pod for plain pods, StatefulSet or
-        LeaderWorkerSet for theirs, which have no adapter (their pods alone cannot run there).
+        LeaderWorkerSet for theirs (an LWS has no adapter: its pods alone cannot run there).
         """
         owner = self.registry.owner_of(workload)
         if owner is not None:
@@ -493,8 +493,13 @@ class MultiKueueController:
             return
         if seen is None or not copies:
             return
-        # A group's pod made since (a failed one replaced) gets its copy on the winner too.
+        # A group's pod made since (a failed one replaced, a StatefulSet's next) gets its copy
+        # on the winner too; one gone from the group (scaled down) takes its copy with it.
         await self._create_copies(elected, key, objects, seen, adapter)
+        names = {str(obj["metadata"].get("name")) for obj in objects}
+        gone = [c for c in copies if str(c["metadata"].get("name")) not in names]
+        if gone:
+            await self._delete_copy(elected, key, gone, None)
         by_name = {str(c["metadata"].get("name")): c for c in copies}
         for job in objects:
             copy_ = by_name.get(str(job["metadata"].get("name")))

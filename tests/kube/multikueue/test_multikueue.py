@@ -604,7 +604,11 @@ def test_a_statefulsets_pods_run_on_one_worker_as_a_group_while_gated_on_the_man
     )
     assert ready["status"]["replicas"] == 2
 
-    # Scaled to nothing on the manager: its pods go, their Workload and then the copies.
+    # Scaled down on the manager: the pod gone takes its copy with it, the group runs on.
+    clusters.manager.kubectl("scale", "-n", NAMESPACE, f"statefulset/{name}", "--replicas=1")
+    wait(lambda: _pod_copies(clusters, names)[str(winner)] == {names[0]}, 60, "the second copy removed")
+    assert _group_workload(clusters, group) is not None
+    # Scaled to nothing: its pods go, their Workload and then the copies.
     clusters.manager.kubectl("scale", "-n", NAMESPACE, f"statefulset/{name}", "--replicas=0")
     wait(lambda: _group_workload(clusters, group) is None, 60, "the manager's Workload deleted")
     wait(lambda: not _pod_copies(clusters, names)[str(winner)], 30, "the copies removed")
