@@ -7,9 +7,9 @@ JobSet controller and the Kubeflow training-operator, so a job dispatched to the
 writes what it would report). The manager runs nothing but pykueue, with its webhooks (which
 hand jobs queued in cq to MultiKueue): its jobs carry ``kueue.x-k8s.io/multikueue`` in their
 managed-by field and never run there; it has the JobSet and Kubeflow CRDs only. Plain pods
-and StatefulSets' pods queued in cq are MultiKueue's too: they stay gated on the manager
-(which runs the StatefulSet and ServiceAccount controllers, no scheduler, no node), their
-copies run on the workers' kwok nodes.
+and the pods of StatefulSets and Deployments queued in cq are MultiKueue's too: they stay
+gated on the manager (which runs the StatefulSet, Deployment, ReplicaSet and ServiceAccount
+controllers, no scheduler, no node), their copies run on the workers' kwok nodes.
 
 ``multikueue`` (module scope) yields a `Clusters` with the three clusters, a pykueue
 controller on each (the manager's with MultiKueue on), and the queues every test uses:
@@ -54,6 +54,7 @@ FRAMEWORKS = (
     "workload.codeflare.dev/appwrapper",
     "pod",
     "statefulset",
+    "deployment",
 )
 # The kinds' controllers on the workers; the manager gets their CRDs only.
 KIND_CONTROLLERS = (kinds.JOBSET, kinds.TRAINING_OPERATOR)
@@ -186,9 +187,12 @@ def _start_cluster(bin_dir: Path, workdir: Path, worker: bool) -> KubeCluster:
     cluster = KubeCluster(bin_dir, workdir)
     cluster.start_apiserver()
     if not worker:
-        # The manager runs the StatefulSet controller (its pods stay gated there, their copies
-        # run on a worker) and the ServiceAccount controller pods need; no scheduler, no nodes.
-        cluster.start_controllers(controllers="statefulset,serviceaccount", scheduler=False)
+        # The manager runs the StatefulSet and Deployment controllers (their pods stay gated
+        # there, the copies run on a worker) and the ServiceAccount controller pods need; no
+        # scheduler, no nodes.
+        cluster.start_controllers(
+            controllers="statefulset,deployment,replicaset,serviceaccount", scheduler=False
+        )
     if worker:
         cluster.start_controllers()
         cluster.start_kwok()

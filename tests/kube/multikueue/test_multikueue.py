@@ -612,3 +612,41 @@ def test_a_statefulsets_pods_run_on_one_worker_as_a_group_while_gated_on_the_man
     clusters.manager.kubectl("scale", "-n", NAMESPACE, f"statefulset/{name}", "--replicas=0")
     wait(lambda: _group_workload(clusters, group) is None, 60, "the manager's Workload deleted")
     wait(lambda: not _pod_copies(clusters, names)[str(winner)], 30, "the copies removed")
+
+
+def test_a_deployments_pods_are_dispatched_one_by_one_and_make_it_available(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    name = _unique("deploy")
+    deployments = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+    body = _statefulset(name)
+    body["kind"] = "Deployment"
+    del body["spec"]["serviceName"]
+    clusters.manager.create(deployments, body)
+
+    # Each pod is queued and dispatched on its own (two Workloads), and runs on a worker.
+    def manager_pods() -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = clusters.manager.get(f"{PODS}?labelSelector=app%3D{name}")["items"]
+        return items
+
+    made = wait(lambda: len(manager_pods()) == 2 and manager_pods(), 60, "the Deployment's two pods")
+    names = [p["metadata"]["name"] for p in made]
+    for pod_name in names:
+        wait(lambda n=pod_name: _phase(clusters.manager, n) == "Running", 90, f"{pod_name} Running mirrored")
+        assert _gated(_pod(clusters.manager, pod_name)), "the manager's pods never run there"
+    held = _pod_copies(clusters, names)
+    assert sorted(n for copies in held.values() for n in copies) == sorted(names), "one copy each"
+    available = wait(
+        lambda: (
+            (d := clusters.manager.get(f"{deployments}/{name}")).get("status", {}).get("availableReplicas")
+            == 2
+            and d
+        ),
+        60,
+        "the manager's Deployment available by its copies",
+    )
+    assert available["status"]["readyReplicas"] == 2
+
+    clusters.manager.kubectl("scale", "-n", NAMESPACE, f"deployment/{name}", "--replicas=0")
+    wait(lambda: not any(_pod_copies(clusters, names).values()), 60, "the copies removed")
