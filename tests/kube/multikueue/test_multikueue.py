@@ -650,3 +650,42 @@ def test_a_deployments_pods_are_dispatched_one_by_one_and_make_it_available(
 
     clusters.manager.kubectl("scale", "-n", NAMESPACE, f"deployment/{name}", "--replicas=0")
     wait(lambda: not any(_pod_copies(clusters, names).values()), 60, "the copies removed")
+
+
+def test_a_pod_whose_worker_is_lost_moves_to_the_other_and_its_stale_copy_goes(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    name = _unique("pod-moves")
+    body = _group_pod(name, "", run_duration="600s")
+    body["metadata"]["labels"].pop("kueue.x-k8s.io/pod-group-name")
+    body["metadata"]["annotations"].pop("kueue.x-k8s.io/pod-group-total-count")
+    pod = clusters.manager.create(PODS, body)
+
+    def elected() -> str | None:
+        wl = _pod_workload(clusters, pod["metadata"]["uid"])
+        if wl is None or _check(wl).get("state") != "Ready":
+            return None
+        cluster: str | None = wl["status"].get("clusterName")
+        return cluster
+
+    winner = wait(elected, 60, "a worker to win the pod")
+    other = next(w for w in clusters.workers if w != winner)
+    wait(lambda: _phase(clusters.manager, name) == "Running", 60, "Running mirrored")
+    clusters.stop_apiserver(winner)
+    try:
+        wait(lambda: elected() == other, WORKER_LOST_TIMEOUT.total_seconds() + 60, "the pod moved")
+        wait(lambda: _pod(clusters.workers[other], name) is not None, 30, "the copy on the other worker")
+        assert _gated(_pod(clusters.manager, name)), "evicted and dispatched again, never run on the manager"
+    finally:
+        clusters.restart_apiserver(winner)
+    wait(lambda: _pod_or_error(clusters.workers[winner], name) is None, 90, "the stale copy removed")
+    clusters.manager.delete(f"{PODS}/{name}")
+    wait(lambda: _pod(clusters.workers[other], name) is None, 60, "the copy removed after the deletion")
+
+
+def _pod_or_error(cluster: KubeCluster, name: str) -> object:
+    try:
+        return _pod(cluster, name)
+    except (ApiError, OSError):
+        return "unreachable"
