@@ -101,3 +101,11 @@ def test_pods_a_leaderworkerset_made_get_the_check_rejected() -> None:
 
 def test_a_workload_whose_pods_are_not_known_yet_is_left_alone() -> None:
     assert _check_after_a_poll("Pod", [])["state"] == "Pending"
+
+
+def test_the_workers_are_listed_for_the_kinds_of_the_copies_only() -> None:
+    # A StatefulSet's copies are Pods: a worker whose credentials cannot list StatefulSets
+    # must not look unreachable.
+    registry = integrations.registry(("batch/job", "pod", "statefulset"))
+    assert registry.multikueue("StatefulSet") is not None
+    assert registry.multikueue_kinds() == ["Job", "Pod"]

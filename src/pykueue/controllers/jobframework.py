@@ -522,8 +522,9 @@ class Registry:
         return self._remote.get(kind)
 
     def multikueue_kinds(self) -> list[str]:
-        """The kinds MultiKueue may dispatch, composable ones (Pod) included."""
-        return list(self._remote)
+        """The kinds of the copies MultiKueue makes, composable ones (Pod) included: a kind
+        queued through its pods (a StatefulSet) has an adapter, but its copies are Pods."""
+        return [kind for kind in self._remote if kind in self._adapters]
 
     def register(self, adapter: JobAdapter, composable: bool = False) -> None:
         if adapter.kind in self._adapters:
