@@ -190,7 +190,8 @@ def test_every_kind_with_a_multikueue_adapter_is_reachable_through_the_registry(
     assert set_adapter is not None and set_adapter.managed_by_field == "spec.managedBy"
     pytorch = registry.multikueue("PyTorchJob")
     assert pytorch is not None and pytorch.managed_by_field == "spec.runPolicy.managedBy"
-    # Pods are run in groups of objects, which this contract does not copy (docs/multikueue.md).
-    assert registry.multikueue("Pod") is None
+    # Pods, alone or in groups, are dispatched one copy per pod (a composable kind).
+    pod = registry.multikueue("Pod")
+    assert pod is not None and "Pod" in registry.multikueue_kinds() and "Pod" not in registry.kinds()
     # A kind not enabled in the configuration is not dispatched either.
     assert registry.multikueue("RayJob") is None

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pykueue.controllers import integrations, jobframework
-from pykueue.controllers.integrations import appwrapper, trainjob
+from pykueue.controllers.integrations import appwrapper, pod, trainjob
 
 MK = jobframework.MULTIKUEUE_MANAGED_BY
 POD = {"spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}
@@ -329,13 +329,154 @@ def test_an_appwrapper_copy_drops_the_managers_pod_set_infos_and_keeps_its_pod_s
     assert job["spec"]["components"][0]["podSetInfos"], "the manager's AppWrapper keeps its own"
 
 
-def test_kinds_run_as_groups_of_pods_have_no_adapter() -> None:
-    # Pods, pod groups, Deployments, StatefulSets and LeaderWorkerSets: their Workloads stay
-    # Rejected by the check ("MultiKueue cannot dispatch the kind ...").
-    for name in (
-        "pod",
-        "deployment",
-        "statefulset",
-        "leaderworkerset.x-k8s.io/leaderworkerset",
-    ):
-        assert integrations.by_name()[name].multikueue is None, name
+def test_kinds_run_through_their_pods_are_dispatched_as_pods_but_a_leaderworkerset() -> None:
+    # A Deployment's pods are plain pods (their Workloads are the pods'); a StatefulSet's form
+    # a group its Workload is owned by, copied pod by pod; a LeaderWorkerSet's Workloads get
+    # the check Rejected ("MultiKueue cannot dispatch the kind LeaderWorkerSet").
+    by_name = integrations.by_name()
+    assert by_name["deployment"].multikueue is None
+    assert by_name["leaderworkerset.x-k8s.io/leaderworkerset"].multikueue is None
+    assert by_name["statefulset"].multikueue is by_name["pod"].multikueue is pod.multikueue_adapter
+
+
+def _manager_pod() -> dict[str, Any]:
+    """A gated pod of a group as the manager's API server holds it (token volume, status)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "g-0",
+            "namespace": "team-a",
+            "uid": "manager-uid",
+            "resourceVersion": "7",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "x"}],
+            "labels": {
+                jobframework.QUEUE_NAME_LABEL: "lq",
+                pod.MANAGED_LABEL: "true",
+                pod.GROUP_NAME_LABEL: "g",
+            },
+            "annotations": {pod.GROUP_TOTAL_COUNT_ANNOTATION: "2", pod.ROLE_HASH_ANNOTATION: "abc"},
+        },
+        "spec": {
+            "schedulingGates": [{"name": pod.SCHEDULING_GATE}],
+            "serviceAccountName": "default",
+            "volumes": [
+                {"name": "data", "emptyDir": {}},
+                {"name": "kube-api-access-x7k2p", "projected": {"sources": []}},
+            ],
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "i",
+                    "volumeMounts": [
+                        {"name": "data", "mountPath": "/data"},
+                        {"name": "kube-api-access-x7k2p", "mountPath": "/var/run/secrets"},
+                    ],
+                }
+            ],
+            "initContainers": [
+                {
+                    "name": "init",
+                    "image": "i",
+                    "volumeMounts": [{"name": "kube-api-access-x7k2p", "mountPath": "/s"}],
+                }
+            ],
+        },
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}],
+        },
+    }
+
+
+def test_any_pod_queued_for_multikueue_is_dispatched_and_the_webhook_writes_nothing() -> None:
+    adapter = integrations.registry(("pod",)).multikueue("Pod")
+    assert adapter is not None
+    manager_pod = _manager_pod()
+    assert adapter.managed(manager_pod)
+    before = copy.deepcopy(manager_pod)
+    assert adapter.default_managed_by(manager_pod) is False
+    assert manager_pod == before
+
+
+def test_a_pod_copy_keeps_the_gate_and_kueues_labels_and_drops_identity_status_and_token() -> None:
+    adapter = pod.multikueue_adapter()
+    manager_pod = _manager_pod()
+    original = copy.deepcopy(manager_pod)
+    remote = adapter.remote_copy(manager_pod)
+
+    assert manager_pod == original, "the manager's pod is left as it was"
+    assert remote["metadata"] == {
+        "name": "g-0",
+        "namespace": "team-a",
+        "labels": original["metadata"]["labels"],
+        "annotations": original["metadata"]["annotations"],
+    }
+    assert "status" not in remote
+    spec = remote["spec"]
+    # Held there until the worker's Kueue admits it (with the rest of its group).
+    assert spec["schedulingGates"] == [{"name": pod.SCHEDULING_GATE}]
+    # The worker's API server mounts its own service-account token; the user's volumes stay.
+    assert spec["volumes"] == [{"name": "data", "emptyDir": {}}]
+    assert spec["containers"][0]["volumeMounts"] == [{"name": "data", "mountPath": "/data"}]
+    assert "volumeMounts" not in spec["initContainers"][0]
+    assert spec["serviceAccountName"] == "default"
+
+
+def test_a_pod_copy_is_held_and_marked_kueues_even_when_its_original_was_not() -> None:
+    ungated = _manager_pod()
+    ungated["spec"]["schedulingGates"] = [{"name": "example.com/other"}]
+    ungated["spec"]["nodeName"] = "manager-node"
+    ungated["metadata"]["labels"].pop(pod.MANAGED_LABEL)
+    remote = pod.multikueue_adapter().remote_copy(ungated)
+    assert remote["spec"]["schedulingGates"] == [{"name": "example.com/other"}, {"name": pod.SCHEDULING_GATE}]
+    assert "nodeName" not in remote["spec"]
+    assert remote["metadata"]["labels"][pod.MANAGED_LABEL] == "true"
+
+
+def _worker_status(phase: str, scheduled: str, reason: str = "") -> dict[str, Any]:
+    condition = {"type": "PodScheduled", "status": scheduled, **({"reason": reason} if reason else {})}
+    return {
+        "phase": phase,
+        "conditions": [{"type": "Initialized", "status": "True"}, condition],
+        "containerStatuses": [{"name": "c", "ready": phase == "Running", "restartCount": 0}],
+        "podIP": "10.0.0.7",
+    }
+
+
+def test_a_pod_copys_status_comes_back_but_not_its_unschedulable_condition() -> None:
+    adapter = pod.multikueue_adapter()
+    manager_pod = _manager_pod()
+    gated = manager_pod["status"]["conditions"][0]
+
+    waiting = {"status": _worker_status("Pending", "False", "Unschedulable")}
+    mirrored = adapter.mirror_status(manager_pod, waiting)
+    assert mirrored is not None
+    # The manager's cluster autoscaler must not see an unschedulable pod it should make room for.
+    assert [c for c in mirrored["status"]["conditions"] if c["type"] == "PodScheduled"] == [gated]
+    assert mirrored["status"]["containerStatuses"] == waiting["status"]["containerStatuses"]
+    assert mirrored["spec"] == manager_pod["spec"] and mirrored["metadata"] == manager_pod["metadata"]
+    assert adapter.mirror_status(mirrored, waiting) is None, "nothing to write when they agree"
+
+    running = {"status": _worker_status("Running", "True")}
+    mirrored = adapter.mirror_status(mirrored, running)
+    assert mirrored is not None
+    assert mirrored["status"] == running["status"], "scheduled there: the whole status, phase Running"
+
+    done = {"status": {**_worker_status("Succeeded", "True"), "phase": "Succeeded"}}
+    finished = adapter.mirror_status(mirrored, done)
+    assert finished is not None and pod.finished(finished) == jobframework.Finished(True, "Pod succeeded")
+
+
+def test_a_pods_own_status_is_never_cleared_when_its_copy_loses() -> None:
+    # Unlike a job's, a pod's status is its API server's too (phase, the gate's condition).
+    assert pod.multikueue_adapter().status_forgotten(_manager_pod()) is None
+    kind = next(k for k in KINDS if k.framework == "batch/job")
+    job = _manager_job(kind)
+    job["status"] = {"active": 1}
+    factory = _integration(kind).multikueue
+    assert factory is not None
+    cleared = factory().status_forgotten(job)
+    assert cleared is not None and cleared["status"] == {} and job["status"] == {"active": 1}
+    assert factory().status_forgotten(cleared) is None

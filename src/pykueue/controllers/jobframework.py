@@ -337,6 +337,11 @@ class MultiKueueAdapter(Protocol):
     ``default_managed_by``  hand a new job to MultiKueue (the job webhook, for jobs queued in a
                             ClusterQueue with a MultiKueue check); True when that changed the job,
                             False when it is MultiKueue's already or names a third controller
+    ``status_forgotten``    the manager's job without the status mirrored from a copy no longer
+                            elected, or None when there is nothing to clear
+
+    A kind run as a group of objects (a pod group: `Registry.composable`) has one adapter
+    too; MultiKueue applies it to each object of the group (see `multikueue`).
     """
 
     @property
@@ -349,6 +354,8 @@ class MultiKueueAdapter(Protocol):
     def mirror_status(self, job: Manifest, remote: Manifest) -> Manifest | None: ...
 
     def default_managed_by(self, job: Manifest) -> bool: ...
+
+    def status_forgotten(self, job: Manifest) -> Manifest | None: ...
 
 
 def bare_copy(job: Manifest) -> Manifest:
@@ -436,6 +443,14 @@ class SpecMultiKueue:
         _parent(job, self.managed_by)[self.managed_by[-1]] = MULTIKUEUE_MANAGED_BY
         return True
 
+    def status_forgotten(self, job: Manifest) -> Manifest | None:
+        # The job never ran here: all of its status came from the copy.
+        if not job.get("status"):
+            return None
+        cleared = copy.deepcopy(job)
+        cleared["status"] = {}
+        return cleared
+
 
 @dataclass(frozen=True, slots=True)
 class Integration:
@@ -505,6 +520,11 @@ class Registry:
     def multikueue(self, kind: str) -> MultiKueueAdapter | None:
         """How MultiKueue dispatches ``kind``, if it can."""
         return self._remote.get(kind)
+
+    def multikueue_kinds(self) -> list[str]:
+        """The kinds of the copies MultiKueue makes, composable ones (Pod) included: a kind
+        queued through its pods (a StatefulSet) has an adapter, but its copies are Pods."""
+        return [kind for kind in self._remote if kind in self._adapters]
 
     def register(self, adapter: JobAdapter, composable: bool = False) -> None:
         if adapter.kind in self._adapters:

@@ -152,6 +152,7 @@ class KubeManager:
                 self.store, self.flavors, self.clock, self.priority_of, settings=self.settings
             )
             self.pods.on_stopped = self.admission.complete_eviction
+            self.pods.runs_elsewhere = self._runs_on_a_worker
         self.statuses = QueueStatusWriter(self.store, self.clock)
         self.provisioning = ProvisioningController(self.store, self.config, self.flavors, self.clock)
         self.ungater = self.topology_ungater()
@@ -162,6 +163,15 @@ class KubeManager:
         if self.multikueue_settings is not None:
             self.multikueue_checks = self.multikueue_controller(self.multikueue_settings)
 
+    def _runs_on_a_worker(self, workload: Manifest) -> bool:
+        """A Workload with a MultiKueue check runs on a worker cluster: its pods never start here
+        (as upstream, whether or not this controller answers MultiKueue checks)."""
+        for entry in (workload.get("status") or {}).get("admissionChecks") or []:
+            check = self.admission.cache.get(Key("AdmissionCheck", "", str(entry.get("name") or "")))
+            if ((check or {}).get("spec") or {}).get("controllerName") == multikueue.CONTROLLER_NAME:
+                return True
+        return False
+
     def _stored_workload(self, engine_key: str) -> Manifest | None:
         namespace, _, name = engine_key.partition("/")
         return self.admission.cache.get(Key("Workload", namespace, name))
@@ -169,7 +179,13 @@ class KubeManager:
     def multikueue_controller(self, settings: multikueue.Settings) -> multikueue.MultiKueueController:
         """The MultiKueue check's controller (standalone mode reaches its workers its own way)."""
         return multikueue.MultiKueueController(
-            self.store, self.registry, self.admission.cache, self.jobs.job_by_uid, settings, self.clock
+            self.store,
+            self.registry,
+            self.admission.cache,
+            self.jobs.job_by_uid,
+            settings,
+            self.clock,
+            members=self.pods.members_of if self.pods is not None else multikueue.no_members,
         )
 
     def admission_controller(self) -> AdmissionController:

@@ -25,7 +25,9 @@ answer) is simply made again on the next poll:
 The manager's job says ``kueue.x-k8s.io/multikueue`` in its managed-by field (``spec.managedBy``,
 a Kubeflow job's ``spec.runPolicy.managedBy``), so its own cluster's job controller never
 runs it; a job without it is rejected by the check.
-Which job kinds can be dispatched is `jobframework.MultiKueueAdapter`'s business.
+Which job kinds can be dispatched is `jobframework.MultiKueueAdapter`'s business. A
+Workload of a composable kind (a pod group) queues several objects (``members``): each
+gets its copy, each copy's status comes back onto its original, and all go together.
 """
 
 from __future__ import annotations
@@ -203,14 +205,19 @@ def _parse_time(text: str) -> datetime | None:
 
 @dataclass
 class Remote:
-    """What one worker holds for us: job copies by the manager Workload they run for, and their Workloads."""
+    """What one worker holds for us: job copies by the manager Workload they run for (a pod
+    group's are several), and their Workloads."""
 
-    jobs: dict[Key, Manifest] = field(default_factory=dict)
+    jobs: dict[Key, list[Manifest]] = field(default_factory=dict)
     workloads: dict[Key, Manifest] = field(default_factory=dict)
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def no_members(_: Key) -> list[Manifest]:
+    return []
 
 
 @dataclass
@@ -224,6 +231,8 @@ class MultiKueueController:
     job_by_uid: Callable[[str], Manifest | None]
     settings: Settings = field(default_factory=Settings)
     clock: Callable[[], datetime] = _utc_now
+    # The objects of a composable kind a Workload queues (a pod group's pods, from the manager's cache).
+    members: Callable[[Key], list[Manifest]] = no_members
     clusters: ClusterConnections = field(init=False)
     polls: int = 0
 
@@ -303,9 +312,7 @@ class MultiKueueController:
         seen = Remote()
         try:
             uids: dict[str, Key] = {}
-            for kind in self.registry.kinds():
-                if self.registry.multikueue(kind) is None:
-                    continue
+            for kind in self.registry.multikueue_kinds():
                 try:
                     items, _ = await store.list_selected(
                         kind, label_selector=f"{jobframework.MULTIKUEUE_ORIGIN_LABEL}={self.settings.origin}"
@@ -316,7 +323,7 @@ class MultiKueueController:
                     owner = _annotation(job, jobframework.MULTIKUEUE_WORKLOAD_ANNOTATION)
                     if owner is None:
                         continue
-                    seen.jobs[owner] = job
+                    seen.jobs.setdefault(owner, []).append(job)
                     uids[str(job["metadata"].get("uid"))] = owner
             if uids:
                 workloads, _ = await store.list("Workload")
@@ -339,14 +346,14 @@ class MultiKueueController:
         state = entry.get("state")
         if is_true(workload, "Finished"):
             return
-        owner = self.registry.owner_of(workload)
-        job = None if owner is None else self.job_by_uid(str(owner[1].get("uid") or ""))
-        adapter = None if owner is None else self.registry.multikueue(owner[0].kind)
-        if owner is None or job is None:
+        found = self._objects(workload)
+        if found is None:
             return  # the job reconciler has not seen it yet, or it is gone (then collected)
-        if adapter is None or not adapter.managed(job):
+        kind, objects = found
+        job = objects[0]
+        adapter = self.registry.multikueue(kind)
+        if adapter is None or not all(adapter.managed(obj) for obj in objects):
             if state == "Pending" and (workload.get("status") or {}).get("admission"):
-                kind = owner[0].kind
                 reason = (
                     f"{kind} {key.namespace}/{job['metadata']['name']}: {adapter.managed_by_field} must be "
                     f"{jobframework.MULTIKUEUE_MANAGED_BY!r} for MultiKueue to dispatch it"
@@ -355,21 +362,39 @@ class MultiKueueController:
                 )
                 await self._set_check(workload, entry, "Rejected", reason)
             return
-        await self._forget_mirrored(job, state)
+        for obj in objects:
+            await self._forget_mirrored(obj, adapter, state)
         if not (workload.get("status") or {}).get("admission") or is_true(workload, "Evicted"):
             # Until the eviction completes the reservation stays, and the old winner's copy with
             # it: electing it again would undo the eviction. The collect step removes it.
             return
         if state == "Pending":
-            await self._dispatch_or_elect(workload, entry, job, adapter, order, remote)
+            await self._dispatch_or_elect(workload, entry, objects, adapter, order, remote)
         elif state == "Ready":
-            await self._follow_winner(workload, entry, job, adapter, remote)
+            await self._follow_winner(workload, entry, objects, adapter, remote)
+
+    def _objects(self, workload: Manifest) -> tuple[str, list[Manifest]] | None:
+        """The kind and the manager's objects a Workload queues: its job, or a composable
+        kind's group (a pod group); None while they are not known.
+
+        A group's kind is its Workload's owner's: Pod for plain pods, StatefulSet or
+        LeaderWorkerSet for theirs (an LWS has no adapter: its pods alone cannot run there).
+        """
+        owner = self.registry.owner_of(workload)
+        if owner is not None:
+            job = self.job_by_uid(str(owner[1].get("uid") or ""))
+            return None if job is None else (owner[0].kind, [job])
+        members = self.members(Key.of(workload))
+        if not members:
+            return None
+        refs = (workload.get("metadata") or {}).get("ownerReferences") or []
+        return str(refs[0].get("kind") if refs else members[0].get("kind")), members
 
     async def _dispatch_or_elect(
         self,
         workload: Manifest,
         entry: Manifest,
-        job: Manifest,
+        objects: list[Manifest],
         adapter: jobframework.MultiKueueAdapter,
         order: list[str],
         remote: Mapping[str, Remote],
@@ -394,8 +419,21 @@ class MultiKueueController:
         if self.settings.dispatcher != "External" and not await self._nominate(workload, targets):
             return  # copies follow once the nomination is written: a winner must have been nominated
         for cluster in targets:
-            if key not in remote[cluster].jobs:
-                await self._create_copy(cluster, key, job, adapter)
+            await self._create_copies(cluster, key, objects, remote[cluster], adapter)
+
+    async def _create_copies(
+        self,
+        cluster: str,
+        key: Key,
+        objects: list[Manifest],
+        seen: Remote,
+        adapter: jobframework.MultiKueueAdapter,
+    ) -> None:
+        """Copy to ``cluster`` each object that has no copy there yet (a group's, one by one)."""
+        there = {str(c["metadata"].get("name")) for c in seen.jobs.get(key, [])}
+        for obj in objects:
+            if str(obj["metadata"].get("name")) not in there:
+                await self._create_copy(cluster, key, obj, adapter)
 
     async def _nominate(self, workload: Manifest, targets: Sequence[str]) -> bool:
         """Name the workers that get a copy in ``status.nominatedClusterNames`` (as upstream's
@@ -436,7 +474,7 @@ class MultiKueueController:
         self,
         workload: Manifest,
         entry: Manifest,
-        job: Manifest,
+        objects: list[Manifest],
         adapter: jobframework.MultiKueueAdapter,
         remote: Mapping[str, Remote],
     ) -> None:
@@ -451,29 +489,41 @@ class MultiKueueController:
                 await self._lose(workload, entry, f'The worker "{elected}" is lost')
             return
         seen = remote.get(elected)
-        copy_ = None if seen is None else seen.jobs.get(key)
-        if seen is not None and copy_ is None:
+        copies = None if seen is None else seen.jobs.get(key)
+        if seen is not None and not copies:
             await self._lose(workload, entry, f'The workload\'s copy on "{elected}" is gone')
             return
-        if copy_ is None:
+        if seen is None or not copies:
             return
-        mirrored = adapter.mirror_status(job, copy_)
-        if mirrored is not None and not (job.get("spec") or {}).get("suspend"):
-            await self.store.update_status(mirrored)
+        # A group's pod made since (a failed one replaced, a StatefulSet's next) gets its copy
+        # on the winner too; one gone from the group (scaled down) takes its copy with it.
+        await self._create_copies(elected, key, objects, seen, adapter)
+        names = {str(obj["metadata"].get("name")) for obj in objects}
+        gone = [c for c in copies if str(c["metadata"].get("name")) not in names]
+        if gone:
+            await self._delete_copy(elected, key, gone, None)
+        by_name = {str(c["metadata"].get("name")): c for c in copies}
+        for job in objects:
+            copy_ = by_name.get(str(job["metadata"].get("name")))
+            mirrored = None if copy_ is None else adapter.mirror_status(job, copy_)
+            if mirrored is not None and not (job.get("spec") or {}).get("suspend"):
+                await self.store.update_status(mirrored)
 
     async def _lose(self, workload: Manifest, entry: Manifest, message: str) -> None:
         """Send the check to Retry (the engine evicts and requeues) and forget the worker elected."""
         log.warning("multikueue: %s: %s; dispatching it again", Key.of(workload), message)
         await self._set_check(workload, entry, "Retry", message, "")
 
-    async def _forget_mirrored(self, job: Manifest, state: object) -> None:
+    async def _forget_mirrored(
+        self, job: Manifest, adapter: jobframework.MultiKueueAdapter, state: object
+    ) -> None:
         """Clear the status a copy no longer elected left on the manager's job, which never ran
         here: with that copy's counts it would look active for ever, its eviction never complete."""
-        if state == "Ready" or not job.get("status"):
+        if state == "Ready":
             return
-        cleared = copy.deepcopy(job)
-        cleared["status"] = {}
-        await self.store.update_status(cleared)
+        cleared = adapter.status_forgotten(job)
+        if cleared is not None:
+            await self.store.update_status(cleared)
 
     async def _set_check(
         self, workload: Manifest, entry: Manifest, state: str, message: str, cluster: str | None = None
@@ -533,19 +583,21 @@ class MultiKueueController:
 
     async def _collect(self, remote: Mapping[str, Remote], checks: Mapping[str, Manifest]) -> None:
         for cluster, seen in remote.items():
-            for key, job in list(seen.jobs.items()):
+            for key, jobs in list(seen.jobs.items()):
                 workload = self.cache.get(key)
                 entry = None if workload is None else self._entry(workload, checks)
                 state = None if entry is None else entry.get("state")
                 if copy_wanted(workload, cluster, None if state is None else str(state)):
                     continue
-                await self._delete_copy(cluster, key, job, seen.workloads.get(key))
+                await self._delete_copy(cluster, key, jobs, seen.workloads.get(key))
 
-    async def _delete_copy(self, cluster: str, key: Key, job: Manifest, workload: Manifest | None) -> None:
+    async def _delete_copy(
+        self, cluster: str, key: Key, jobs: list[Manifest], workload: Manifest | None
+    ) -> None:
         store = self.clusters.active(cluster)
         if store is None:
             return
-        targets: Iterable[Manifest] = [job] if workload is None else [job, workload]
+        targets: Iterable[Manifest] = jobs if workload is None else [*jobs, workload]
         for obj in targets:
             meta = obj["metadata"]
             try:

@@ -278,12 +278,12 @@ class StandaloneMultiKueue(multikueue.MultiKueueController):
         self,
         workload: Manifest,
         entry: Manifest,
-        job: Manifest,
+        objects: list[Manifest],
         adapter: MultiKueueAdapter,
         order: list[str],
         remote: Mapping[str, multikueue.Remote],
     ) -> None:
-        await super()._dispatch_or_elect(workload, entry, job, adapter, order, remote)
+        await super()._dispatch_or_elect(workload, entry, objects, adapter, order, remote)
         await self._say_refused(workload, entry, remote)
 
     async def _say_refused(
@@ -305,10 +305,14 @@ class StandaloneMultiKueue(multikueue.MultiKueueController):
         if entry.get("message") != message:
             await self._set_check(workload, entry, "Pending", message)
 
-    async def _delete_copy(self, cluster: str, key: Key, job: Manifest, workload: Manifest | None) -> None:
-        if not await self._keep_logs(cluster, key, job):
-            return  # the worker did not answer: the copy, and its logs, wait for the next poll
-        await super()._delete_copy(cluster, key, job, workload)
+    async def _delete_copy(
+        self, cluster: str, key: Key, jobs: list[Manifest], workload: Manifest | None
+    ) -> None:
+        # A standalone worker's copy is one Job (pods are not a standalone kind).
+        for job in jobs:
+            if not await self._keep_logs(cluster, key, job):
+                return  # the worker did not answer: the copy, and its logs, wait for the next poll
+        await super()._delete_copy(cluster, key, jobs, workload)
 
     async def _keep_logs(self, cluster: str, key: Key, copy_: Manifest) -> bool:
         """Keep the logs of the finished winner's copy; False when they could not be read."""

@@ -5,7 +5,9 @@
                              pod-group-total-count exists), or at once for a single pod
                              or a group with fast admission (a StatefulSet's)
         Workload admitted ─▶ each gated pod: flavors' node selector and tolerations added,
-                             the kueue.x-k8s.io/admission gate removed
+                             the kueue.x-k8s.io/admission gate removed; unless MultiKueue
+                             runs the group on a worker (``runs_elsewhere``): the pods stay
+                             gated here, and their copies' status comes back onto them
         not admitted      ─▶ running pods deleted (evicted); their owner may make new,
                              gated pods, which wait for the next admission
         pods finished     ─▶ Workload Finished (a single pod: when it ends; a group: when
@@ -93,6 +95,8 @@ class PodGroupReconciler:
     # (asynchronous evictions, as for jobs: a victim holds its quota until it really stopped).
     on_stopped: Callable[[Key], None] | None = None
     _stopped: dict[Key, str] = field(default_factory=dict)  # the eviction last reported, per workload
+    # Whether an admitted Workload's pods run on another cluster (a MultiKueue check): never ungated here.
+    runs_elsewhere: Callable[[Manifest], bool] = lambda _: False
 
     def kinds(self) -> list[str]:
         return ["Workload", "Pod"]
@@ -163,6 +167,10 @@ class PodGroupReconciler:
                 log.warning("%s: %s", key, exc)
         return writes
 
+    def members_of(self, key: Key) -> list[Manifest]:
+        """The pods a Workload queues that are not being deleted (oldest first)."""
+        return [p for p in self._members(key) if not _deleting(p)]
+
     def _members(self, key: Key) -> list[Manifest]:
         found = [self.pods[k] for k in sorted(self.members.get(key, ()), key=str) if k in self.pods]
         return sorted(found, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""))
@@ -188,7 +196,7 @@ class PodGroupReconciler:
         if _true(workload, "Evicted") and (workload.get("status") or {}).get("admission"):
             return await self._stop_evicted(key, workload, live)
         if _admitted(workload):
-            return await self._ungate(workload, live)
+            return 0 if self.runs_elsewhere(workload) else await self._ungate(workload, live)
         return await self._evict(key, live)
 
     async def _stop_evicted(self, key: Key, workload: Manifest, live: list[Manifest]) -> int:

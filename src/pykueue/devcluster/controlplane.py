@@ -572,8 +572,13 @@ class KubeCluster:
             watch=[self.processes[name]],
         )
 
-    def start_controllers(self, timeout: float = 120.0) -> None:
-        """Start kube-controller-manager and kube-scheduler; wait for both to be healthy."""
+    def start_controllers(
+        self, timeout: float = 120.0, controllers: str = "*", scheduler: bool = True
+    ) -> None:
+        """Start kube-controller-manager (``controllers``: its ``--controllers``) and, unless
+        told not to, kube-scheduler; wait for them to be healthy.
+
+        ``controllers`` must include ``serviceaccount``, which the start waits for."""
         assert self.creds is not None, "start_apiserver() first"
         begin = time.monotonic()
         self._spawn(
@@ -581,19 +586,21 @@ class KubeCluster:
             [
                 str(self.bin_dir / "kube-controller-manager"),
                 *self._component_flags("kube-controller-manager"),
-                "--controllers=*",
+                f"--controllers={controllers}",
                 f"--service-account-private-key-file={self.creds.sa_key}",
                 f"--root-ca-file={self.creds.ca_cert}",
                 "--use-service-account-credentials=false",
                 "--cluster-name=pykueue-test",
             ],
         )
-        self._spawn(
-            "kube-scheduler",
-            [str(self.bin_dir / "kube-scheduler"), *self._component_flags("kube-scheduler")],
-        )
+        if scheduler:
+            self._spawn(
+                "kube-scheduler",
+                [str(self.bin_dir / "kube-scheduler"), *self._component_flags("kube-scheduler")],
+            )
         self._wait_healthz("kube-controller-manager", timeout)
-        self._wait_healthz("kube-scheduler", timeout)
+        if scheduler:
+            self._wait_healthz("kube-scheduler", timeout)
         # The service-account controller runs: namespaces get their `default` ServiceAccount,
         # which pods need before the ServiceAccount admission plugin lets them in.
         wait_for(

@@ -6,7 +6,10 @@ JobSet controller and the Kubeflow training-operator, so a job dispatched to the
 (pods bound, run, succeed); the AppWrapper kind is there without its controller (the test
 writes what it would report). The manager runs nothing but pykueue, with its webhooks (which
 hand jobs queued in cq to MultiKueue): its jobs carry ``kueue.x-k8s.io/multikueue`` in their
-managed-by field and never run there; it has the JobSet and Kubeflow CRDs only.
+managed-by field and never run there; it has the JobSet and Kubeflow CRDs only. Plain pods
+and the pods of StatefulSets and Deployments queued in cq are MultiKueue's too: they stay
+gated on the manager (which runs the StatefulSet, Deployment, ReplicaSet and ServiceAccount
+controllers, no scheduler, no node), their copies run on the workers' kwok nodes.
 
 ``multikueue`` (module scope) yields a `Clusters` with the three clusters, a pykueue
 controller on each (the manager's with MultiKueue on), and the queues every test uses:
@@ -49,6 +52,9 @@ FRAMEWORKS = (
     "jobset.x-k8s.io/jobset",
     "kubeflow.org/pytorchjob",
     "workload.codeflare.dev/appwrapper",
+    "pod",
+    "statefulset",
+    "deployment",
 )
 # The kinds' controllers on the workers; the manager gets their CRDs only.
 KIND_CONTROLLERS = (kinds.JOBSET, kinds.TRAINING_OPERATOR)
@@ -180,6 +186,13 @@ def _crds(specs: tuple[kinds.Spec, ...]) -> list[Path]:
 def _start_cluster(bin_dir: Path, workdir: Path, worker: bool) -> KubeCluster:
     cluster = KubeCluster(bin_dir, workdir)
     cluster.start_apiserver()
+    if not worker:
+        # The manager runs the StatefulSet and Deployment controllers (their pods stay gated
+        # there, the copies run on a worker) and the ServiceAccount controller pods need; no
+        # scheduler, no nodes.
+        cluster.start_controllers(
+            controllers="statefulset,deployment,replicaset,serviceaccount", scheduler=False
+        )
     if worker:
         cluster.start_controllers()
         cluster.start_kwok()
@@ -208,6 +221,11 @@ def _start_cluster(bin_dir: Path, workdir: Path, worker: bool) -> KubeCluster:
         )
     _install_crds(cluster)
     cluster.create_namespace(NAMESPACE)
+    wait_for(
+        lambda: cluster.get_or_none(f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default"),
+        timeout=60,
+        what=f"the default ServiceAccount of {NAMESPACE}",
+    )
     return cluster
 
 

@@ -12,7 +12,9 @@ import time
 from typing import Any
 
 from ..controller.conftest import condition, is_true, wait
+from ..controller.kinds import create
 from ..controlplane import ApiError, KubeCluster
+from ..upstream_examples import example
 from .conftest import NAMESPACE, WORKER_LOST_TIMEOUT, Clusters, appwrapper, job, jobset, pytorchjob
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -322,5 +324,368 @@ def test_a_lost_worker_loses_its_workload_and_its_stale_copy_goes_when_back(
 def _job_or_error(cluster: KubeCluster, name: str) -> object:
     try:
         return _job(cluster, name)
+    except (ApiError, OSError):
+        return "unreachable"
+
+
+PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
+GATE = "kueue.x-k8s.io/admission"
+ORIGIN = "kueue.x-k8s.io/multikueue-origin=multikueue"
+
+
+def _pod(cluster: KubeCluster, name: str) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = cluster.get_or_none(f"{PODS}/{name}")
+    return found
+
+
+def _gated(pod: dict[str, Any] | None) -> bool:
+    return pod is not None and any(g["name"] == GATE for g in pod["spec"].get("schedulingGates") or [])
+
+
+def _phase(cluster: KubeCluster, name: str) -> str | None:
+    pod = _pod(cluster, name)
+    return None if pod is None else str((pod.get("status") or {}).get("phase"))
+
+
+def _pod_copies(clusters: Clusters, names: list[str]) -> dict[str, set[str]]:
+    """Per worker, which of the pods ``names`` it holds a copy of (labelled with our origin)."""
+    held = {}
+    for worker, cluster in clusters.workers.items():
+        items = cluster.get(f"{PODS}?labelSelector={ORIGIN}")["items"]
+        held[worker] = {p["metadata"]["name"] for p in items} & set(names)
+    return held
+
+
+def _pod_workload(clusters: Clusters, uid: str) -> dict[str, Any] | None:
+    for wl in clusters.manager.get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads")["items"]:
+        if any(ref.get("uid") == uid for ref in wl["metadata"].get("ownerReferences", [])):
+            found: dict[str, Any] = wl
+            return found
+    return None
+
+
+def test_upstreams_sample_pod_runs_on_a_worker_and_its_phase_comes_back(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    manager = clusters.manager
+    [pod] = create(manager, NAMESPACE, example("pods-kueue/kueue-pod.yaml").replace("user-queue", "lq"))
+    name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+    assert _gated(pod), "the manager's webhook holds the pod"
+
+    # 3 cpu: only worker2 (4 cpu) can admit it; worker1's copy (2 cpu) waits and is removed.
+    elected = wait(
+        lambda: (
+            (wl := _pod_workload(clusters, uid)) is not None
+            and _check(wl).get("state") == "Ready"
+            and wl["status"].get("clusterName")
+        ),
+        60,
+        "a worker to win the pod",
+    )
+    assert elected == "worker2"
+    wait(
+        lambda: _pod_copies(clusters, [name]) == {"worker1": set(), "worker2": {name}},
+        30,
+        "the winner's copy only",
+    )
+    remote = _pod(clusters.workers["worker2"], name)
+    assert remote is not None and remote["metadata"]["uid"] != uid
+    assert (
+        remote["metadata"]["annotations"]["kueue.x-k8s.io/multikueue-workload"]
+        == _pod_workload(clusters, uid)["metadata"]["name"]
+    )
+
+    # The copy runs there (kwok finishes it after 10 s); the manager's pod stays gated, never
+    # placed, and shows the copy's phase: Running, then Succeeded.
+    wait(lambda: _phase(manager, name) == "Running", 60, "Running mirrored")
+    running = _pod(manager, name)
+    assert _gated(running) and not running["spec"].get("nodeName")
+    done = wait(
+        lambda: _phase(manager, name) == "Succeeded" and _pod(manager, name), 60, "Succeeded mirrored"
+    )
+    assert _gated(done)
+    assert done["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    wl = wait(
+        lambda: is_true(_pod_workload(clusters, uid), "Finished") and _pod_workload(clusters, uid),
+        30,
+        "the manager's Workload finished",
+    )
+    assert condition(wl, "Finished")["reason"] == "Succeeded"
+    # Finished work is collected from the worker, with its Workload.
+    wait(
+        lambda: _pod_copies(clusters, [name]) == {"worker1": set(), "worker2": set()}, 30, "the copy removed"
+    )
+    wait(lambda: not _worker_pod_workloads(clusters, "worker2", name), 30, "the copy's Workload removed")
+
+
+def _worker_pod_workloads(clusters: Clusters, worker: str, name: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = clusters.workers[worker].get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads")[
+        "items"
+    ]
+    return [
+        w
+        for w in items
+        if any(
+            r.get("kind") == "Pod" and r.get("name") == name for r in w["metadata"].get("ownerReferences", [])
+        )
+    ]
+
+
+def _group_pod(name: str, group: str, run_duration: str) -> dict[str, Any]:
+    """A pod of a group of two for the manager, queued in lq (upstream's pod group labels)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/pod-group-name": group},
+            "annotations": {
+                "kueue.x-k8s.io/pod-group-total-count": "2",
+                "pykueue.test/run-duration": run_duration,
+            },
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.invalid/sleep:1",
+                    "resources": {"requests": {"cpu": "1", "memory": "100Mi"}},
+                }
+            ],
+        },
+    }
+
+
+def _group_workload(clusters: Clusters, group: str) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = clusters.manager.get_or_none(
+        f"{KUEUE}/namespaces/{NAMESPACE}/workloads/{group}"
+    )
+    return found
+
+
+def test_a_pod_group_of_two_runs_on_one_worker_and_its_pods_finish_there(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    group = _unique("group")
+    names = [f"{group}-0", f"{group}-1"]
+    for name in names:
+        clusters.manager.create(PODS, _group_pod(name, group, run_duration="4s"))
+
+    # One Workload for the group; both pods' copies go to the one worker that wins it.
+    winner = wait(
+        lambda: (
+            (wl := _group_workload(clusters, group)) is not None
+            and _check(wl).get("state") == "Ready"
+            and wl["status"].get("clusterName")
+        ),
+        60,
+        "a worker to win the group",
+    )
+    other = next(w for w in clusters.workers if w != winner)
+    wait(
+        lambda: _pod_copies(clusters, names) == {winner: set(names), other: set()},
+        30,
+        "the group on the winner",
+    )
+    # The worker's Kueue queued the copies as one group too.
+    remote_wl = clusters.workers[winner].get_or_none(f"{KUEUE}/namespaces/{NAMESPACE}/workloads/{group}")
+    assert remote_wl is not None and remote_wl["spec"]["podSets"][0]["count"] == 2
+
+    for name in names:
+        wait(lambda n=name: _phase(clusters.manager, n) == "Succeeded", 60, f"{name} Succeeded mirrored")
+        assert _gated(_pod(clusters.manager, name)), "the manager's pods never run there"
+    wl = wait(
+        lambda: is_true(_group_workload(clusters, group), "Finished") and _group_workload(clusters, group),
+        30,
+        "the group's Workload finished",
+    )
+    assert wl["status"]["clusterName"] == winner
+    wait(
+        lambda: _pod_copies(clusters, names) == {winner: set(), other: set()},
+        30,
+        "the group's copies removed",
+    )
+
+
+def test_deleting_the_managers_pods_deletes_their_copies(multikueue_clusters: Clusters) -> None:
+    clusters = multikueue_clusters
+    group = _unique("deleted")
+    names = [f"{group}-0", f"{group}-1"]
+    for name in names:
+        clusters.manager.create(PODS, _group_pod(name, group, run_duration="600s"))
+    winner = wait(
+        lambda: (
+            (wl := _group_workload(clusters, group)) is not None and wl.get("status", {}).get("clusterName")
+        ),
+        60,
+        "a worker to win the group",
+    )
+    for name in names:
+        wait(lambda n=name: _phase(clusters.manager, n) == "Running", 60, f"{name} Running mirrored")
+    for name in names:
+        clusters.manager.delete(f"{PODS}/{name}")
+    # The group's Workload goes with its pods (its quota released), and so do the copies.
+    wait(lambda: _group_workload(clusters, group) is None, 30, "the manager's Workload deleted")
+    wait(lambda: not _pod_copies(clusters, names)[str(winner)], 30, "the copies removed")
+    wait(
+        lambda: (
+            clusters.workers[str(winner)].get_or_none(f"{KUEUE}/namespaces/{NAMESPACE}/workloads/{group}")
+            is None
+        ),
+        30,
+        "the copies' Workload removed",
+    )
+
+
+def _statefulset(name: str) -> dict[str, Any]:
+    """A StatefulSet of two pods for the manager, queued in lq; its pods run until deleted."""
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {
+            "replicas": 2,
+            "serviceName": name,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels, "annotations": {"pykueue.test/run-duration": "600s"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.invalid/serve:1",
+                            "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def test_a_statefulsets_pods_run_on_one_worker_as_a_group_while_gated_on_the_manager(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    name = _unique("sts")
+    sets = f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets"
+    clusters.manager.create(sets, _statefulset(name))
+    group = f"statefulset-{name}"
+    names = [f"{name}-0", f"{name}-1"]
+
+    winner = wait(
+        lambda: (
+            (wl := _group_workload(clusters, group)) is not None
+            and _check(wl).get("state") == "Ready"
+            and wl["status"].get("clusterName")
+        ),
+        60,
+        "a worker to win the StatefulSet's group",
+    )
+    other = next(w for w in clusters.workers if w != winner)
+    # Pods are made one by one, each once the previous is Ready: the manager's StatefulSet
+    # controller sees the copy's Ready on pod 0, makes pod 1, whose copy joins the winner's group.
+    for pod_name in names:
+        wait(lambda n=pod_name: _phase(clusters.manager, n) == "Running", 90, f"{pod_name} Running mirrored")
+        assert _gated(_pod(clusters.manager, pod_name)), "the manager's pods never run there"
+    assert _pod_copies(clusters, names) == {winner: set(names), other: set()}
+    ready = wait(
+        lambda: (
+            (sts := clusters.manager.get(f"{sets}/{name}")).get("status", {}).get("readyReplicas") == 2
+            and sts
+        ),
+        60,
+        "the manager's StatefulSet ready by its copies",
+    )
+    assert ready["status"]["replicas"] == 2
+
+    # Scaled down on the manager: the pod gone takes its copy with it, the group runs on.
+    clusters.manager.kubectl("scale", "-n", NAMESPACE, f"statefulset/{name}", "--replicas=1")
+    wait(lambda: _pod_copies(clusters, names)[str(winner)] == {names[0]}, 60, "the second copy removed")
+    assert _group_workload(clusters, group) is not None
+    # Scaled to nothing: its pods go, their Workload and then the copies.
+    clusters.manager.kubectl("scale", "-n", NAMESPACE, f"statefulset/{name}", "--replicas=0")
+    wait(lambda: _group_workload(clusters, group) is None, 60, "the manager's Workload deleted")
+    wait(lambda: not _pod_copies(clusters, names)[str(winner)], 30, "the copies removed")
+
+
+def test_a_deployments_pods_are_dispatched_one_by_one_and_make_it_available(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    name = _unique("deploy")
+    deployments = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+    body = _statefulset(name)
+    body["kind"] = "Deployment"
+    del body["spec"]["serviceName"]
+    clusters.manager.create(deployments, body)
+
+    # Each pod is queued and dispatched on its own (two Workloads), and runs on a worker.
+    def manager_pods() -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = clusters.manager.get(f"{PODS}?labelSelector=app%3D{name}")["items"]
+        return items
+
+    made = wait(lambda: len(manager_pods()) == 2 and manager_pods(), 60, "the Deployment's two pods")
+    names = [p["metadata"]["name"] for p in made]
+    for pod_name in names:
+        wait(lambda n=pod_name: _phase(clusters.manager, n) == "Running", 90, f"{pod_name} Running mirrored")
+        assert _gated(_pod(clusters.manager, pod_name)), "the manager's pods never run there"
+    held = _pod_copies(clusters, names)
+    assert sorted(n for copies in held.values() for n in copies) == sorted(names), "one copy each"
+    available = wait(
+        lambda: (
+            (d := clusters.manager.get(f"{deployments}/{name}")).get("status", {}).get("availableReplicas")
+            == 2
+            and d
+        ),
+        60,
+        "the manager's Deployment available by its copies",
+    )
+    assert available["status"]["readyReplicas"] == 2
+
+    clusters.manager.kubectl("scale", "-n", NAMESPACE, f"deployment/{name}", "--replicas=0")
+    wait(lambda: not any(_pod_copies(clusters, names).values()), 60, "the copies removed")
+
+
+def test_a_pod_whose_worker_is_lost_moves_to_the_other_and_its_stale_copy_goes(
+    multikueue_clusters: Clusters,
+) -> None:
+    clusters = multikueue_clusters
+    name = _unique("pod-moves")
+    body = _group_pod(name, "", run_duration="600s")
+    body["metadata"]["labels"].pop("kueue.x-k8s.io/pod-group-name")
+    body["metadata"]["annotations"].pop("kueue.x-k8s.io/pod-group-total-count")
+    pod = clusters.manager.create(PODS, body)
+
+    def elected() -> str | None:
+        wl = _pod_workload(clusters, pod["metadata"]["uid"])
+        if wl is None or _check(wl).get("state") != "Ready":
+            return None
+        cluster: str | None = wl["status"].get("clusterName")
+        return cluster
+
+    winner = wait(elected, 60, "a worker to win the pod")
+    other = next(w for w in clusters.workers if w != winner)
+    wait(lambda: _phase(clusters.manager, name) == "Running", 60, "Running mirrored")
+    clusters.stop_apiserver(winner)
+    try:
+        wait(lambda: elected() == other, WORKER_LOST_TIMEOUT.total_seconds() + 60, "the pod moved")
+        wait(lambda: _pod(clusters.workers[other], name) is not None, 30, "the copy on the other worker")
+        assert _gated(_pod(clusters.manager, name)), "evicted and dispatched again, never run on the manager"
+    finally:
+        clusters.restart_apiserver(winner)
+    wait(lambda: _pod_or_error(clusters.workers[winner], name) is None, 90, "the stale copy removed")
+    clusters.manager.delete(f"{PODS}/{name}")
+    wait(lambda: _pod(clusters.workers[other], name) is None, 60, "the copy removed after the deletion")
+
+
+def _pod_or_error(cluster: KubeCluster, name: str) -> object:
+    try:
+        return _pod(cluster, name)
     except (ApiError, OSError):
         return "unreachable"

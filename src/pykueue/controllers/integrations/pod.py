@@ -8,6 +8,13 @@
     admitted                ──▶ the gate removed, the flavors' node selector and tolerations added
     evicted                 ──▶ the running pods deleted (their owner, if any, makes new ones)
 
+MultiKueue dispatches plain pods and pod groups (`PodMultiKueue`), a StatefulSet's
+included (its Workload is owned by the StatefulSet, its pods are copied): a pod has no
+managed-by field, so every pod queued in a ClusterQueue with a MultiKueue check is
+dispatched, as upstream does. It stays gated on the manager; its copy on the worker
+keeps the gate and Kueue's labels, so the worker's Kueue queues it (a group once all
+its copies exist), and the copy's status comes back onto it.
+
 A Pod has no ``suspend``: the scheduling gate is what holds it, and Kubernetes lets a
 gated pod's node selector and tolerations be added to, which is how admission places
 it. This module is the adapter of one pod (what the webhook applies and what a
@@ -33,6 +40,7 @@ from pykueue.controllers.jobframework import (
     Integration,
     PodSetInfo,
     annotations_of,
+    bare_copy,
     labels_of,
     merge_into_template,
     queue_name_of,
@@ -190,6 +198,97 @@ class PodAdapter:
         return []
 
 
+# The service-account token volume the ServiceAccount admission of a pod's API server adds
+# (``kube-api-access-<random>``); a worker's API server adds its own to the copy.
+TOKEN_VOLUME_PREFIX = "kube-api-access-"
+CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+
+
+def _without_token_volume(spec: dict[str, Any]) -> None:
+    token = {
+        str(v.get("name"))
+        for v in spec.get("volumes") or []
+        if str(v.get("name") or "").startswith(TOKEN_VOLUME_PREFIX) and "projected" in v
+    }
+    if not token:
+        return
+    volumes = [v for v in spec["volumes"] if v.get("name") not in token]
+    if volumes:
+        spec["volumes"] = volumes
+    else:
+        spec.pop("volumes")
+    for name in CONTAINER_LISTS:
+        for container in spec.get(name) or []:
+            mounts = [m for m in container.get("volumeMounts") or [] if m.get("name") not in token]
+            if mounts:
+                container["volumeMounts"] = mounts
+            else:
+                container.pop("volumeMounts", None)
+
+
+def _scheduled(pod: Manifest) -> Manifest | None:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+
+
+class PodMultiKueue:
+    """A plain pod, alone or one of a group, through
+    `pykueue.controllers.jobframework.MultiKueueAdapter`; MultiKueue applies it to each pod
+    of a group (the pods of a Workload, `pykueue.controllers.pod_groups`)."""
+
+    @property
+    def managed_by_field(self) -> str:
+        return "the queue (a Pod has no managed-by field)"
+
+    def managed(self, job: Manifest) -> bool:
+        # Queued in a ClusterQueue with a MultiKueue check is all it takes, as upstream.
+        return True
+
+    def remote_copy(self, job: Manifest) -> Manifest:
+        remote = bare_copy(job)
+        spec = spec_of(remote)
+        spec.pop("nodeName", None)
+        _without_token_volume(spec)
+        # Held until the worker's Kueue admits it there (the manager's pod is gated already;
+        # this only matters for a pod whose gate someone else removed).
+        if not is_gated(remote):
+            spec["schedulingGates"] = [*(spec.get("schedulingGates") or []), {"name": SCHEDULING_GATE}]
+        meta = remote["metadata"]
+        meta["labels"] = {**(meta.get("labels") or {}), MANAGED_LABEL: "true"}
+        return remote
+
+    def mirror_status(self, job: Manifest, remote: Manifest) -> Manifest | None:
+        """The worker pod's status (phase, conditions, container statuses, IPs) on the manager's.
+
+        While the worker's pod is not scheduled, the manager's keeps its own PodScheduled
+        condition (False, SchedulingGated): copied, the worker's False/Unschedulable would
+        make the manager's cluster autoscaler add nodes for a pod that never runs there.
+        """
+        status = copy.deepcopy(remote.get("status") or {})
+        local_scheduled = _scheduled(job)
+        remote_scheduled = _scheduled(remote)
+        if local_scheduled is not None and (remote_scheduled or {}).get("status") != "True":
+            others = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+            status["conditions"] = [*others, copy.deepcopy(local_scheduled)]
+        if (job.get("status") or {}) == status:
+            return None
+        updated = copy.deepcopy(job)
+        updated["status"] = status
+        return updated
+
+    def default_managed_by(self, job: Manifest) -> bool:
+        return False  # nothing to write: the queue hands a pod over
+
+    def status_forgotten(self, job: Manifest) -> Manifest | None:
+        # A pod's status is its API server's too (phase, the gate's condition): it stays. The
+        # manager's pod is gated, so a stale Running phase never holds an eviction back.
+        return None
+
+
+def multikueue_adapter() -> PodMultiKueue:
+    return PodMultiKueue()
+
+
 def _template(workload_kind: Manifest) -> dict[str, Any]:
     spec = workload_kind.setdefault("spec", {})
     template: dict[str, Any] = spec.setdefault("template", {})
@@ -241,7 +340,14 @@ def mutate_statefulset(statefulset: Manifest) -> None:
 
 
 INTEGRATION = Integration(
-    name="pod", kind="Pod", group="", version="v1", plural="pods", adapter=PodAdapter, composable=True
+    name="pod",
+    kind="Pod",
+    group="",
+    version="v1",
+    plural="pods",
+    adapter=PodAdapter,
+    composable=True,
+    multikueue=multikueue_adapter,
 )
 DEPLOYMENT = Integration(
     name="deployment",
@@ -258,4 +364,6 @@ STATEFULSET = Integration(
     version="v1",
     plural="statefulsets",
     mutate=mutate_statefulset,
+    # Its pods form one group, which MultiKueue copies pod by pod as any pod group.
+    multikueue=multikueue_adapter,
 )
