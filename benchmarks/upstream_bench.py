@@ -310,8 +310,7 @@ def run_once(
         )
         poller.runner_pid = process.pid
         returncode = process.wait()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+        kill_session(process.pid)
     poller.stopping.set()
     poller.join(15)
     run.kueue_writes = kueue_requests(poller.last)
@@ -486,3 +485,24 @@ def main() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def kill_session(sid: int) -> None:
+    """Kill every process left in the runner's session.
+
+    Upstream's test environment starts etcd and kube-apiserver each in a process group of
+    its own (so killing the runner's group misses them), but in the runner's session: a
+    runner that ends on its deadline would otherwise leave them loading the next run.
+    """
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # pid (comm) state ppid pgrp session ...: comm may hold spaces, so split after it.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[3]) == sid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
