@@ -66,10 +66,16 @@ def normalize(obj: Manifest | None) -> Manifest | None:
     return out
 
 
+def _canonical(obj: Manifest | None) -> str:
+    # As JSON, not Python equality: false and 0 (or 1 and 1.0) are equal in Python but are
+    # different values in a manifest, and the diff below tells them apart.
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
 def operation(before: Manifest | None, after: Manifest | None) -> Operation | None:
     """What changed between two versions of one object, or None when its normalized form did not."""
     old, new = normalize(before), normalize(after)
-    if old == new:
+    if _canonical(old) == _canonical(new):
         return None
     if old is None:
         return "create"
