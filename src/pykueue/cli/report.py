@@ -144,13 +144,10 @@ def usage_report(doc: dict[str, Any], by: str, fmt: str) -> None:
         ]
         for row in rows
     ]
-    if fmt == "csv":
-        out = csv.writer(sys.stdout, lineterminator="\n")
-        out.writerow(header)
-        out.writerows(table)
+    if not _emit(
+        fmt, f"Usage from {_iso(since)} to {_iso(until)} by {by} ({doc.get('source')})", header, table
+    ):
         return
-    print(f"Usage from {_iso(since)} to {_iso(until)} by {by} ({doc.get('source')})")
-    _table(table, header)
     unpriced = sorted({u for row in rows for u in row.unpriced})
     if unpriced:
         print(
@@ -195,17 +192,24 @@ def efficiency_report(doc: dict[str, Any], fmt: str) -> None:
         ]
         for r in rows
     ]
-    if fmt == "csv":
-        out = csv.writer(sys.stdout, lineterminator="\n")
-        out.writerow(header)
-        out.writerows(table)
-        return
-    print(f"Quota efficiency from {_iso(since)} to {_iso(until)} (time averages, {doc.get('source')})")
-    _table(table, header)
+    title = f"Quota efficiency from {_iso(since)} to {_iso(until)} (time averages, {doc.get('source')})"
+    _emit(fmt, title, header, table)
 
 
 def _unit(resource: str) -> str:
     return f"{resource}(GiB)" if usage.is_bytes(resource) else resource
+
+
+def _emit(fmt: str, title: str, header: list[str], table: list[list[str]]) -> bool:
+    """The rows as CSV, or under a title as a table; True for a table (the caller may add footers)."""
+    if fmt == "csv":
+        out = csv.writer(sys.stdout, lineterminator="\n")
+        out.writerow(header)
+        out.writerows(table)
+        return False
+    print(title)
+    _table(table, header)
+    return True
 
 
 def _table(rows: list[list[str]], header: list[str]) -> None:
