@@ -262,6 +262,27 @@ def read_figures(run: Run, generator: Path, stats_file: Path) -> None:
     run.runner_usage_pct = held * 100 / (nominal * span) if nominal and span else 0.0
 
 
+def kill_session(sid: int) -> None:
+    """Kill every process left in the runner's session.
+
+    Upstream's test environment starts etcd and kube-apiserver each in a process group of
+    its own (so killing the runner's group misses them), but in the runner's session: a
+    runner that ends on its deadline would otherwise leave them loading the next run.
+    """
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # pid (comm) state ppid pgrp session ...: comm may hold spaces, so split after it.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[3]) == sid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
 def run_once(
     controller: str,
     shape: str,
@@ -485,24 +506,3 @@ def main() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-def kill_session(sid: int) -> None:
-    """Kill every process left in the runner's session.
-
-    Upstream's test environment starts etcd and kube-apiserver each in a process group of
-    its own (so killing the runner's group misses them), but in the runner's session: a
-    runner that ends on its deadline would otherwise leave them loading the next run.
-    """
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        # pid (comm) state ppid pgrp session ...: comm may hold spaces, so split after it.
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[3]) == sid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(entry.name), signal.SIGKILL)
