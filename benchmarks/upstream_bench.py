@@ -398,17 +398,19 @@ COLUMNS: list[tuple[str, Any, int]] = [
 
 def table(runs: list[Run]) -> str:
     lines = []
-    for shape in dict.fromkeys(r.shape for r in runs):
-        scale = next(r.scale for r in runs if r.shape == shape)
-        count = max(r.index for r in runs if r.shape == shape) + 1
+    # Runs of several invocations may be merged (--table-from), so group by shape and scale
+    # and count the runs themselves rather than trusting their indexes.
+    for shape, scale in dict.fromkeys((r.shape, r.scale) for r in runs):
+        group = [r for r in runs if r.shape == shape and r.scale == scale]
+        count = max(sum(1 for r in group if r.controller == c) for c in CONTROLLERS)
         what = f"min / median / max of {count} runs" if count > 1 else "one run"
         lines.append(f"\n{shape} (scale {scale:g}; {what})")
         header = ["controller", *(name for name, _, _ in COLUMNS), "checker"]
         rows = [header]
         medians: dict[str, list[float | None]] = {}
         for controller in CONTROLLERS:
-            mine = [r for r in runs if r.shape == shape and r.controller == controller and r.ok]
-            failed = [r for r in runs if r.shape == shape and r.controller == controller and not r.ok]
+            mine = [r for r in group if r.controller == controller and r.ok]
+            failed = [r for r in group if r.controller == controller and not r.ok]
             if not mine and not failed:
                 continue
             cells = [controller]
@@ -460,7 +462,18 @@ def main() -> int:
     parser.add_argument(
         "--pykueue-bin", default="", help="the `pykueue` command to run (e.g. a profiler's wrapper)"
     )
+    parser.add_argument(
+        "--table-from",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="print the table of earlier runs (their runs.json files) and run nothing",
+    )
     args = parser.parse_args()
+    if args.table_from:
+        earlier = [Run(**row) for path in args.table_from for row in json.loads(path.read_text())]
+        print(table(earlier))
+        return 0
     shapes = [s for s in args.shapes.split(",") if s]
     controllers = [c for c in args.controllers.split(",") if c]
     for name in shapes:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pykueue.controllers import policy_recorder
@@ -118,3 +118,68 @@ def test_the_user_of_the_admission_request_for_exactly_that_object_is_named() ->
         return [r.who for r in await policy_recorder.load(store, NS)]
 
     assert asyncio.run(run()) == ["kubectl (Apply)", "alice (admission request)", "kubectl (Apply)"]
+
+
+def versioned(name: str, weight: str, generation: int, uid: str = "u1", **meta: Any) -> Manifest:
+    obj = cohort(name, weight)
+    obj["metadata"] = {**obj["metadata"], "generation": generation, "uid": uid, **meta}
+    return obj
+
+
+def test_events_of_an_unchanged_generation_are_skipped_but_metadata_and_recreation_count() -> None:
+    store = MemoryStore()
+
+    async def run() -> None:
+        rec = recorder(store)
+        await rec.start([versioned("a", "1", 1)])
+        # The queue's own status writes: same generation, same metadata.
+        for n in range(3):
+            rec.handle(WatchEvent("MODIFIED", {**versioned("a", "1", 1), "status": {"x": n}}, str(10 + n)))
+        rec.handle(WatchEvent("MODIFIED", versioned("a", "1", 1, labels={"team": "x"}), "20"))  # label only
+        rec.handle(WatchEvent("MODIFIED", versioned("a", "2", 2, labels={"team": "x"}), "21"))  # spec
+        rec.handle(WatchEvent("DELETED", versioned("a", "2", 2, labels={"team": "x"}), "22"))
+        rec.handle(WatchEvent("ADDED", versioned("a", "2", 1, uid="u2"), "23"))  # created again
+        await rec.flush()
+
+    asyncio.run(run())
+    assert kept(store) == [
+        (1, "a", "create"),
+        (2, "a", "update"),
+        (3, "a", "update"),
+        (4, "a", "delete"),
+        (5, "a", "create"),
+    ]
+
+
+class RefusingStore(MemoryStore):
+    """Refuses ConfigMap creates until told otherwise (a namespace that does not exist yet)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refuse = True
+        self.tries = 0
+
+    async def create(self, obj: Manifest) -> Manifest:
+        if obj.get("kind") == "ConfigMap":
+            self.tries += 1
+            if self.refuse:
+                raise policy_recorder.NotFound(f'namespaces "{NS}" not found')
+        return await super().create(obj)
+
+
+def test_a_revision_that_cannot_be_written_is_retried_after_a_while_not_every_pass() -> None:
+    store = RefusingStore()
+    now = [NOW]
+    rec = PolicyRecorder(store, NS, clock=lambda: now[0])
+
+    async def run() -> list[int]:
+        await rec.start([cohort("a", "1")])
+        written = [await rec.flush() for _ in range(5)]  # five passes within a second
+        assert store.tries == 1
+        now[0] = NOW + timedelta(seconds=policy_recorder.RETRY_SECONDS)
+        store.refuse = False
+        written.append(await rec.flush())
+        return written
+
+    assert asyncio.run(run()) == [0, 0, 0, 0, 0, 1]
+    assert store.tries == 2 and kept(store) == [(1, "a", "create")]

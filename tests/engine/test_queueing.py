@@ -68,6 +68,31 @@ def test_release_in_the_cohort_unparks_other_queues_of_the_tree() -> None:
     assert c.admitted_names() == {"borrower"}
 
 
+def test_a_queue_that_changes_cohort_is_unparked_by_releases_in_its_new_tree_only() -> None:
+    c = (
+        Cluster()
+        .cq("a", {"f": {"cpu": 2}}, cohort="one")
+        .cq("b", {"f": {"cpu": 2}}, cohort="one")
+        .cq("x", {"f": {"cpu": 2}}, cohort="two")
+        .admitted("busy-b", "b", cpu=2)
+        .admitted("busy-x", "x", cpu=2)
+        .pending("borrower", "a", cpu=4)
+    )
+    c.cycle()  # builds the tree, and with it the queues of each cohort tree
+    assert c.inadmissible_names("a") == {"borrower"}
+    c.cq("a", {"f": {"cpu": 2}}, cohort="two")
+    c.cycle()
+    assert c.inadmissible_names("a") == {"borrower"}
+    c.finish("busy-b")  # in the tree it left: nothing to hope for
+    assert c.inadmissible_names("a") == {"borrower"}
+    c.cq("late", {"f": {"cpu": 0}}, cohort="two")  # joins a tree already worked out
+    c.pending("late-head", "late", cpu=5)
+    c.cycle()
+    assert c.inadmissible_names("late") == {"late-head"}
+    c.finish("busy-x")
+    assert c.pending_names("a") == {"borrower"} and c.pending_names("late") == {"late-head"}
+
+
 def twins_cluster(gates: dict[str, bool] | None = None) -> Cluster:
     """Two identical workloads too big for the queue, then a different smaller one."""
     return (
@@ -104,8 +129,10 @@ def test_a_new_twin_of_a_parked_shape_is_parked_on_arrival_and_freed_with_it() -
     # Same shape from another namespace: the namespace is not part of it.
     c.pending("twin-3", "cq", cpu=3, priority=1, created=4, ns="elsewhere")
     assert c.inadmissible_names("cq") == {"twin-1", "twin-2", "twin-3"}
+    assert c.state.queues["cq"].inadmissible  # truth without counting every parked shape
     c.finish("running")
     assert c.inadmissible_names("cq") == set()
+    assert not c.state.queues["cq"].inadmissible
     assert c.pending_names("cq") == {"twin-1", "twin-2", "twin-3", "other"}
 
 

@@ -12,6 +12,7 @@ whole, so a value read from ``4Gi`` is written as ``4Gi`` and ``1500m`` stays
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 from typing import Final
@@ -76,15 +77,25 @@ def parse_exact(text: str | int | float) -> Fraction:
     return -value if match["sign"] == "-" else value
 
 
+# The binary suffixes format_milli may use (Mi and above), largest first.
+_LARGE_BINARY: Final = tuple(
+    (suffix, factor)
+    for suffix, factor in sorted(_BINARY.items(), key=lambda item: -item[1])
+    if factor >= 2**20
+)
+
+
+@functools.lru_cache(maxsize=4096)
 def format_milli(milli: int) -> str:
     """Write milli-units in Kubernetes notation, with the largest exact suffix."""
+    # Cached: queue statuses format the same few amounts hundreds of thousands of times a run.
     if milli % MILLI:
         return f"{milli}m"
     units = milli // MILLI
     if units == 0:
         return "0"
-    for suffix, factor in sorted(_BINARY.items(), key=lambda item: -item[1]):
-        if factor >= 2**20 and units % factor == 0:
+    for suffix, factor in _LARGE_BINARY:
+        if units % factor == 0:
             return f"{units // factor}{suffix}"
     return str(units)
 

@@ -28,7 +28,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pykueue.api import policy_history
@@ -45,6 +45,7 @@ DATA_KEY = "revision.json"
 RETENTION = 500
 UNKNOWN_DELETER = "unknown (a watch does not say who deleted)"
 UNKNOWN_WHILE_DOWN = "unknown (changed while no controller was recording)"
+RETRY_SECONDS = 15  # between tries of a revision that could not be written
 NOTES_PER_OBJECT = 8  # admission requests remembered per object until the watch shows them
 
 
@@ -120,6 +121,12 @@ class PolicyRecorder:
     authors: dict[ObjectKey, list[tuple[Manifest | None, str]]] = field(default_factory=dict)
     next_rev: int = 1
     started: bool = False
+    # Per object, what a policy change would alter (uid, generation, labels, annotations) as
+    # last observed: the queues' own status writes come back on the watch a thousand times a
+    # minute in a busy cluster, and comparing each whole object cost more than the pass.
+    seen: dict[ObjectKey, tuple[Any, ...]] = field(default_factory=dict)
+    retry_after: datetime | None = None  # a failed write is retried from then on
+    _write_problem: str = ""
 
     async def start(self, current: Iterable[Manifest]) -> None:
         """Load what is recorded, and record what changed while nobody was recording."""
@@ -139,10 +146,18 @@ class PolicyRecorder:
         obj = event.object
         if not self.started or not policy_history.is_policy(str(obj.get("kind", ""))):
             return
+        key = _key(obj)
         if event.type == "DELETED":
-            self._observe(_key(obj), None, UNKNOWN_DELETER)
-        else:
-            self._observe(_key(obj), obj, who_changed(obj))
+            self.seen.pop(key, None)
+            self._observe(key, None, UNKNOWN_DELETER)
+            return
+        meta = obj.get("metadata") or {}
+        mark = (meta.get("uid"), meta.get("generation"), meta.get("labels"), meta.get("annotations"))
+        # A spec change moves the generation; without one (some stores) every event is compared.
+        if mark[1] is not None and self.seen.get(key) == mark:
+            return
+        self.seen[key] = mark
+        self._observe(key, obj, who_changed(obj))
 
     def note_request(self, review: dict[str, Any]) -> None:
         """An allowed AdmissionRequest for a Kueue object: who asked for this exact object."""
@@ -198,13 +213,27 @@ class PolicyRecorder:
     async def flush(self) -> int:
         """Write the revisions recorded since the last flush, oldest first; the number written."""
         written = 0
+        if self.unwritten and self.retry_after is not None and self.clock() < self.retry_after:
+            return 0
         while self.unwritten:
             item = self.unwritten[0]
             try:
                 await self._create(item)
             except PykueueError as exc:
-                log.warning("policy revision %d not written yet (%s); retrying next pass", item.rev, exc)
+                # Say it once per cause, and do not retry every pass (a missing namespace stays
+                # missing for a while; each try is a request to the API server).
+                if str(exc) != self._write_problem:
+                    log.warning(
+                        "policy revision %d not written yet (%s); retrying every %d s",
+                        item.rev,
+                        exc,
+                        RETRY_SECONDS,
+                    )
+                    self._write_problem = str(exc)
+                self.retry_after = self.clock() + timedelta(seconds=RETRY_SECONDS)
                 return written
+            self.retry_after = None
+            self._write_problem = ""
             self.unwritten.pop(0)
             self.kept[item.rev] = item.key
             self.latest_rev[item.key] = item.rev

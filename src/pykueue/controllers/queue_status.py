@@ -115,13 +115,24 @@ def _is_news(stored: Manifest, desired: Manifest) -> bool:
     return not stored or _active(stored) != _active(desired) or _busy(stored) != _busy(desired)
 
 
-def _queue_keys(state: State) -> list[Key]:
-    """The queue objects the engine knows (the cache also holds thousands of workloads)."""
-    keys = [Key("ClusterQueue", "", name) for name in state.cluster_queues]
-    for name in state.local_queues:
-        namespace, _, local = name.partition("/")
-        keys.append(Key("LocalQueue", namespace, local))
-    keys.extend(Key("Cohort", "", name) for name in state.cohorts)
+def _queue_keys(state: State, made: dict[tuple[str, str], Key]) -> list[Key]:
+    """The queue objects the engine knows (the cache also holds thousands of workloads).
+
+    ``made`` keeps the keys of earlier passes: a thousand queues are listed every pass,
+    and making a key costs more than finding it.
+    """
+    keys = []
+    for kind, names in (
+        ("ClusterQueue", state.cluster_queues),
+        ("LocalQueue", state.local_queues),
+        ("Cohort", state.cohorts),
+    ):
+        for name in names:
+            key = made.get((kind, name))
+            if key is None:
+                namespace, _, local = name.rpartition("/")
+                key = made[(kind, name)] = Key(kind, namespace, local)
+            keys.append(key)
     return keys
 
 
@@ -140,7 +151,9 @@ class QueueStatusWriter:
     # `_within_budget`); 0: no limit.
     max_writes_per_second: float = 25.0
     _written_at: dict[Key, float] = field(default_factory=dict)
-    _checked_at: dict[Key, float] = field(default_factory=dict)
+    # When a queue was last written or found unchanged (the later of the two).
+    _looked_at: dict[Key, float] = field(default_factory=dict)
+    _keys: dict[tuple[str, str], Key] = field(default_factory=dict)
     _allowance: float = 50.0
     _allowance_at: float | None = None
     _in_flight: set[Key] = field(default_factory=set)
@@ -173,14 +186,13 @@ class QueueStatusWriter:
         at = self.monotonic()
         due = at - self.min_interval_seconds
         rejected = {k: v for k, v in (rejected or {}).items() if k.kind in INVALID_REPORTED}
-        known = _queue_keys(state)
-        seen = set(known)
+        known = _queue_keys(state, self._keys)
+        if rejected:
+            seen = set(known)
+            known.extend(k for k in rejected if k not in seen)
+        looked_at, in_flight, never = self._looked_at, self._in_flight, float("-inf")
         keys = [
-            key
-            for key in [*known, *(k for k in rejected if k not in seen)]
-            if key in cache
-            and key not in self._in_flight
-            and max(self._written_at.get(key, float("-inf")), self._checked_at.get(key, float("-inf"))) <= due
+            key for key in known if looked_at.get(key, never) <= due and key not in in_flight and key in cache
         ]
         local = engine_status.local_queue_statuses(
             state, [f"{key.namespace}/{key.name}" for key in keys if key.kind == "LocalQueue"]
@@ -188,7 +200,7 @@ class QueueStatusWriter:
         changed = []
         for key in keys:
             stored = cache[key]
-            self._checked_at[key] = at
+            self._looked_at[key] = at
             desired = self._desired(state, key, local)
             if key in rejected:
                 desired = invalid_status(desired, rejected[key])
@@ -268,5 +280,5 @@ class QueueStatusWriter:
         current = cache.get(key)
         if current is not None and version_number(current) <= version_number(written):
             cache[key] = written  # unless the watch already brought a newer one, or a deletion
-        self._written_at[key] = self.monotonic()
+        self._written_at[key] = self._looked_at[key] = self.monotonic()
         return 1

@@ -55,6 +55,11 @@ class Parked(Mapping[str, Workload]):
         queue = self._queue
         return len(queue._held) + sum(len(queue._groups.get(shape, {})) for shape in queue._parked)
 
+    def __bool__(self) -> bool:
+        # Asked on every release for each queue of a cohort: stop at the first parked workload.
+        queue = self._queue
+        return bool(queue._held) or any(queue._groups.get(shape) for shape in queue._parked)
+
 
 _NO_SHAPE = object()
 

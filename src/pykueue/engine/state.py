@@ -216,7 +216,7 @@ class State:
             queue.strategy = cq.queueing_strategy
         self.queues[cq.name].usage_of = self.afs_usage if self.uses_afs(cq.name) else None
         self._tree_dirty = True
-        self._tree_members.clear()
+        self._note_member(cq, old)
         self._route_unrouted()
         if old is not None and old.cohort and old.cohort != cq.cohort:
             self._requeue_cohort_of_name(old.cohort)
@@ -637,6 +637,7 @@ class State:
                 node.parent = parent
                 parent.children.append(node)
         in_cycle = self._cohorts_in_cycles()
+        self._tree_members = self._members_by_root()
         for name in in_cycle:
             node = self.cohort_nodes[name]
             if node.parent is not None and node in node.parent.children:
@@ -825,21 +826,37 @@ class State:
         self._requeue_cohort_of_name(cq.cohort)
 
     def _requeue_cohort_of_name(self, cohort: str) -> None:
-        root = self._root_cohort_name(cohort)
-        members = self._tree_members.get(root)
-        if members is None:
-            if not any(queue.inadmissible for queue in self.queues.values()):
-                return  # nothing parked anywhere (loading a thousand queues): skip the tree walk
-            members = [
-                name
-                for name, cq in self.cluster_queues.items()
-                if cq.cohort and self._root_cohort_name(cq.cohort) == root
-            ]
-            self._tree_members[root] = members
-        for name in members:
+        if not self._tree_members:
+            self._tree_members = self._members_by_root()
+        for name in self._tree_members.get(self._root_cohort_name(cohort), ()):
             queue = self.queues.get(name)
             if queue is not None and queue.inadmissible:
                 queue.unpark_all(self.backing_off)
+
+    def _note_member(self, cq: specs.ClusterQueue, old: specs.ClusterQueue | None) -> None:
+        """Keep the queues of each cohort tree (`_tree_members`) as ``cq`` joins or moves."""
+        if old is not None and old.cohort == cq.cohort:
+            return  # same tree
+        if old is None and (not cq.cohort or not self._tree_members):
+            return  # in no tree, or the members are worked out when next needed
+        if old is None:
+            # A new queue comes last, as it does in `cluster_queues`: a thousand queues
+            # loading one by one must not work the whole tree out again each time.
+            self._tree_members.setdefault(self._root_cohort_name(cq.cohort), []).append(cq.name)
+            return
+        self._tree_members.clear()
+
+    def _members_by_root(self) -> dict[str, list[str]]:
+        """Every root cohort's ClusterQueues, in one look at the queues.
+
+        Built with the tree, so a release in a settled cluster looks only at its own tree's
+        queues: without it, a cluster with nothing parked looked at every queue per release.
+        """
+        members: dict[str, list[str]] = {}
+        for name, cq in self.cluster_queues.items():
+            if cq.cohort:
+                members.setdefault(self._root_cohort_name(cq.cohort), []).append(name)
+        return members
 
     def _root_cohort_name(self, name: str) -> str:
         seen: set[str] = set()
