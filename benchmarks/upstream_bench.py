@@ -347,6 +347,12 @@ def run_once(
         run.error = f"runner exited {returncode}; see {out / 'runner.log'}"
         return run
     read_figures(run, generator, stats_file)
+    if run.workloads and not run.runner_usage_pct:
+        # The recorder stops once no ClusterQueue status says pending or reserving: a
+        # controller that wrote none by the generator's end ends the run (seen once, at a
+        # tenth of the large-scale shape, with a controller slow to start).
+        run.error = f"no Workload was admitted before the runner's recorder stopped; see {out / 'runner.log'}"
+        return run
     check = subprocess.run(
         [
             str(bins["perf"] / "checker.test"),
