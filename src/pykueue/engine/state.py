@@ -637,7 +637,6 @@ class State:
                 node.parent = parent
                 parent.children.append(node)
         in_cycle = self._cohorts_in_cycles()
-        self._tree_members = self._members_by_root()
         for name in in_cycle:
             node = self.cohort_nodes[name]
             if node.parent is not None and node in node.parent.children:
@@ -849,8 +848,8 @@ class State:
     def _members_by_root(self) -> dict[str, list[str]]:
         """Every root cohort's ClusterQueues, in one look at the queues.
 
-        Built with the tree, so a release in a settled cluster looks only at its own tree's
-        queues: without it, a cluster with nothing parked looked at every queue per release.
+        Worked out once and then kept (`_note_member`), so a release looks only at its own
+        tree's queues: before, a cluster with nothing parked looked at every queue per release.
         """
         members: dict[str, list[str]] = {}
         for name, cq in self.cluster_queues.items():
