@@ -13,6 +13,9 @@ in a worker thread. Measured:
 * the forward runs (off the loop): reported; the refresh interval grows to
   ``load_factor`` times this, so it bounds the estimator's share of a core, not
   admission;
+* a refresh under the controller's cycle budget (`StartEstimates.budget_seconds`,
+  sized from the cycles per CPU second the whole refresh measured): its CPU time and how
+  many pending workloads it estimates (the soonest starts);
 * admission while a refresh runs: a task on the loop runs a scheduling cycle on
   the live state every 20 ms (as the admission controller's passes do) and we
   compare the cycles' duration and the loop's worst lateness with and without a
@@ -30,6 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pykueue.controllers.estimating import MIN_CYCLES, StartEstimates
 from pykueue.engine import forecast, runtimes, scheduler
 from pykueue.engine.state import State
 from pykueue.sim import generator
@@ -49,6 +53,10 @@ class Result:
     snapshot_cpu: float  # the loop thread's CPU time: what a busy neighbour does not stretch
     forward_seconds: float
     estimated: int
+    cycles: int  # of the three forward runs of the whole refresh
+    budget_cycles: int  # the expected run's bound under the controller's budget
+    budget_cpu: float  # CPU seconds of the budgeted refresh's forward runs
+    budget_estimated: int
     idle_cycle_ms: float
     busy_cycle_ms: float
     idle_lateness_ms: float
@@ -104,10 +112,13 @@ async def measure() -> Result:
     copy = model.copy()
     snapshot_seconds = time.perf_counter() - started
     snapshot_cpu = time.thread_time() - cpu_started
-    estimates = await asyncio.to_thread(forecast.estimate, snap, copy)
+    estimates, cycles, forward_cpu = await asyncio.to_thread(_timed, snap, copy, None)
     forward_seconds = time.perf_counter() - started - snapshot_seconds
     busy.set()
     busy_durations, busy_worst = await passes
+    budget = StartEstimates.budget_seconds
+    bound = max(MIN_CYCLES, int(budget * cycles / forward_cpu / 5))  # as StartEstimates.max_cycles
+    bounded, _, bounded_cpu = await asyncio.to_thread(_timed, snap, model.copy(), bound)
     return Result(
         pending=pending,
         admitted=admitted,
@@ -115,11 +126,24 @@ async def measure() -> Result:
         snapshot_cpu=snapshot_cpu,
         forward_seconds=forward_seconds,
         estimated=len(estimates),
+        cycles=cycles,
+        budget_cycles=bound,
+        budget_cpu=bounded_cpu,
+        budget_estimated=len(bounded),
         idle_cycle_ms=statistics.median(idle_durations) * 1000,
         busy_cycle_ms=statistics.median(busy_durations) * 1000,
         idle_lateness_ms=idle_worst * 1000,
         busy_lateness_ms=busy_worst * 1000,
     )
+
+
+def _timed(
+    snap: forecast.Snapshot, model: runtimes.Model, bound: int | None
+) -> tuple[dict[str, forecast.Estimate], int, float]:
+    """A refresh's forward runs in this thread: the estimates, their cycles, their CPU seconds."""
+    started = time.thread_time()
+    found, cycles = forecast.estimate_counted(snap, model, max_cycles=bound)
+    return found, cycles, time.thread_time() - started
 
 
 def report(result: Result) -> tuple[str, bool]:
@@ -131,7 +155,11 @@ def report(result: Result) -> tuple[str, bool]:
         f"  snapshot on the loop: {result.snapshot_cpu * 1000:.0f} ms CPU, {result.snapshot_seconds * 1000:.0f} ms wall"
         f" (target <= {SNAPSHOT_TARGET * 1000:.0f} ms CPU)"
         f"{'' if snapshot_ok else '  MISSED'}\n"
-        f"  forward runs in a thread (estimate, low, high): {result.forward_seconds:.1f} s\n"
+        f"  forward runs in a thread (estimate, low, high): {result.forward_seconds:.1f} s,"
+        f" {result.cycles:,} cycles\n"
+        f"  under the controller's budget ({StartEstimates.budget_seconds:g} s): expected run bounded at"
+        f" {result.budget_cycles:,} cycles, {result.budget_cpu:.2f} s CPU,"
+        f" {result.budget_estimated:,} of {result.pending:,} estimated\n"
         f"  admission cycles, median: {result.idle_cycle_ms:.1f} ms idle, {result.busy_cycle_ms:.1f} ms during a refresh\n"
         f"  loop's worst lateness: {result.idle_lateness_ms:.0f} ms idle, {result.busy_lateness_ms:.0f} ms during "
         f"a refresh (target <= idle + snapshot wall + {LATENESS_SLACK * 1000:.0f} ms){'' if lateness_ok else '  MISSED'}"

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from pykueue.controllers.estimate_annotations import ANNOTATION, AnnotationWriter
 from pykueue.engine import forecast, intake
+from pykueue.store import base
 from pykueue.store.base import Key, Manifest
 from pykueue.store.memory import MemoryStore
 
@@ -89,3 +90,28 @@ def test_writes_per_refresh_are_capped_soonest_first() -> None:
         assert annotated == {"b", "c"}
 
     asyncio.run(scenario())
+
+
+def test_annotations_are_written_as_spare_only_requests() -> None:
+    class Watching(MemoryStore):
+        spare: list[bool] = []
+
+        async def update(self, obj: Manifest) -> Manifest:
+            self.spare.append(base.request_spare_only.get())
+            return await super().update(obj)
+
+    async def scenario() -> tuple[list[bool], bool]:
+        store = Watching(now=lambda: NOW)
+        created = await store.create(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "Workload",
+                "metadata": {"name": "w", "namespace": "team"},
+                "spec": {"queueName": "main", "podSets": []},
+            }
+        )
+        assert await AnnotationWriter(store, lambda key: created).write({"team/w": _estimate(60)}, T) == 1
+        return store.spare, base.request_spare_only.get()
+
+    spare, after = asyncio.run(scenario())
+    assert spare == [True] and after is False  # the caller's own requests are not changed

@@ -187,3 +187,29 @@ def test_visibility_items_carry_the_estimate() -> None:
         ]
 
     asyncio.run(scenario())
+
+
+def test_a_refresh_plays_within_its_cycle_budget() -> None:
+    async def scenario() -> None:
+        # Six pending, each waiting for the one before: a whole forward run takes more cycles
+        # than the budget given, so only the soonest get an estimate.
+        controller = await _controller(
+            _workload("running", NOW - timedelta(minutes=10), maximumExecutionTimeSeconds=600),
+            *(_workload(f"p{i}", NOW - timedelta(minutes=9 - i)) for i in range(6)),
+        )
+        unbounded = estimating.StartEstimates(controller, budget_seconds=0)
+        await unbounded.refresh()
+        assert unbounded.max_cycles() is None and len(unbounded.estimates) == 6
+        bounded = estimating.StartEstimates(controller, first_max_cycles=3)
+        assert bounded.max_cycles() == 3
+        await bounded.refresh()
+        assert 0 < len(bounded.estimates) < 6
+        assert all(unbounded.estimates[key] == found for key, found in bounded.estimates.items())
+        # The next budget comes from what the cycles cost (at least 20 cycles).
+        assert bounded.cycles_per_second > 0
+        bounded.cycles_per_second = 30_000.0
+        assert bounded.max_cycles() == 9_000  # a fifth of 1.5 s at 30,000 cycles a second
+        bounded.cycles_per_second = 10.0
+        assert bounded.max_cycles() == estimating.MIN_CYCLES
+
+    asyncio.run(scenario())

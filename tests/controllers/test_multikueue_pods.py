@@ -65,7 +65,9 @@ def _workload(owner_kind: str) -> dict[str, Any]:
     }
 
 
-def _check_after_a_poll(owner_kind: str, members: list[dict[str, Any]]) -> dict[str, Any]:
+def _check_after_a_poll(
+    owner_kind: str, members: list[dict[str, Any]], check_names: list[str] | None = None
+) -> dict[str, Any]:
     async def run() -> dict[str, Any]:
         store = MemoryStore()
         await store.create(CHECK)
@@ -77,6 +79,7 @@ def _check_after_a_poll(owner_kind: str, members: list[dict[str, Any]]) -> dict[
             cache,
             lambda _: None,
             members=lambda key: members if key == Key.of(workload) else [],
+            check_names=None if check_names is None else lambda: check_names,
         )
         await controller.poll()
         await controller.clusters.close()
@@ -97,6 +100,15 @@ def test_pods_a_leaderworkerset_made_get_the_check_rejected() -> None:
     entry = _check_after_a_poll("LeaderWorkerSet", [_pod("g-0"), _pod("g-1")])
     assert entry["state"] == "Rejected"
     assert entry["message"] == "MultiKueue cannot dispatch the kind LeaderWorkerSet"
+
+
+def test_with_the_check_names_given_a_poll_looks_only_at_those_checks() -> None:
+    # The manager passes the engine's AdmissionCheck names, so a poll does not scan a
+    # cache of every Workload: a check it is not told of is not acted on.
+    named = _check_after_a_poll("LeaderWorkerSet", [_pod("g-0"), _pod("g-1")], check_names=["mk"])
+    assert named["state"] == "Rejected"
+    unnamed = _check_after_a_poll("LeaderWorkerSet", [_pod("g-0"), _pod("g-1")], check_names=["other"])
+    assert (unnamed["state"], unnamed["message"]) == ("Pending", "")
 
 
 def test_a_workload_whose_pods_are_not_known_yet_is_left_alone() -> None:

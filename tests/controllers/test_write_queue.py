@@ -8,6 +8,7 @@ import pytest
 
 from pykueue.controllers.write_queue import WriteQueue
 from pykueue.errors import Conflict
+from pykueue.store import base
 
 
 class Recorder:
@@ -200,3 +201,20 @@ def test_the_counts_per_lane_follow_every_move() -> None:
         asyncio.run(scenario())
 
     check()
+
+
+def test_the_writes_of_a_spare_lane_are_made_as_spare_only_requests() -> None:
+    async def scenario() -> dict[str, bool]:
+        seen: dict[str, bool] = {}
+
+        async def send(name: str) -> int:
+            seen[name] = base.request_spare_only.get()  # what the store's rate limit reads
+            return 1
+
+        queue = WriteQueue({0: 1, 1: 1}, send, spare_lanes=frozenset({1}))
+        queue.offer("admission", 0, (0,))
+        queue.offer("explanation", 1, (0,))
+        await queue.drain()
+        return seen
+
+    assert asyncio.run(scenario()) == {"admission": False, "explanation": True}

@@ -115,3 +115,30 @@ def test_a_snapshot_copies_every_field_and_owns_the_mutable_ones() -> None:
     copied.conditions["QuotaReserved"].message = "changed"
     copied.pod_sets.append(copied.pod_sets[0])
     assert live.conditions["QuotaReserved"].message == "waiting" and len(live.pod_sets) == 1
+
+
+def _long_queue() -> Cluster:
+    """One running workload and twelve pending ones that each need the whole queue."""
+    c = Cluster().cq("a", {"f": {"cpu": q(4)}}, within=LOWER_PRIORITY)
+    c.admitted("running", "a", cpu=4, admitted_at=0)
+    for i in range(12):
+        c.pending(f"p{i:02d}", "a", cpu=4, created=1 + i)
+    return c
+
+
+def test_a_cycle_budget_answers_for_the_soonest_starts_only() -> None:
+    snap = forecast.snapshot(_long_queue().state)
+    full, full_cycles = forecast.estimate_counted(snap, _model(10, 10, 10))
+    bounded, cycles = forecast.estimate_counted(snap, _model(10, 10, 10), max_cycles=8)
+    assert len(full) == 12 and 0 < len(bounded) < len(full)
+    # What the bounded run answers is what the whole run says of the same workloads, and
+    # they are the soonest: none of those left out starts earlier.
+    assert {key: full[key] for key in bounded} == bounded
+    assert max(e.at for e in bounded.values()) <= min(full[k].at for k in full if k not in bounded)
+    assert cycles < full_cycles
+
+
+def test_the_expected_run_stops_at_its_budget() -> None:
+    snap = forecast.snapshot(_long_queue().state)
+    _, cycles = forecast.estimate_counted(snap, _model(10, 10, 10), ranges=False, max_cycles=5)
+    assert cycles == 5

@@ -290,3 +290,35 @@ def test_a_parked_shape_group_is_skipped_then_returns_in_order_with_its_newest_k
     assert not queue.inadmissible
     assert _drain(queue) == ["w3", "w0", "w5", "w4"]  # sticky first, then priority, then arrival
     assert len(queue) == 0
+
+
+def test_a_parked_group_is_told_a_reason_once_and_only_newcomers_after() -> None:
+    queue = ClusterQueueQueue("cq")
+    for i in range(4):
+        queue.push(_wl(f"w{i}", 9, i, "big"))
+    head = queue.pop()
+    assert head is not None
+    queue.requeue(head, immediate=False, park_twins=True)
+    names = lambda found: sorted(w.name for w in found)  # noqa: E731
+    assert names(queue.unstamped_twins(head, "NoFit")) == ["w1", "w2", "w3"]
+    assert queue.unstamped_twins(head, "NoFit") == []  # told already: nothing to ask again
+    queue.push(_wl("w4", 9, 4, "big"))
+    assert names(queue.unstamped_twins(head, "NoFit")) == ["w4"]  # a newcomer only
+    assert names(queue.unstamped_twins(head, "Other")) == ["w1", "w2", "w3", "w4"]  # a new reason: all
+    # Unparked and parked again, with the same reason: those that stayed in the group
+    # still say it; one that was tried (and so told something else) and came back is asked.
+    queue.unpark_all()
+    again = queue.pop()
+    assert again is not None and again.name == "w0"  # the held head came back first
+    queue.requeue(again, immediate=False, park_twins=True)
+    assert queue.unstamped_twins(again, "Other") == []
+    tried = queue.pop()
+    assert tried is None  # the whole shape is parked
+    queue.unpark_all()
+    w0, w1 = queue.pop(), queue.pop()
+    assert w0 is not None and w1 is not None and (w0.name, w1.name) == ("w0", "w1")
+    queue.requeue(w1, immediate=True, park_twins=False)  # w1 back in the group, told other things
+    queue.requeue(w0, immediate=False, park_twins=True)
+    assert names(queue.unstamped_twins(w0, "Other")) == ["w1"]
+    queue.forget_stamps()  # the pending workloads were explained again
+    assert names(queue.unstamped_twins(w0, "Other")) == ["w1", "w2", "w3", "w4"]

@@ -282,6 +282,58 @@ def test_waiting_requests_get_tokens_by_rank_not_by_arrival() -> None:
     assert asyncio.run(scenario()) == ["unranked", "large admission", "small admission", "explanation"]
 
 
+def test_a_spare_only_request_leaves_half_the_burst_for_the_others() -> None:
+    async def scenario() -> tuple[list[str], int]:
+        now = [0.0]
+        bucket = kubernetes.TokenBucket(rate=10, burst=10, clock=lambda: now[0])
+        order: list[str] = []
+
+        async def request(name: str, spare_only: bool) -> None:
+            base.request_spare_only.set(spare_only)
+            await bucket.take()
+            order.append(name)
+
+        for _ in range(4):
+            await request("admission", False)  # 10 -> 6 tokens: more than half is left
+        await request("explanation", True)  # 6 >= 1 + 5: it may go (5 left)
+        waiting = asyncio.create_task(request("late explanation", True))  # 5 < 6: waits
+        await asyncio.sleep(0)
+        await request("admission", False)  # never behind a spare-only waiter (4 left)
+        assert order == ["admission"] * 4 + ["explanation", "admission"]
+        now[0] = 0.15  # 5.5 tokens: still not the 6 it needs
+        await asyncio.sleep(0.2)
+        held = len(order)
+        now[0] = 1.0  # 4 + 10 tokens a second, capped at the burst
+        await asyncio.wait_for(waiting, 2)
+        return order, held
+
+    order, held = asyncio.run(scenario())
+    assert held == 6 and order[-1] == "late explanation"
+
+
+def test_a_request_that_arrives_after_a_spare_only_waiter_is_not_held_by_its_timer() -> None:
+    async def scenario() -> float:
+        bucket = kubernetes.TokenBucket(rate=20, burst=4)
+        base.request_spare_only.set(False)
+        for _ in range(4):
+            await bucket.take()  # empty: a spare-only request needs 3 tokens (0.15 s)
+
+        async def spare() -> None:
+            base.request_spare_only.set(True)
+            await bucket.take()
+
+        waiting = asyncio.create_task(spare())
+        await asyncio.sleep(0)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await bucket.take()  # one token: 0.05 s, not the spare-only waiter's 0.15 s
+        took = loop.time() - started
+        await waiting
+        return took
+
+    assert asyncio.run(scenario()) < 0.12
+
+
 def test_a_cancelled_waiter_gives_its_turn_to_the_next() -> None:
     async def scenario() -> list[str]:
         bucket = kubernetes.TokenBucket(rate=100, burst=1)

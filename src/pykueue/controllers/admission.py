@@ -503,7 +503,9 @@ class AdmissionController:
         loop = asyncio.get_running_loop()
         if self._queue is None or self._queue_loop is not loop:
             slots = {0: self.write_concurrency, 1: max(1, self.write_concurrency // 4)}
-            self._queue = WriteQueue(slots, self._send)
+            # Explanations use spare capacity only: a pending workload admitted before its
+            # explanation went out needs none (its admission write says it all).
+            self._queue = WriteQueue(slots, self._send, spare_lanes=frozenset({1}))
             self._queue_loop = loop
         return self._queue
 

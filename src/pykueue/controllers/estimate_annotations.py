@@ -30,6 +30,7 @@ from datetime import datetime
 from pykueue.controllers import estimating
 from pykueue.engine import forecast, intake
 from pykueue.errors import Conflict, NotFound
+from pykueue.store import base
 from pykueue.store.base import Key, Manifest, Store
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,18 @@ class AnnotationWriter:
             if obj is not None and self.due(obj, estimate, now):
                 due.append((estimate.at, key, obj, estimate))
         due.sort(key=lambda item: (item[0], str(item[1])))
+        # An estimate is for reading: it waits for spare capacity of a rate limit, and the
+        # Workload status writes that admit and evict keep the burst.
+        spare = base.request_spare_only.set(True)
+        try:
+            written = await self._write_due(due)
+        finally:
+            base.request_spare_only.reset(spare)
+        if len(due) > self.max_writes:
+            log.info("estimated-start annotations: %d more are due next refresh", len(due) - self.max_writes)
+        return written
+
+    async def _write_due(self, due: list[tuple[int, Key, Manifest, forecast.Estimate]]) -> int:
         written = 0
         for _, _key, obj, estimate in due[: self.max_writes]:
             meta = dict(obj.get("metadata") or {})
@@ -74,8 +87,6 @@ class AnnotationWriter:
             except (Conflict, NotFound):
                 continue  # changed or gone since it was cached: a later refresh looks again
             written += 1
-        if len(due) > self.max_writes:
-            log.info("estimated-start annotations: %d more are due next refresh", len(due) - self.max_writes)
         return written
 
 

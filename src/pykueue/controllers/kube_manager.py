@@ -186,6 +186,8 @@ class KubeManager:
             settings,
             self.clock,
             members=self.pods.members_of if self.pods is not None else multikueue.no_members,
+            # The engine holds every AdmissionCheck the cache does (a pass behind at most).
+            check_names=lambda: list(self.admission.state.admission_checks),
         )
 
     def admission_controller(self) -> AdmissionController:

@@ -233,6 +233,10 @@ class MultiKueueController:
     clock: Callable[[], datetime] = _utc_now
     # The objects of a composable kind a Workload queues (a pod group's pods, from the manager's cache).
     members: Callable[[Key], list[Manifest]] = no_members
+    # The names of the AdmissionChecks that may be ours (any controller), when the caller
+    # keeps them: a poll then looks those up instead of scanning the whole cache, which
+    # holds every Workload (None: scan).
+    check_names: Callable[[], Iterable[str]] | None = None
     clusters: ClusterConnections = field(init=False)
     polls: int = 0
 
@@ -257,11 +261,18 @@ class MultiKueueController:
             await self.clusters.close()
 
     def _ours(self) -> dict[str, Manifest]:
+        if self.check_names is None:
+            found = {key.name: obj for key, obj in self.cache.items() if key.kind == "AdmissionCheck"}
+        else:
+            found = {}
+            for name in self.check_names():
+                obj = self.cache.get(Key("AdmissionCheck", "", name))
+                if obj is not None:
+                    found[name] = obj
         return {
-            key.name: obj
-            for key, obj in self.cache.items()
-            if key.kind == "AdmissionCheck"
-            and (obj.get("spec") or {}).get("controllerName") == CONTROLLER_NAME
+            name: obj
+            for name, obj in found.items()
+            if (obj.get("spec") or {}).get("controllerName") == CONTROLLER_NAME
         }
 
     async def poll(self) -> None:

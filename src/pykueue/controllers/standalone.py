@@ -33,7 +33,13 @@ class StandaloneManager(KubeManager):
 
     def multikueue_controller(self, settings: multikueue.Settings) -> StandaloneMultiKueue:
         return StandaloneMultiKueue(
-            self.store, self.registry, self.admission.cache, self.jobs.job_by_uid, settings, self.clock
+            self.store,
+            self.registry,
+            self.admission.cache,
+            self.jobs.job_by_uid,
+            settings,
+            self.clock,
+            check_names=lambda: list(self.admission.state.admission_checks),
         )
 
     def topology_ungater(self) -> None:

@@ -16,7 +16,9 @@ Lanes have their own slots, so a backlog in one (pending workloads' explanations
 never holds back another (admissions and evictions). Lanes are also ranked: a lane
 starts no write while a lane before it has names queued for a slot. Under a
 client-side rate limit the slots of all lanes wait for the same tokens, and an
-explanation must not take one while admissions back up. A name offered again while it
+explanation must not take one while admissions back up; a lane named spare takes a
+token only while half the burst stays saved for the others, so explanations never use
+up the burst the next admissions need. A name offered again while it
 waits moves to the place of its latest offer: a pending workload admitted meanwhile
 moves up to the admissions' lane, one admitted and preempted before its turn moves
 back down.
@@ -42,8 +44,15 @@ Rank = tuple[Any, ...]
 class WriteQueue:
     """Names waiting to be written, per lane, each lane with its own number of slots."""
 
-    def __init__(self, slots: Mapping[int, int], send: Callable[[str], Awaitable[int]]) -> None:
+    def __init__(
+        self,
+        slots: Mapping[int, int],
+        send: Callable[[str], Awaitable[int]],
+        spare_lanes: frozenset[int] = frozenset(),
+    ) -> None:
         self._send = send
+        # Lanes whose writes use only spare capacity of a rate limit (`base.request_spare_only`).
+        self._spare_lanes = spare_lanes
         self._free = dict(slots)
         self._heaps: dict[int, list[tuple[Rank, int, str]]] = {lane: [] for lane in slots}
         self._queued: dict[str, tuple[int, Rank, int]] = {}
@@ -105,6 +114,7 @@ class WriteQueue:
         try:
             # Under a rate limit the writes of all slots wait for tokens: the best rank first.
             base.request_rank.set((1 + lane, *rank))  # after unranked requests (a job's Finished)
+            base.request_spare_only.set(lane in self._spare_lanes)
             count = await self._send(name)  # not `+=` over an await: other writes add meanwhile
             self.written += count
         except PykueueError as exc:

@@ -113,28 +113,48 @@ def estimate(
     targets: Iterable[str] | None = None,
     ranges: bool = True,
     horizon: int = HORIZON,
+    max_cycles: int | None = None,
 ) -> dict[str, Estimate]:
     """Estimated starts of ``targets`` (default: every pending workload) from ``snap.now``.
 
     A workload missing from the answer does not start within ``horizon`` (or the
     forward run's bound) under the model: its queue is stopped, it never fits, or
-    it waits behind more work than a week holds.
+    it waits behind more work than a week holds. ``max_cycles`` bounds the
+    scheduling cycles of the expected run, so its cost: the run stops there and
+    answers for the workloads that started before (the soonest ones). The range runs
+    look only for those and get twice the cycles the expected run used.
     """
+    return estimate_counted(snap, model, targets, ranges, horizon, max_cycles)[0]
+
+
+def estimate_counted(
+    snap: Snapshot,
+    model: Model,
+    targets: Iterable[str] | None = None,
+    ranges: bool = True,
+    horizon: int = HORIZON,
+    max_cycles: int | None = None,
+) -> tuple[dict[str, Estimate], int]:
+    """`estimate`, and the scheduling cycles its forward runs took together."""
     wanted = set(snap.pending if targets is None else targets) & set(snap.queue_of)
     end = snap.now + horizon
-    run = _Run(restore(snap), model, "expected", wanted, end)
+    run = _Run(restore(snap), model, "expected", wanted, end, max_cycles)
     expected = run.play()
-    low = starts(snap, model, "low", set(expected), end) if ranges else expected
-    high = starts(snap, model, "high", set(expected), end) if ranges else expected
-    return {
+    cycles = run.cycles
+    low = high = expected
+    if ranges:
+        # Each start in a range run needs the same ends as in the expected run, at other
+        # times: about as many cycles, so twice as many is room enough.
+        bound = None if max_cycles is None else max(2 * run.cycles, 10)
+        low_run = _Run(restore(snap), model, "low", set(expected), end, bound)
+        high_run = _Run(restore(snap), model, "high", set(expected), end, bound)
+        low, high = low_run.play(), high_run.play()
+        cycles += low_run.cycles + high_run.cycles
+    answer = {
         key: Estimate(at, min(at, low.get(key, at)), max(at, high.get(key, end)), run.because[key])
         for key, at in expected.items()
     }
-
-
-def starts(snap: Snapshot, model: Model, which: str, targets: set[str], end: int) -> dict[str, int]:
-    """First admission time of each target in one forward run (``which``: low/expected/high)."""
-    return _Run(restore(snap), model, which, targets, end).play()
+    return answer, cycles
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,8 +253,18 @@ def _copy_workload(wl: Workload) -> Workload:
 class _Run:
     """One forward run: a completion heap over a private state."""
 
-    def __init__(self, state: State, model: Model, which: str, targets: set[str], end: int) -> None:
+    def __init__(
+        self,
+        state: State,
+        model: Model,
+        which: str,
+        targets: set[str],
+        end: int,
+        max_cycles: int | None = None,
+    ) -> None:
         self.state = state
+        self.max_cycles = max_cycles
+        self.cycles = 0  # scheduling cycles run so far
         self.model = model
         self.which = which
         self.waiting = {key for key in targets if key in state.workloads}
@@ -261,7 +291,7 @@ class _Run:
         self._complete(now)  # running workloads already due
         for _ in range(MAX_INSTANTS):
             self._settle(now)
-            if not self.waiting:
+            if not self.waiting or self._spent():
                 break
             later = self._next_instant(now)
             if later is None or later > self.end:
@@ -270,6 +300,9 @@ class _Run:
             self.state.advance_clock(now)
             self._complete(now)
         return self.started
+
+    def _spent(self) -> bool:
+        return self.max_cycles is not None and self.cycles >= self.max_cycles
 
     def _schedule(self, key: str, at: int, basis: str) -> None:
         self._basis_of[key] = basis
@@ -300,8 +333,11 @@ class _Run:
     def _settle(self, now: int) -> None:
         state = self.state
         for _ in range(MIN_CYCLE_BUDGET + 2 * len(self.waiting)):
+            if self._spent():
+                return
             parked = _parked(state)
             result = scheduler.run_cycle(state)
+            self.cycles += 1
             for key in result.preempted:
                 self.epoch[key] = self.epoch.get(key, 0) + 1
                 self.preempted.setdefault(key, now)

@@ -93,6 +93,10 @@ class ClusterQueueQueue:
     # Parked shapes (a dict for a deterministic order).
     _parked: dict[object, None] = field(default_factory=dict)
     _held: dict[str, Workload] = field(default_factory=dict)
+    # The reason each shape's group was last told as parked twins (`unstamped_twins`), and
+    # the members that joined the group since (they may say something else).
+    _stamped: dict[object, str] = field(default_factory=dict)
+    _unstamped: dict[object, dict[str, None]] = field(default_factory=dict)
     _base: dict[str, SortKey] = field(default_factory=dict)
     _stale: int = 0
     inadmissible: Parked = field(init=False)
@@ -140,6 +144,8 @@ class ClusterQueueQueue:
         else:
             group[key] = wl
         self._shape_of[key] = shape
+        if shape in self._stamped:
+            self._unstamped.setdefault(shape, {})[key] = None
         self._push(shape, self._entry(wl))
 
     def _push(self, shape: object, item: tuple[SortKey, int, int, Workload]) -> None:
@@ -179,6 +185,14 @@ class ClusterQueueQueue:
                 self._tops.append((item[0], item[1], item[2], shape))
         heapq.heapify(self._tops)
 
+    def _unstamp(self, shape: object, key: str, group: dict[str, Workload]) -> None:
+        """``key`` left ``shape``'s group: what it was told stops mattering here."""
+        if not group:
+            self._stamped.pop(shape, None)
+            self._unstamped.pop(shape, None)
+        elif (joined := self._unstamped.get(shape)) is not None:
+            joined.pop(key, None)
+
     def _entry(self, wl: Workload) -> tuple[SortKey, int, int, Workload]:
         self._entries += 1
         self._entry_of[wl.key] = self._entries
@@ -191,6 +205,7 @@ class ClusterQueueQueue:
             return None
         group = self._groups[shape]
         wl = group.pop(key)
+        self._unstamp(shape, key, group)
         if not group:
             del self._groups[shape]
         del self._entry_of[key]
@@ -244,6 +259,7 @@ class ClusterQueueQueue:
             key = wl.key
             group = self._groups[shape]
             del group[key]
+            self._unstamp(shape, key, group)
             if not group:
                 del self._groups[shape]
             del self._shape_of[key]
@@ -268,6 +284,28 @@ class ClusterQueueQueue:
         if shape not in self._parked:
             return []
         return [twin for key, twin in self._groups.get(shape, {}).items() if key != wl.key]
+
+    def unstamped_twins(self, wl: Workload, reason: str) -> list[Workload]:
+        """`parked_twins`, unless the group was already told ``reason`` since it was parked.
+
+        A twin that joins a parked group is told on joining, so a group told once stays
+        told: asking its thousands of twins again at every failed try of a head would
+        find nothing to change, at a cost that grows with the queue.
+        """
+        shape = self._shape_of.get(wl.key, wl.shape)
+        if shape not in self._parked:
+            return []
+        joined = self._unstamped.pop(shape, {})
+        if self._stamped.get(shape) != reason:
+            self._stamped[shape] = reason
+            return self.parked_twins(wl)
+        group = self._groups.get(shape, {})
+        return [group[key] for key in joined if key in group and key != wl.key]
+
+    def forget_stamps(self) -> None:
+        """The pending workloads' conditions may have changed: tell every group again."""
+        self._stamped.clear()
+        self._unstamped.clear()
 
     def twins(self, wl: Workload) -> Iterator[Workload]:
         """The other inadmissible workloads of ``wl``'s shape, lazily: the held ones first (the

@@ -613,7 +613,7 @@ def _requeue(state: State, entry: Entry) -> None:
     if park_twins and state.config.gate(EXPLICIT_STATUS):
         # Parked with it, its twins are never tried: they say so, with its reason (upstream's
         # workload controller answers them from the equivalence cache under this gate).
-        for twin in queue.parked_twins(wl):
+        for twin in queue.unstamped_twins(wl, reason):
             if twin.admission is None and evictions.unreserve(
                 twin, reason, waiting.BYPASSED_MESSAGE, state.now
             ):

@@ -881,6 +881,7 @@ class State:
             return
         self._waiting_dirty = False
         for queue in self.queues.values():
+            queue.forget_stamps()
             for wl in [*queue.active(), *queue.inadmissible.values()]:
                 self._explain_waiting(wl)
         for bucket in self.unrouted.values():

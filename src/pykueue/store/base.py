@@ -29,6 +29,12 @@ EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 # Unranked requests rank (0,), first: a job's Finished, say, gives quota back.
 request_rank: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("request_rank", default=(0,))
 
+# Requests made in this context may wait for spare capacity: under a client-side rate
+# limit they take a token only while the bucket keeps half its burst for the others.
+# What a reader merely reads (a pending workload's explanation, an estimated start) must
+# not use up the burst that the next admissions need.
+request_spare_only: contextvars.ContextVar[bool] = contextvars.ContextVar("request_spare_only", default=False)
+
 # Who the writes made in this context are made for: a store that keeps policy history
 # (sqlite) records it with every change of a policy object. The server sets it to the
 # authenticated caller around a request's writes; anything else writes as the system.

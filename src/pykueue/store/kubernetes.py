@@ -328,7 +328,8 @@ class TokenBucket:
 
     Waiters are served by `base.request_rank` (then in arrival order), not first come first
     served: a request that matters more does not queue behind the ones that were merely
-    sent earlier.
+    sent earlier. A request made under `base.request_spare_only` also leaves half the burst
+    in the bucket: it goes only when that many tokens are saved up beyond its own.
     """
 
     def __init__(self, rate: float, burst: int, clock: Any = None) -> None:
@@ -337,7 +338,10 @@ class TokenBucket:
         self._clock = clock or (lambda: asyncio.get_running_loop().time())
         self._tokens = float(self.burst)
         self._at: float | None = None
-        self._waiters: list[tuple[tuple[Any, ...], int, asyncio.Future[None]]] = []
+        # Tokens a spare-only request leaves in the bucket (never so many it could not go).
+        self.reserve = min(self.burst / 2, self.burst - 1)
+        # (spare only, rank, arrival, the waiter, tokens it needs): spare-only ones after the rest.
+        self._waiters: list[tuple[bool, tuple[Any, ...], int, asyncio.Future[None], float]] = []
         self._seq = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
 
@@ -349,29 +353,39 @@ class TokenBucket:
 
     async def take(self) -> None:
         self._refill()
-        if self._tokens >= 1 and not self._waiters:
+        spare_only = base.request_spare_only.get()
+        needed = 1 + self.reserve if spare_only else 1.0
+        # Nobody waiting goes before it: every waiter for a spare-only request, the others
+        # only before a spare-only one.
+        behind = bool(self._waiters) and (spare_only or not self._waiters[0][0])
+        if self._tokens >= needed and not behind:
             self._tokens -= 1
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiters, (base.request_rank.get(), next(self._seq), future))
+        entry = (spare_only, base.request_rank.get(), next(self._seq), future, needed)
+        heapq.heappush(self._waiters, entry)
+        if self._timer is not None and self._waiters[0] is entry:
+            self._timer.cancel()  # it was set for a waiter that needs more
+            self._timer = None
         self._arm()
         await future  # a cancelled waiter is skipped when its turn comes
 
     def _arm(self) -> None:
         if self._timer is None and self._waiters:
-            wait = max(0.0, (1 - self._tokens) / self.rate)
+            # The first in rank waits for what it needs; those after it wait behind it.
+            wait = max(0.0, (self._waiters[0][4] - self._tokens) / self.rate)
             self._timer = asyncio.get_running_loop().call_later(wait, self._wake)
 
     def _wake(self) -> None:
         self._timer = None
         self._refill()
-        while self._waiters and self._tokens >= 1:
-            _, _, future = heapq.heappop(self._waiters)
+        while self._waiters and self._tokens >= self._waiters[0][4]:
+            future = heapq.heappop(self._waiters)[3]
             if future.done():
                 continue
             future.set_result(None)
             self._tokens -= 1
-        while self._waiters and self._waiters[0][2].done():
+        while self._waiters and self._waiters[0][3].done():
             heapq.heappop(self._waiters)
         self._arm()
 
