@@ -127,3 +127,60 @@ def test_engine_decisions_map_to_upstreams_reasons() -> None:
     )
     assert reasons(limit) == ["EvictedDueToDeactivatedDueToRequeuingLimitExceeded"]
     assert workload_events(Event(1, "team/a", engine_state.PENDING, "m", "Pending"))[0][0] == "Warning"
+
+
+class SlowStore(MemoryStore):
+    """Creates take a while; counts how many are under way at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now_writing = 0
+        self.most_at_once = 0
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+    async def create(self, obj: dict[str, object]) -> dict[str, object]:  # type: ignore[override]
+        self.now_writing += 1
+        self.most_at_once = max(self.most_at_once, self.now_writing)
+        try:
+            await self.gate.wait()
+            await asyncio.sleep(0.001)
+            return await super().create(obj)
+        finally:
+            self.now_writing -= 1
+
+
+def test_events_are_written_one_at_a_time_in_order() -> None:
+    async def run() -> tuple[int, list[str]]:
+        store = SlowStore()
+        recorder = EventRecorder(store, clock=Clock(), qps=1000, burst=1000)
+        for i in range(10):
+            recorder.record(_workload(f"job-{i}", f"u{i}"), "Normal", "Admitted", "admitted")
+        await recorder.drain()
+        items = await _events(store)
+        ordered = sorted(items, key=lambda e: int(e["metadata"]["resourceVersion"]))  # type: ignore[index]
+        return store.most_at_once, [e["involvedObject"]["name"] for e in ordered]  # type: ignore[index]
+
+    most_at_once, names = asyncio.run(run())
+    assert most_at_once == 1
+    assert names == [f"job-{i}" for i in range(10)]
+
+
+def test_events_beyond_the_queue_limit_are_dropped_not_queued() -> None:
+    async def run() -> tuple[list[bool], int, int]:
+        store = SlowStore()
+        store.gate.clear()  # the API server does not answer for now
+        recorder = EventRecorder(store, clock=Clock(), qps=1000, burst=1000, queue_limit=3)
+        taken = [
+            recorder.record(_workload(f"job-{i}", f"u{i}"), "Normal", "Admitted", "admitted")
+            for i in range(6)
+        ]
+        await asyncio.sleep(0.01)  # the writer took the first; three wait behind it
+        taken.append(recorder.record(_workload("job-6", "u6"), "Normal", "Admitted", "admitted"))
+        store.gate.set()
+        await recorder.drain()
+        return taken, len(await _events(store)), recorder.dropped
+
+    taken, written, dropped = asyncio.run(run())
+    assert taken == [True, True, True, False, False, False, True]
+    assert written == 4 and dropped == 3

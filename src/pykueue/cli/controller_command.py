@@ -31,6 +31,7 @@ from typing import Any
 import typer
 import yaml
 
+from pykueue import gc_tuning
 from pykueue.api import configuration, crd
 from pykueue.controllers import (
     estimate_annotations,
@@ -480,6 +481,7 @@ def controller(
         else None
     )
     try:
+        gc_tuning.tune_for_service()
         store = connect(kubeconfig, context, qps, burst)
         # Lists that start watches come from the API server's watch cache, as informers' do.
         store.list_from_watch_cache = True

@@ -5,12 +5,14 @@
     on a job        CreatedWorkload, Started, Suspended, Stopped, FinishedWorkload, DeletedWorkload
 
 Events never hold a decision back and never flood the API server, as
-client-go's event broadcaster: each is written in the background; the same
-reason and message for the same object within ten minutes is written once;
-each object may have a burst of 25 events, then one every five minutes (the
-broadcaster's spam filter); and all events together are limited to ``qps``
-(``burst`` at once). An event that cannot be written is dropped (it is a
-record, not state) and counted in ``dropped``.
+client-go's event broadcaster: they are written in the background, one at a
+time and in order, so a busy API server that answers slowly gets fewer; at
+most ``queue_limit`` wait, and one more is dropped; the same reason and
+message for the same object within ten minutes is written once; each object
+may have a burst of 25 events, then one every five minutes (the broadcaster's
+spam filter); and all events together are limited to ``qps`` (``burst`` at
+once). An event that cannot be written is dropped (it is a record, not state)
+and counted in ``dropped``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import asyncio
 import logging
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -53,13 +56,16 @@ class EventRecorder:
     component: str = "kueue-admission"
     qps: float = 10.0
     burst: int = 50
+    # Events waiting for the writer, at most (client-go's broadcaster keeps 1,000 too).
+    queue_limit: int = 1000
     clock: Callable[[], float] = time.monotonic
     dropped: int = 0
     written: int = 0
     _global: _Bucket | None = None
     _per_object: dict[str, _Bucket] = field(default_factory=dict)
     _recent: dict[tuple[str, str, str], float] = field(default_factory=dict)
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _queue: deque[Manifest] = field(default_factory=deque)
+    _writer: asyncio.Task[None] | None = None
 
     def record(self, obj: Manifest, kind: str, reason: str, message: str) -> bool:
         """Queue one event about ``obj``; False when a limit or the dedup dropped it."""
@@ -69,15 +75,14 @@ class EventRecorder:
         fingerprint = (uid, reason, message)
         if now - self._recent.get(fingerprint, -DEDUP_SECONDS - 1) < DEDUP_SECONDS:
             return False
-        if not self._take(uid, now):
+        if len(self._queue) >= self.queue_limit or not self._take(uid, now):
             self.dropped += 1
             return False
         self._recent[fingerprint] = now
         self._forget_old(now)
-        event = self._event(obj, kind, reason, message)
-        task = asyncio.ensure_future(self._write(event))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._queue.append(self._event(obj, kind, reason, message))
+        if self._writer is None:
+            self._writer = asyncio.ensure_future(self._write_queued())
         return True
 
     def _take(self, uid: str, now: float) -> bool:
@@ -127,17 +132,23 @@ class EventRecorder:
             "count": 1,
         }
 
-    async def _write(self, event: Manifest) -> None:
+    async def _write_queued(self) -> None:
         try:
-            await self.store.create(event)
-            self.written += 1
-        except StoreError as exc:
-            self.dropped += 1
-            log.debug("event %s not written: %s", event["reason"], exc)
+            while self._queue:
+                event = self._queue.popleft()
+                try:
+                    await self.store.create(event)
+                    self.written += 1
+                except StoreError as exc:
+                    self.dropped += 1
+                    log.debug("event %s not written: %s", event["reason"], exc)
+        finally:
+            self._writer = None
 
     async def drain(self) -> None:
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        """Wait until every queued event is written or dropped."""
+        while self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
 
 
 def _refill(bucket: _Bucket, now: float, rate: float, cap: int) -> None:

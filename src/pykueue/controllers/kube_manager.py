@@ -40,6 +40,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import ClassVar
 
 from pykueue.api import manifests
 from pykueue.controllers import admission, integrations, jobframework, multikueue, workload_status
@@ -109,6 +110,8 @@ class KubeManager:
     # clusters (`pykueue.controllers.multikueue`); None leaves such checks unanswered.
     multikueue_settings: multikueue.Settings | None = None
     multikueue_checks: multikueue.MultiKueueController | None = field(init=False, default=None)
+    # The MultiKueue check's controller class (standalone mode reaches its workers its own way).
+    multikueue_type: ClassVar[type[multikueue.MultiKueueController]] = multikueue.MultiKueueController
     admission: AdmissionController = field(init=False)
     jobs: JobReconciler = field(init=False)
     # Pods queued alone or in groups (the "pod" framework); None when it is not enabled.
@@ -177,8 +180,8 @@ class KubeManager:
         return self.admission.cache.get(Key("Workload", namespace, name))
 
     def multikueue_controller(self, settings: multikueue.Settings) -> multikueue.MultiKueueController:
-        """The MultiKueue check's controller (standalone mode reaches its workers its own way)."""
-        return multikueue.MultiKueueController(
+        """The MultiKueue check's controller, of `multikueue_type`."""
+        return self.multikueue_type(
             self.store,
             self.registry,
             self.admission.cache,

@@ -148,8 +148,9 @@ class QueueStatusWriter:
     # Write in the background (the Kubernetes manager): a pass does not wait for them.
     background: bool = False
     # Writes of changed counts a second, all queues together (news always goes; see
-    # `_within_budget`); 0: no limit.
-    max_writes_per_second: float = 25.0
+    # `_within_budget`); 0: no limit. Upstream writes queue status with one worker per kind,
+    # one request at a time: about 15 a second for both kinds in its baseline shape here.
+    max_writes_per_second: float = 10.0
     _written_at: dict[Key, float] = field(default_factory=dict)
     # When a queue was last written or found unchanged (the later of the two).
     _looked_at: dict[Key, float] = field(default_factory=dict)

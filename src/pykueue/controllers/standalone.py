@@ -14,7 +14,6 @@ executor leaves the jobs handed to MultiKueue alone.
 
 from __future__ import annotations
 
-from pykueue.controllers import multikueue
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.controllers.multikueue_standalone import StandaloneMultiKueue
 from pykueue.controllers.workloads import StandaloneAdmission
@@ -27,20 +26,10 @@ class StandaloneManager(KubeManager):
     """`KubeManager` with the standalone admission controller, inline writes and its own pace."""
 
     admission: StandaloneAdmission
+    multikueue_type = StandaloneMultiKueue
 
     def admission_controller(self) -> StandaloneAdmission:
         return StandaloneAdmission(self.store, self.config, self.clock)
-
-    def multikueue_controller(self, settings: multikueue.Settings) -> StandaloneMultiKueue:
-        return StandaloneMultiKueue(
-            self.store,
-            self.registry,
-            self.admission.cache,
-            self.jobs.job_by_uid,
-            settings,
-            self.clock,
-            check_names=lambda: list(self.admission.state.admission_checks),
-        )
 
     def topology_ungater(self) -> None:
         return None  # local processes have no pods to gate, nor nodes to follow

@@ -47,7 +47,7 @@ import pydantic
 import uvicorn
 import yaml
 
-from pykueue import paths
+from pykueue import gc_tuning, paths
 from pykueue.api import configuration as api_configuration
 from pykueue.controllers import estimating, integrations, isolation, multikueue
 from pykueue.controllers.executor import Backoff, LocalExecutor, log_folder
@@ -608,6 +608,7 @@ async def _freeze_when_loaded(admission: StandaloneAdmission, timeout: float = 3
 def serve(options: Options) -> None:
     """Run until stopped; raises PykueueError (shown as a message by the CLI) on bad input."""
     config = Config.load(options.config)
+    gc_tuning.tune_for_service()
     os.umask(0o077)  # the store, its journal and every log: the server's user's alone
     with data_lock(options.data_dir):
         asyncio.run(_main(options, config))
