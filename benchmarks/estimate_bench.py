@@ -142,8 +142,8 @@ def _timed(
 ) -> tuple[dict[str, forecast.Estimate], int, float]:
     """A refresh's forward runs in this thread: the estimates, their cycles, their CPU seconds."""
     started = time.thread_time()
-    found, cycles = forecast.estimate_counted(snap, model, max_cycles=bound)
-    return found, cycles, time.thread_time() - started
+    found = forecast.estimate(snap, model, max_cycles=bound)
+    return found, found.cycles, time.thread_time() - started
 
 
 def report(result: Result) -> tuple[str, bool]:

@@ -128,8 +128,9 @@ def _long_queue() -> Cluster:
 
 def test_a_cycle_budget_answers_for_the_soonest_starts_only() -> None:
     snap = forecast.snapshot(_long_queue().state)
-    full, full_cycles = forecast.estimate_counted(snap, _model(10, 10, 10))
-    bounded, cycles = forecast.estimate_counted(snap, _model(10, 10, 10), max_cycles=8)
+    full = forecast.estimate(snap, _model(10, 10, 10))
+    bounded = forecast.estimate(snap, _model(10, 10, 10), max_cycles=8)
+    full_cycles, cycles = full.cycles, bounded.cycles
     assert len(full) == 12 and 0 < len(bounded) < len(full)
     # What the bounded run answers is what the whole run says of the same workloads, and
     # they are the soonest: none of those left out starts earlier.
@@ -140,5 +141,4 @@ def test_a_cycle_budget_answers_for_the_soonest_starts_only() -> None:
 
 def test_the_expected_run_stops_at_its_budget() -> None:
     snap = forecast.snapshot(_long_queue().state)
-    _, cycles = forecast.estimate_counted(snap, _model(10, 10, 10), ranges=False, max_cycles=5)
-    assert cycles == 5
+    assert forecast.estimate(snap, _model(10, 10, 10), ranges=False, max_cycles=5).cycles == 5

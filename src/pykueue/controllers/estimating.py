@@ -197,7 +197,8 @@ class StartEstimates:
         self, snap: forecast.Snapshot, model: runtimes.Model, bound: int | None
     ) -> dict[str, forecast.Estimate]:
         started = time.thread_time()
-        found, cycles = forecast.estimate_counted(snap, model, max_cycles=bound)
+        found = forecast.estimate(snap, model, max_cycles=bound)
+        cycles = found.cycles
         spent = time.thread_time() - started
         if cycles and spent > 0:
             self.cycles_per_second = cycles / spent

@@ -107,6 +107,12 @@ def snapshot(live: State) -> Snapshot:
     )
 
 
+class Estimates(dict[str, Estimate]):
+    """Estimated starts by workload key, and the scheduling cycles the forward runs took."""
+
+    cycles: int = 0
+
+
 def estimate(
     snap: Snapshot,
     model: Model,
@@ -114,7 +120,7 @@ def estimate(
     ranges: bool = True,
     horizon: int = HORIZON,
     max_cycles: int | None = None,
-) -> dict[str, Estimate]:
+) -> Estimates:
     """Estimated starts of ``targets`` (default: every pending workload) from ``snap.now``.
 
     A workload missing from the answer does not start within ``horizon`` (or the
@@ -122,20 +128,9 @@ def estimate(
     it waits behind more work than a week holds. ``max_cycles`` bounds the
     scheduling cycles of the expected run, so its cost: the run stops there and
     answers for the workloads that started before (the soonest ones). The range runs
-    look only for those and get twice the cycles the expected run used.
+    look only for those and get twice the cycles the expected run used. The answer's
+    ``cycles`` counts the cycles of all the runs together.
     """
-    return estimate_counted(snap, model, targets, ranges, horizon, max_cycles)[0]
-
-
-def estimate_counted(
-    snap: Snapshot,
-    model: Model,
-    targets: Iterable[str] | None = None,
-    ranges: bool = True,
-    horizon: int = HORIZON,
-    max_cycles: int | None = None,
-) -> tuple[dict[str, Estimate], int]:
-    """`estimate`, and the scheduling cycles its forward runs took together."""
     wanted = set(snap.pending if targets is None else targets) & set(snap.queue_of)
     end = snap.now + horizon
     run = _Run(restore(snap), model, "expected", wanted, end, max_cycles)
@@ -150,11 +145,12 @@ def estimate_counted(
         high_run = _Run(restore(snap), model, "high", set(expected), end, bound)
         low, high = low_run.play(), high_run.play()
         cycles += low_run.cycles + high_run.cycles
-    answer = {
-        key: Estimate(at, min(at, low.get(key, at)), max(at, high.get(key, end)), run.because[key])
+    answer = Estimates(
+        (key, Estimate(at, min(at, low.get(key, at)), max(at, high.get(key, end)), run.because[key]))
         for key, at in expected.items()
-    }
-    return answer, cycles
+    )
+    answer.cycles = cycles
+    return answer
 
 
 @dataclass(frozen=True, slots=True)
