@@ -5,9 +5,9 @@ objects, and its oldest one whenever a quarter of the long-lived heap has been
 promoted since the last full pass. A controller allocates a dict tree for every
 watch event it decodes and keeps the newest one per object in its cache, so a
 busy controller promotes its whole heap again and again and walks it each time:
-on upstream's baseline shape at a fifth of its size that was 36 % of the
-controller's CPU (docs/performance.md). Almost nothing it allocates forms a
-cycle, so collecting rarely loses little memory and gains most of that time.
+on upstream's baseline shape at a fifth of its size that was 8.5 of the
+controller's 45 CPU seconds (docs/decisions.md). Few of its objects form cycles,
+so collecting rarely keeps little memory a while longer and saves most of that time.
 
 ``PYKUEUE_GC_THRESHOLDS="g0,g1,g2"`` overrides the thresholds (Python's own are
 ``700,10,10``); a bad value is an error that names the variable.
@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from pykueue.errors import PykueueError
 
 ENV = "PYKUEUE_GC_THRESHOLDS"
-# Youngest generation every 50,000 net allocations (pauses stay under a tenth of a second
-# on a heap of 50,000 Workloads); the middle one every 20 of those; a full pass after
-# 10 middle ones, and then only when the heap grew by a quarter (CPython's own rule).
+# Youngest generation every 50,000 net allocations (a collection took about 80 ms in the
+# fifth-scale run); the middle one every 20 of those; a full pass after 10 middle ones,
+# and then only when the heap grew by a quarter (CPython's own rule).
 SERVICE_THRESHOLDS = (50_000, 20, 10)
 
 
