@@ -183,6 +183,47 @@ def test_queue_count_changes_share_a_budget_news_does_not() -> None:
     asyncio.run(scenario())
 
 
+def test_a_queue_status_that_waited_for_a_slot_says_what_the_engine_says_when_it_goes() -> None:
+    # A thousand new queues queue a thousand first statuses; by a queue's turn it may have
+    # turned busy, and a stale "idle" would tell readers (upstream's runner) it is done.
+    async def scenario() -> None:
+        store = SlowStore()
+        await _loaded(store, "queues.yaml", "workloads.yaml")
+        controller = AdmissionController(store, clock=lambda: NOW)
+        await controller.sync()
+        await controller.reconcile()
+        writer = QueueStatusWriter(
+            store, clock=lambda: NOW, min_interval_seconds=1.0, monotonic=lambda: 100.0, concurrency=1
+        )
+        writer.background = True
+        store.most_in_flight = 0
+        assert await writer.write(controller.state, controller.cache) == 4  # first statuses, one at a time
+        last = list(controller.state.cluster_queues)[-1]  # the other ClusterQueue's write goes first
+        queue = Key("ClusterQueue", "", last)
+        before = engine_status.cluster_queue_status(controller.state, last)
+        assert before["reservingWorkloads"] > 0
+
+        # While the first write travels, a workload of the other queue finishes.
+        done = next(
+            obj
+            for key, obj in controller.cache.items()
+            if key.kind == "Workload"
+            and (obj.get("status") or {}).get("admission", {}).get("clusterQueue") == last
+        )
+        status = {**done["status"], "conditions": [*done["status"]["conditions"], _finished()]}
+        fresh = await MemoryStore.update_status(store, {**done, "status": status})
+        controller.handle(WatchEvent("MODIFIED", fresh, resource_version(fresh)))
+        now = engine_status.cluster_queue_status(controller.state, last)
+        assert now["reservingWorkloads"] == before["reservingWorkloads"] - 1
+
+        await writer.drain()
+        assert store.most_in_flight == 1
+        stored = (await store.get(queue.kind, queue.namespace, queue.name))["status"]
+        assert stored["reservingWorkloads"] == now["reservingWorkloads"]
+
+    asyncio.run(scenario())
+
+
 def _finished() -> dict[str, str]:
     return {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
 
@@ -241,6 +282,35 @@ def test_a_pass_decides_no_further_ahead_of_the_writes_than_max_ahead() -> None:
         assert admitted() == 12
         stored = [await store.get("Workload", "research", f"w{i}") for i in range(12)]
         assert all((obj.get("status") or {}).get("admission") for obj in stored)
+
+    asyncio.run(scenario())
+
+
+def test_a_pass_with_room_for_one_admission_decides_the_best_head_of_all_queues() -> None:
+    # One cycle would admit the head of every queue; with room for one it admits the
+    # best and leaves the other untried, so a later, better head still goes first.
+    async def scenario() -> None:
+        store = SlowStore()
+        await _loaded(store, "queues.yaml")
+        docs = _many_workloads(2)
+        docs[0]["metadata"]["name"] = "routine"
+        docs[1]["metadata"].update(name="deadline", namespace="product")
+        docs[1]["spec"]["priority"] = 1000
+        for doc in docs:
+            await store.create(doc)
+        controller = AdmissionController(store, clock=lambda: NOW)
+        controller.outbox = asyncio.Queue()
+        controller.max_ahead = 1
+        await controller.sync()
+        await controller.reconcile()
+        admitted = {wl.name for wl in controller.state.workloads.values() if wl.admission is not None}
+        assert admitted == {"deadline"}
+        routine = controller.state.workloads["research/routine"]
+        assert "QuotaReserved" not in routine.conditions  # untried: nothing to explain
+        await controller.drain()
+        await controller.reconcile()
+        await controller.drain()
+        assert routine.admission is not None
 
     asyncio.run(scenario())
 

@@ -218,3 +218,71 @@ def test_the_writes_of_a_spare_lane_are_made_as_spare_only_requests() -> None:
         return seen
 
     assert asyncio.run(scenario()) == {"admission": False, "explanation": True}
+
+
+class SpareRecorder(Recorder):
+    """A Recorder that also notes whether each write was made as a spare-only request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spare: list[bool] = []
+        self.cancelled: list[str] = []
+
+    async def send(self, name: str) -> int:
+        self.spare.append(base.request_spare_only.get())
+        try:
+            return await super().send(name)
+        except asyncio.CancelledError:
+            self.cancelled.append(name)
+            raise
+
+
+def test_an_admission_cancels_the_explanation_of_the_same_workload_still_waiting() -> None:
+    # Under a rate limit that admissions keep busy, an explanation's write may wait minutes
+    # for a spare token; the admission of the same workload must not wait behind it.
+    async def scenario() -> None:
+        rec = SpareRecorder()
+        queue = WriteQueue({0: 1, 1: 1}, rec.send, spare_lanes=frozenset({1}))
+        queue.offer("w", 1, (0,))
+        await _settle()
+        assert rec.sent == ["w"] and rec.spare == [True]  # waiting, as if for a token
+        queue.offer("w", 0, (-100,))
+        await _settle()
+        assert rec.cancelled == ["w"]
+        assert rec.sent == ["w", "w"] and rec.spare == [True, False]  # again, as an admission
+        assert queue.waiting() == {0: 1, 1: 0}
+        rec.open("w")
+        await queue.drain()
+        assert queue.written == 1 and len(queue) == 0
+
+    asyncio.run(scenario())
+
+
+def test_an_admission_offered_before_the_explanation_began_replaces_it() -> None:
+    async def scenario() -> None:
+        rec = SpareRecorder()
+        rec.open("w")
+        queue = WriteQueue({0: 1, 1: 1}, rec.send, spare_lanes=frozenset({1}))
+        queue.offer("w", 1, (0,))  # its write is started, not yet running
+        queue.offer("w", 0, (-100,))
+        await queue.drain()
+        assert rec.sent == ["w"] and rec.spare == [False] and rec.cancelled == []
+        assert queue.written == 1 and queue.waiting() == {0: 0, 1: 0}
+
+    asyncio.run(scenario())
+
+
+def test_a_newer_explanation_does_not_cancel_the_one_under_way() -> None:
+    async def scenario() -> None:
+        rec = SpareRecorder()
+        queue = WriteQueue({0: 1, 1: 1}, rec.send, spare_lanes=frozenset({1}))
+        queue.offer("w", 1, (0,))
+        await _settle()
+        queue.offer("w", 1, (-5,))  # new words: one more write after this one
+        await _settle()
+        assert rec.cancelled == [] and rec.sent == ["w"]
+        rec.open("w")
+        await queue.drain()
+        assert rec.sent == ["w", "w"] and queue.written == 2
+
+    asyncio.run(scenario())

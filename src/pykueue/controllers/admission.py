@@ -189,7 +189,7 @@ class AdmissionController:
     rejected: dict[Key, str] = field(default_factory=dict)
     # Per workload, what its stored status was last found to agree with (see `write_back`).
     settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    write_concurrency: int = 16
+    write_concurrency: int = 64
     # Decide at most this many admissions and evictions ahead of the writes that carry them
     # (0: no limit). See `reconcile`.
     max_ahead: int = 64
@@ -368,16 +368,23 @@ class AdmissionController:
         write is held by nothing that runs, and the queues' status would count it as used.
         So, when writes travel in the background, a pass stops cycling once ``max_ahead``
         admissions and evictions wait to be written (counting its own); the next pass,
-        after writes went out, goes on. Each cycle still takes the best heads first, so what
-        waits is what would have been written last.
+        after writes went out, goes on. A cycle admits no more than that room either (a
+        thousand queues' heads would otherwise all be decided at once, and a high-priority
+        workload arriving a moment later would wait behind a thousand writes): it takes
+        the best heads first and leaves the rest untried for the next one. Once admissions
+        are waiting, a pass starts no cycle until half of ``max_ahead`` is free again, as a
+        cycle weighs every queue's head however few it admits.
         """
         lifecycle.advance(self.state, intake.micros(self.clock()))
         limited = self.max_ahead > 0 and self.outbox is not None  # writes travel in the background
         budget = self.max_ahead - self._urgent_backlog() if limited else MAX_CYCLES_PER_PASS**2
+        if limited and 0 < budget < self.max_ahead / 2 and self._urgent_backlog():
+            # A cycle looks at every head to admit a few: wait until half the room is free.
+            budget = 0
         for _ in range(MAX_CYCLES_PER_PASS):
             if budget <= 0:
                 break
-            result = scheduler.run_cycle(self.state)
+            result = scheduler.run_cycle(self.state, budget if limited else None)
             budget -= len(result.admitted) + len(result.preempted)
             if not result.changed:
                 break

@@ -9,7 +9,11 @@ condition, fairSharing). This module only turns them into writes:
 * fields of the stored status the engine does not produce are kept (other writers
   own them);
 * the object written goes back into the caller's cache at once, so the next pass
-  compares against it and the watch event it causes is recognised as seen.
+  compares against it and the watch event it causes is recognised as seen;
+* a write that waited for a free slot is built again from the engine's view when it
+  goes: a thousand new queues queue a thousand first statuses, and a queue that turned
+  busy meanwhile must not be reported idle (upstream's scheduler-performance runner
+  ends its run when every ClusterQueue's status says idle).
 
 Reading a status from the engine is cheap; the API server is not, which is why a
 pass writes nothing when nothing changed, and why one object's status is written at
@@ -159,6 +163,8 @@ class QueueStatusWriter:
     _allowance_at: float | None = None
     _in_flight: set[Key] = field(default_factory=set)
     _writing: BackgroundWrites = field(default_factory=lambda: BackgroundWrites("queue status"))
+    _semaphore: asyncio.Semaphore | None = None
+    _semaphore_loop: asyncio.AbstractEventLoop | None = None
 
     def desired(self, state: State, key: Key) -> Manifest | None:
         return self._desired(state, key, {})
@@ -200,28 +206,50 @@ class QueueStatusWriter:
         )
         changed = []
         for key in keys:
-            stored = cache[key]
             self._looked_at[key] = at
-            desired = self._desired(state, key, local)
-            if key in rejected:
-                desired = invalid_status(desired, rejected[key])
-            if desired is None:
-                continue
-            generation = (stored.get("metadata") or {}).get("generation")
-            status = merge_status(stored.get("status"), desired, generation, now)
-            if status != (stored.get("status") or {}):
-                changed.append((key, {**stored, "status": status}))
+            update = self._update(state, key, cache, rejected, local, now)
+            if update is not None:
+                changed.append((key, update))
         updates = self._within_budget(changed, cache, at)
-        gate = asyncio.Semaphore(self.concurrency)
         self._in_flight.update(key for key, _ in updates)
+
+        def again(key: Key) -> Manifest | None:
+            """The update of ``key`` from the engine's view now (None: nothing to write)."""
+            stamp = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+            return self._update(state, key, cache, rejected, {}, stamp)
+
         if self.background:
             for key, update in updates:
-                self._writing.start(self._write(key, update, cache, gate))
+                self._writing.start(self._write(key, update, cache, again))
             return len(updates)
         results = await asyncio.gather(
-            *(self._write(key, update, cache, gate) for key, update in updates), return_exceptions=True
+            *(self._write(key, update, cache, again) for key, update in updates), return_exceptions=True
         )
         return count_writes(results)
+
+    def _update(
+        self,
+        state: State,
+        key: Key,
+        cache: Mapping[Key, Manifest],
+        rejected: Mapping[Key, str],
+        local: dict[str, Manifest],
+        now: str,
+    ) -> Manifest | None:
+        """The stored object with the engine's status laid over it; None when that changes nothing."""
+        stored = cache.get(key)
+        if stored is None:
+            return None
+        desired = self._desired(state, key, local)
+        if key in rejected:
+            desired = invalid_status(desired, rejected[key])
+        if desired is None:
+            return None
+        generation = (stored.get("metadata") or {}).get("generation")
+        status = merge_status(stored.get("status"), desired, generation, now)
+        if status == (stored.get("status") or {}):
+            return None
+        return {**stored, "status": status}
 
     def _within_budget(
         self, changed: list[tuple[Key, Manifest]], cache: MutableMapping[Key, Manifest], at: float
@@ -257,6 +285,13 @@ class QueueStatusWriter:
         self._allowance -= min(room, len(rest))
         return news + rest[:room]
 
+    def _gate(self) -> asyncio.Semaphore:
+        """``concurrency`` writes at a time, all passes together (one gate per event loop)."""
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or self._semaphore_loop is not loop:
+            self._semaphore, self._semaphore_loop = asyncio.Semaphore(self.concurrency), loop
+        return self._semaphore
+
     async def drain(self) -> None:
         """Wait for the background writes started so far."""
         await self._writing.drain()
@@ -266,10 +301,22 @@ class QueueStatusWriter:
         await self._writing.stop()
 
     async def _write(
-        self, key: Key, update: Manifest, cache: MutableMapping[Key, Manifest], gate: asyncio.Semaphore
+        self,
+        key: Key,
+        update: Manifest,
+        cache: MutableMapping[Key, Manifest],
+        again: Callable[[Key], Manifest | None],
     ) -> int:
+        gate = self._gate()
+        waited = gate.locked()
         try:
             async with gate:
+                if waited:
+                    # It waited behind others: what it says may be out of date by now.
+                    fresh = again(key)
+                    if fresh is None:
+                        return 0
+                    update = fresh
                 try:
                     written = await self.store.update_status(update)
                 except (Conflict, NotFound) as exc:

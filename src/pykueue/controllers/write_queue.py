@@ -21,11 +21,15 @@ token only while half the burst stays saved for the others, so explanations neve
 up the burst the next admissions need. A name offered again while it
 waits moves to the place of its latest offer: a pending workload admitted meanwhile
 moves up to the admissions' lane, one admitted and preempted before its turn moves
-back down.
+back down. A spare lane's write already under way when its name is offered to a lane
+that is not spare is cancelled and the name queued there: while admissions back up,
+that write could wait minutes for a token, and the admission of the same workload
+would wait behind it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import logging
@@ -58,6 +62,8 @@ class WriteQueue:
         self._queued: dict[str, tuple[int, Rank, int]] = {}
         self._sending: dict[str, tuple[int, Rank]] = {}
         self._again: dict[str, tuple[int, Rank]] = {}
+        # The tasks of the writes under way that have started (only those can be cancelled).
+        self._started: dict[str, asyncio.Task[Any]] = {}
         # Per lane, the names queued or being written: kept as they move, since the metrics
         # and every pass ask for it and a busy cluster queues thousands of explanations.
         self._count = dict.fromkeys(slots, 0)
@@ -78,6 +84,10 @@ class WriteQueue:
         if name in self._sending:
             # The write under way was built before this change: one more after it.
             self._again[name] = (lane, rank)
+            if self._outranks_spare_write(name, lane):
+                task = self._started.get(name)
+                if task is not None:
+                    task.cancel()  # its end offers the name again, in the new lane
             return
         current = self._queued.get(name)
         if current is not None and (current[0], current[1]) == (lane, rank):
@@ -89,6 +99,10 @@ class WriteQueue:
         self._queued[name] = (lane, rank, seq)  # an older heap entry is now stale, skipped
         heapq.heappush(self._heaps[lane], (rank, seq, name))
         self._pump()
+
+    def _outranks_spare_write(self, name: str, lane: int) -> bool:
+        """Is ``name`` being written in a spare lane while it is now wanted in one that is not?"""
+        return self._sending[name][0] in self._spare_lanes and lane not in self._spare_lanes
 
     def _pump(self) -> None:
         for lane, heap in sorted(self._heaps.items()):
@@ -111,7 +125,13 @@ class WriteQueue:
 
     async def _run(self, name: str, lane: int) -> None:
         rank = self._sending[name][1]
+        task = asyncio.current_task()
+        if task is not None:
+            self._started[name] = task
         try:
+            again = self._again.get(name)
+            if again is not None and self._outranks_spare_write(name, again[0]):
+                return  # offered to a lane that is not spare before this write began
             # Under a rate limit the writes of all slots wait for tokens: the best rank first.
             base.request_rank.set((1 + lane, *rank))  # after unranked requests (a job's Finished)
             base.request_spare_only.set(lane in self._spare_lanes)
@@ -124,6 +144,7 @@ class WriteQueue:
             self.errors.append(exc)
             log.exception("status of %s not written", name)
         finally:
+            self._started.pop(name, None)
             del self._sending[name]
             self._count[lane] -= 1
             self._free[lane] += 1

@@ -94,8 +94,15 @@ class CycleResult:
         return bool(self.admitted or self.preempted or self.recovered)
 
 
-def run_cycle(state: State) -> CycleResult:
-    """Run one scheduling cycle over ``state`` at ``state.now``."""
+def run_cycle(state: State, max_admissions: int | None = None) -> CycleResult:
+    """Run one scheduling cycle over ``state`` at ``state.now``.
+
+    ``max_admissions`` stops the cycle after that many admissions, in the cycle's order;
+    the heads it did not reach go back to their queues as they were, not tried (a
+    controller whose admission writes wait for the API server decides no further ahead
+    of them than it must: a head that arrives meanwhile is still weighed against the
+    others). None, upstream's cycle: every head is tried.
+    """
     aging.refresh(state)
     state.explain_waiting()
     state.cycle += 1
@@ -111,15 +118,28 @@ def run_cycle(state: State) -> CycleResult:
     result.heads = len(heads)
     if not heads:
         return result
+    # What nominating a head changes, kept to undo for the heads the cycle does not reach.
+    untried: dict[str, _Tried] = {}
+    if max_admissions is not None:
+        untried = {wl.key: (wl.last_tried_flavor, wl.last_generation, wl.last_cycle) for wl, _ in heads}
     preemptor = Preemptor(state)
     entries, inadmissible = _nominate(state, heads, preemptor)
     cycle = _Cycle(state, preemptor)
+    for entry in inadmissible:
+        untried.pop(entry.workload.key, None)  # not considered: requeued as upstream does
+    assumed = 0
     for entry in _order(state, entries):
+        if max_admissions is not None and assumed >= max_admissions:
+            break
         cycle.process(entry)
+        untried.pop(entry.workload.key, None)
+        assumed += entry.status == ASSUMED
     cycle.undo_reservations()
     for entry in [*entries, *inadmissible]:
         if entry.status == ASSUMED:
             result.admitted.append(entry.workload.key)
+        elif entry.workload.key in untried:
+            _put_back(state, entry, untried[entry.workload.key])
         else:
             _requeue(state, entry)
     for target, preemptor_entry in cycle.issued:
@@ -582,6 +602,18 @@ def _admit(state: State, entry: Entry) -> None:
 
 
 # ----------------------------------------------------------------- requeue
+
+
+_Tried = tuple[dict[tuple[int, str], int] | None, int, int]
+
+
+def _put_back(state: State, entry: Entry, before: _Tried) -> None:
+    """Return a head the cycle did not reach to its queue, as if it had not been popped."""
+    wl = entry.workload
+    wl.last_tried_flavor, wl.last_generation, wl.last_cycle = before
+    queue = state.queues.get(entry.cluster_queue)
+    if queue is not None and state.workloads.get(wl.key) is wl:
+        queue.requeue(wl, immediate=True, park_twins=False)
 
 
 def _requeue(state: State, entry: Entry) -> None:
