@@ -224,6 +224,45 @@ def test_a_queue_status_that_waited_for_a_slot_says_what_the_engine_says_when_it
     asyncio.run(scenario())
 
 
+class RecordingStore(MemoryStore):
+    """A store that notes whose status is written, in order."""
+
+    def __init__(self) -> None:
+        super().__init__(now=lambda: NOW)
+        self.written: list[str] = []
+
+    async def update_status(self, obj: Manifest) -> Manifest:
+        self.written.append(f"{obj['kind']} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}")
+        await asyncio.sleep(0)
+        return await super().update_status(obj)
+
+
+def test_news_of_busy_queues_goes_before_the_first_status_of_idle_ones() -> None:
+    # A thousand new queues each have a first status to write; upstream's runner ends its
+    # run when no ClusterQueue it has seen says busy, so the few with work go first.
+    async def scenario() -> list[str]:
+        store = RecordingStore()
+        await _loaded(store, "queues.yaml")
+        for doc in _many_workloads(2):  # both in research: product stays idle
+            await store.create(doc)
+        controller = AdmissionController(store, clock=lambda: NOW)
+        await controller.sync()
+        await controller.reconcile()
+        store.written.clear()
+        writer = QueueStatusWriter(store, clock=lambda: NOW, monotonic=lambda: 100.0, concurrency=1)
+        writer.background = True
+        assert await writer.write(controller.state, controller.cache) == 4
+        await writer.drain()
+        return store.written
+
+    assert asyncio.run(scenario()) == [
+        "ClusterQueue /research",
+        "LocalQueue research/main",
+        "ClusterQueue /product",
+        "LocalQueue product/main",
+    ]
+
+
 def _finished() -> dict[str, str]:
     return {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"}
 

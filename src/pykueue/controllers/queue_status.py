@@ -119,6 +119,17 @@ def _is_news(stored: Manifest, desired: Manifest) -> bool:
     return not stored or _active(stored) != _active(desired) or _busy(stored) != _busy(desired)
 
 
+def _news_rank(stored: Manifest, desired: Manifest) -> int:
+    """Which news goes first: a changed ``Active``, a queue turning busy, one turning idle,
+    then a new idle queue's first status (a thousand new queues must not hold back the
+    news of the few that got work)."""
+    if stored and _active(stored) != _active(desired):
+        return 0
+    if _busy(desired):
+        return 1
+    return 2 if stored else 3
+
+
 def _queue_keys(state: State, made: dict[tuple[str, str], Key]) -> list[Key]:
     """The queue objects the engine knows (the cache also holds thousands of workloads).
 
@@ -257,7 +268,9 @@ class QueueStatusWriter:
         """The writes to send now: those that tell news first, then the rest within the budget.
 
         News is a queue's first status, its ``Active`` condition changing, or it going from
-        idle (nothing pending, nothing reserving) to busy or back; those always go. Other
+        idle (nothing pending, nothing reserving) to busy or back; those always go, in the
+        order of `_news_rank` (with at most ``concurrency`` writes in flight, the order in
+        which they wait is the order in which they go). Other
         changes (counts, usage) share ``max_writes_per_second``, ClusterQueues first, the
         longest unwritten first; the rest wait for the queue's next turn. A thousand queues
         of a busy cluster would otherwise keep the API server busy with their counts.
@@ -273,6 +286,7 @@ class QueueStatusWriter:
             for key, update in changed
             if _is_news(cache[key].get("status") or {}, update["status"])
         ]
+        news.sort(key=lambda item: _news_rank(cache[item[0]].get("status") or {}, item[1]["status"]))
         rest = [
             (key, update)
             for key, update in changed
