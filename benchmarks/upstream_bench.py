@@ -95,6 +95,10 @@ class Run:
     cpu_s: float = 0.0
     rss_mib: float = 0.0
     workloads: int = 0
+    # Workloads the runner's watch first saw already admitted (their time to admission counts
+    # as 0 in its averages): its informer lists again after a watch ends early, and what was
+    # created and admitted meanwhile arrives admitted. A property of the run, not of the controller.
+    seen_admitted: int = 0
     # The API server's own count of Kueue writes (creates, updates, patches) by verb, resource, code.
     kueue_writes: dict[str, int] = field(default_factory=dict)
     control_plane_cpu_s: dict[str, float] = field(default_factory=dict)
@@ -204,6 +208,17 @@ def nominal_cpu(generator: Path) -> dict[str, float]:
     return total
 
 
+def expected_workloads(generator: Path) -> int:
+    """How many Workloads the generator creates."""
+    doc = yaml.safe_load(generator.read_text())
+    return sum(
+        cohort["count"] * queues["count"] * sets["count"] * len(sets["workloads"])
+        for cohort in doc["cohorts"]
+        for queues in cohort["queuesSets"]
+        for sets in queues["workloadsSets"]
+    )
+
+
 def workload_cpu(generator: Path) -> dict[str, float]:
     """CPUs of one workload of each workload class."""
     doc = yaml.safe_load(generator.read_text())
@@ -252,11 +267,19 @@ def read_figures(run: Run, generator: Path, stats_file: Path) -> None:
     # The runner's own view of running work: admitted -> finished, per workload, as its watch saw them.
     cpus = workload_cpu(generator)
     held = 0.0
+    recorded = 0
     with (out / "wlStates.csv").open() as f:
         for row in csv.DictReader(f):
-            held += cpus.get(row["class name"], 0.0) * max(
-                0, int(row["ms to finish"]) - int(row["ms to admitted"])
-            )
+            recorded += 1
+            admitted_ms, finished_ms = int(row["ms to admitted"]), int(row["ms to finish"])
+            held += cpus.get(row["class name"], 0.0) * max(0, finished_ms - admitted_ms)
+            run.seen_admitted += admitted_ms == 0 and finished_ms > 0
+    expected = expected_workloads(generator)
+    if recorded < expected:
+        # The recorder stops once no ClusterQueue status it saw says pending or reserving
+        # after the generator is done: a controller whose busy queues have no status yet
+        # then ends the run early.
+        run.error = f"the runner's recorder stopped after {recorded} of {expected} Workloads; see {out / 'runner.log'}"
     nominal = sum(nominal_cpu(generator).values())
     span = max(spans.values()) if spans else 0.0
     run.runner_usage_pct = held * 100 / (nominal * span) if nominal and span else 0.0
@@ -347,6 +370,8 @@ def run_once(
         run.error = f"runner exited {returncode}; see {out / 'runner.log'}"
         return run
     read_figures(run, generator, stats_file)
+    if run.error:
+        return run
     if run.workloads and not run.runner_usage_pct:
         # The recorder stops once no ClusterQueue status says pending or reserving: a
         # controller that wrote none by the generator's end ends the run (seen once, at a
@@ -395,6 +420,7 @@ COLUMNS: list[tuple[str, Any, int]] = [
     ("TTA medium s", lambda r: r.tta_s.get("medium"), 1),
     ("TTA small s", lambda r: r.tta_s.get("small"), 1),
     ("evictions", lambda r: r.evictions, 0),
+    ("seen admitted", lambda r: r.seen_admitted, 0),
     ("Workload status writes", lambda r: r.workload_status_writes or None, 0),
     ("CPU s", lambda r: r.cpu_s, 1),
     ("API server CPU s", lambda r: r.control_plane_cpu_s.get("kube-apiserver"), 1),

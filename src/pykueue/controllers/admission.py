@@ -189,10 +189,10 @@ class AdmissionController:
     rejected: dict[Key, str] = field(default_factory=dict)
     # Per workload, what its stored status was last found to agree with (see `write_back`).
     settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    write_concurrency: int = 64
+    write_concurrency: int = 96
     # Decide at most this many admissions and evictions ahead of the writes that carry them
     # (0: no limit). See `reconcile`.
-    max_ahead: int = 64
+    max_ahead: int = 160
     words_refresh_seconds: float = 5.0
     _words_written: dict[str, int] = field(default_factory=dict)
     _words_due: dict[str, int] = field(default_factory=dict)
