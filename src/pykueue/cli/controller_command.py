@@ -105,7 +105,7 @@ class Operations:
     metrics_host: str = "0.0.0.0"
     authorize_visibility: bool = True
     min_pass_seconds: float = 0.1
-    max_admissions_ahead: int = 160
+    max_admissions_ahead: int = 64
     # Policy history: revisions as ConfigMaps in the lease namespace (docs/governance.md).
     policy_history: bool = True
 
@@ -398,7 +398,7 @@ def controller(
         0.1, "--min-pass-seconds", help="Least seconds between passes; events meanwhile are batched."
     ),
     max_ahead: int = typer.Option(
-        160,
+        64,
         "--max-admissions-ahead",
         help="Admissions and evictions decided ahead of their status writes, at most (0: no limit).",
     ),

@@ -192,7 +192,7 @@ class AdmissionController:
     write_concurrency: int = 96
     # Decide at most this many admissions and evictions ahead of the writes that carry them
     # (0: no limit). See `reconcile`.
-    max_ahead: int = 160
+    max_ahead: int = 64
     words_refresh_seconds: float = 5.0
     _words_written: dict[str, int] = field(default_factory=dict)
     _words_due: dict[str, int] = field(default_factory=dict)

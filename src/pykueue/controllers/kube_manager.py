@@ -94,7 +94,7 @@ class KubeManager:
     # per-pass work (requeueing a cohort's parked workloads) again.
     min_pass_seconds: float = 0.1
     # Admissions and evictions decided ahead of their writes, at most (AdmissionController.reconcile).
-    max_admissions_ahead: int = 160
+    max_admissions_ahead: int = 64
     # Status writes in the background (see the module's docstring); standalone mode, on a
     # local SQLite file, keeps them inline.
     pipeline_writes: bool = True
