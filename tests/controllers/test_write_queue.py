@@ -237,15 +237,22 @@ class SpareRecorder(Recorder):
             raise
 
 
+async def _explaining(name: str) -> tuple[SpareRecorder, WriteQueue]:
+    """A queue with one admission slot and one spare explanation slot, ``name``'s
+    explanation under way (waiting, as if for a spare token)."""
+    rec = SpareRecorder()
+    queue = WriteQueue({0: 1, 1: 1}, rec.send, spare_lanes=frozenset({1}))
+    queue.offer(name, 1, (0,))
+    await _settle()
+    return rec, queue
+
+
 def test_an_admission_cancels_the_explanation_of_the_same_workload_still_waiting() -> None:
     # Under a rate limit that admissions keep busy, an explanation's write may wait minutes
     # for a spare token; the admission of the same workload must not wait behind it.
     async def scenario() -> None:
-        rec = SpareRecorder()
-        queue = WriteQueue({0: 1, 1: 1}, rec.send, spare_lanes=frozenset({1}))
-        queue.offer("w", 1, (0,))
-        await _settle()
-        assert rec.sent == ["w"] and rec.spare == [True]  # waiting, as if for a token
+        rec, queue = await _explaining("w")
+        assert rec.sent == ["w"] and rec.spare == [True]
         queue.offer("w", 0, (-100,))
         await _settle()
         assert rec.cancelled == ["w"]
@@ -274,10 +281,7 @@ def test_an_admission_offered_before_the_explanation_began_replaces_it() -> None
 
 def test_a_newer_explanation_does_not_cancel_the_one_under_way() -> None:
     async def scenario() -> None:
-        rec = SpareRecorder()
-        queue = WriteQueue({0: 1, 1: 1}, rec.send, spare_lanes=frozenset({1}))
-        queue.offer("w", 1, (0,))
-        await _settle()
+        rec, queue = await _explaining("w")
         queue.offer("w", 1, (-5,))  # new words: one more write after this one
         await _settle()
         assert rec.cancelled == [] and rec.sent == ["w"]
