@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from tests.engine.builders import Cluster
+from .builders import Cluster
 
 from pykueue.engine import scheduler
 from pykueue.engine.state import PENDING
