@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import copy
 
-from .builders import Cluster
-
 from pykueue.engine import scheduler
 from pykueue.engine.state import PENDING
+
+from .builders import Cluster
 
 
 def _three_teams() -> Cluster:
