@@ -377,8 +377,9 @@ class AdmissionController:
         """
         lifecycle.advance(self.state, intake.micros(self.clock()))
         limited = self.max_ahead > 0 and self.outbox is not None  # writes travel in the background
-        budget = self.max_ahead - self._urgent_backlog() if limited else MAX_CYCLES_PER_PASS**2
-        if limited and 0 < budget < self.max_ahead / 2 and self._urgent_backlog():
+        backlog = self._urgent_backlog() if limited else 0
+        budget = self.max_ahead - backlog if limited else MAX_CYCLES_PER_PASS**2
+        if backlog and budget < self.max_ahead / 2:
             # A cycle looks at every head to admit a few: wait until half the room is free.
             budget = 0
         for _ in range(MAX_CYCLES_PER_PASS):
