@@ -146,7 +146,8 @@ def test_a_jobset_runs_its_replicated_jobs_as_one_gang_that_rendezvous(
     devices = [r["CUDA_VISIBLE_DEVICES"] for r in ranks.values()]
     assert len(set(devices)) == 5  # one GPU each, none shared
 
-    assert _gpu_usage(server) == "0"  # finished: its quota is back
+    # Finished: its quota is back once the engine has read the Finished condition (its next pass).
+    wait_until(lambda: _gpu_usage(server) == "0", timeout=10)
     logs = server.cli("logs", "train")
     assert logs.returncode == 0, logs.stderr
     assert "start of pod train-workers-1-1" in logs.stdout and "start of pod train-driver-0-0" in logs.stdout
