@@ -290,3 +290,68 @@ def test_a_newer_explanation_does_not_cancel_the_one_under_way() -> None:
         assert rec.sent == ["w", "w"] and queue.written == 2
 
     asyncio.run(scenario())
+
+
+class Travelling(Recorder):
+    """A Recorder whose writes first wait for a token (released by ``token``), then say they
+    are on their way as the store does, then wait for their answer (``open``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tokens: dict[str, asyncio.Event] = {}
+
+    async def send(self, name: str) -> int:
+        await self.tokens.setdefault(name, asyncio.Event()).wait()
+        on_its_way = base.request_on_its_way.get()
+        assert on_its_way is not None
+        on_its_way()
+        on_its_way()  # a retry of the same write counts once
+        return await super().send(name)
+
+    def token(self, *names: str) -> None:
+        for name in names:
+            self.tokens.setdefault(name, asyncio.Event()).set()
+
+
+def test_ahead_counts_what_waits_for_the_rate_limit_not_what_travels() -> None:
+    # The admission controller decides no further ahead of its writes than `ahead(0)`: a
+    # write already sent is on its way however slowly the API server answers.
+    async def scenario() -> None:
+        rec = Travelling()
+        queue = WriteQueue({0: 2, 1: 1}, rec.send)
+        for name in ("a", "b", "c"):
+            queue.offer(name, 0, (0,))
+        queue.offer("words", 1, (0,))
+        await _settle()
+        assert queue.ahead(0) == 3 and queue.ahead(1) == 1  # two wait for tokens, one queued
+        rec.token("a")
+        await _settle()
+        assert queue.ahead(0) == 2 and queue.waiting()[0] == 3  # "a" travels
+        rec.token("b", "c")
+        rec.open("a")
+        await _settle()
+        assert queue.ahead(0) == 0 and queue.waiting()[0] == 2  # "c" took a's slot and its token
+        rec.token("words")
+        rec.open("b", "c", "words")
+        await queue.drain()
+        assert queue.ahead(0) == 0 and queue.ahead(1) == 0 and queue.written == 4
+
+    asyncio.run(scenario())
+
+
+def test_a_write_cancelled_while_it_travels_leaves_no_count_behind() -> None:
+    async def scenario() -> None:
+        rec = Travelling()
+        queue = WriteQueue({0: 1, 1: 1}, rec.send, spare_lanes=frozenset({1}))
+        queue.offer("w", 1, (0,))
+        rec.token("w")
+        await _settle()
+        assert queue.ahead(1) == 0  # the explanation travels
+        queue.offer("w", 0, (-100,))  # admitted: the explanation is cancelled, then again
+        await _settle()
+        assert queue.ahead(1) == 0 and queue.ahead(0) == 0 and queue.waiting() == {0: 1, 1: 0}
+        rec.open("w")
+        await queue.drain()
+        assert queue.waiting() == {0: 0, 1: 0} and queue.ahead(0) == 0
+
+    asyncio.run(scenario())

@@ -260,6 +260,44 @@ def test_each_api_resource_has_its_own_rate_limit() -> None:
     assert queues[-1] >= 0.9  # two more at 2/s: the status requests share that bucket
 
 
+def test_a_request_says_when_it_has_passed_the_rate_limit_before_its_answer() -> None:
+    """The hook of `base.request_on_its_way` fires once the token is taken, not on the answer."""
+    answer = asyncio.Event()
+    on_way: dict[str, float] = {}
+    answered: dict[str, float] = {}
+
+    async def handler(request: web.Request) -> web.Response:
+        await answer.wait()  # a slow API server: nothing is answered until the test says so
+        return web.json_response({"kind": "Namespace", "metadata": {"name": "x"}})
+
+    async def scenario() -> float:
+        async with serving(handler) as url:
+            # One token at once, the next after 0.5 s.
+            store = kubernetes.KubernetesStore(kubernetes.KubeConfig(server=url, token="t"), qps=2, burst=1)
+            started = time.monotonic()
+
+            async def get(name: str) -> None:
+                base.request_on_its_way.set(lambda: on_way.setdefault(name, time.monotonic() - started))
+                await store.get("Namespace", "", "x")
+                answered[name] = time.monotonic() - started
+
+            try:
+                calls = [asyncio.create_task(get("first")), asyncio.create_task(get("second"))]
+                await asyncio.sleep(0.2)
+                assert set(on_way) == {"first"} and not answered  # travelling, not answered
+                await asyncio.sleep(0.6)
+                assert set(on_way) == {"first", "second"} and not answered
+                answer.set()
+                await asyncio.gather(*calls)
+            finally:
+                await store.close()
+            return started
+
+    asyncio.run(asyncio.wait_for(scenario(), 20))
+    assert on_way["first"] < 0.2 <= 0.4 <= on_way["second"] < 0.8
+    assert min(answered.values()) >= 0.8
+
+
 def test_waiting_requests_get_tokens_by_rank_not_by_arrival() -> None:
     async def scenario() -> list[str]:
         bucket = kubernetes.TokenBucket(rate=100, burst=1)

@@ -400,7 +400,7 @@ def controller(
     max_ahead: int = typer.Option(
         64,
         "--max-admissions-ahead",
-        help="Admissions and evictions decided ahead of their status writes, at most (0: no limit).",
+        help="Admissions and evictions decided ahead of their status writes, at most: those queued or waiting for the rate limit (0: no limit).",
     ),
     log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
     serve_webhooks: bool = typer.Option(

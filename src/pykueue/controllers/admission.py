@@ -189,7 +189,7 @@ class AdmissionController:
     rejected: dict[Key, str] = field(default_factory=dict)
     # Per workload, what its stored status was last found to agree with (see `write_back`).
     settled: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    write_concurrency: int = 96
+    write_concurrency: int = 192
     # Decide at most this many admissions and evictions ahead of the writes that carry them
     # (0: no limit). See `reconcile`.
     max_ahead: int = 64
@@ -367,8 +367,11 @@ class AdmissionController:
         makes that certain). Quota the engine gave to an admission still queued for its
         write is held by nothing that runs, and the queues' status would count it as used.
         So, when writes travel in the background, a pass stops cycling once ``max_ahead``
-        admissions and evictions wait to be written (counting its own); the next pass,
-        after writes went out, goes on. A cycle admits no more than that room either (a
+        admissions and evictions wait to be written (counting its own): queued, or waiting
+        for the client's rate limit. A write that has passed it no longer counts, however
+        slowly the API server answers (with a burst of creations, 2-4 s: counting those
+        held admissions far below the rate limit). The next pass, after writes went out,
+        goes on. A cycle admits no more than that room either (a
         thousand queues' heads would otherwise all be decided at once, and a high-priority
         workload arriving a moment later would wait behind a thousand writes): it takes
         the best heads first and leaves the rest untried for the next one. Once admissions
@@ -496,10 +499,10 @@ class AdmissionController:
         return workload_status.holds_reservation(self.cache.get(Key("Workload", namespace, name)))
 
     def _urgent_backlog(self) -> int:
-        """Admission and eviction writes queued or under way."""
+        """Admission and eviction writes queued or still waiting for the rate limit."""
         if self._queue is None:
             return 0
-        return self._queue.waiting().get(0, 0)
+        return self._queue.ahead(0)
 
     def write_backlog(self) -> dict[str, int]:
         """Workload status writes queued or travelling, per lane (for the metrics)."""

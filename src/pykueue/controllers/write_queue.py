@@ -25,6 +25,10 @@ back down. A spare lane's write already under way when its name is offered to a 
 that is not spare is cancelled and the name queued there: while admissions back up,
 that write could wait minutes for a token, and the admission of the same workload
 would wait behind it.
+
+`ahead` counts, per lane, the names queued or whose write still waits for the client's
+rate limit: the store says when a request has passed it (`base.request_on_its_way`),
+and from then on the write only travels.
 """
 
 from __future__ import annotations
@@ -64,6 +68,10 @@ class WriteQueue:
         self._again: dict[str, tuple[int, Rank]] = {}
         # The tasks of the writes under way that have started (only those can be cancelled).
         self._started: dict[str, asyncio.Task[Any]] = {}
+        # Started writes whose request still waits for the rate limit (name: lane), and per
+        # lane how many have passed it and are travelling.
+        self._unsent: dict[str, int] = {}
+        self._travelling = dict.fromkeys(slots, 0)
         # Per lane, the names queued or being written: kept as they move, since the metrics
         # and every pass ask for it and a busy cluster queues thousands of explanations.
         self._count = dict.fromkeys(slots, 0)
@@ -78,6 +86,14 @@ class WriteQueue:
     def waiting(self) -> dict[int, int]:
         """Per lane, the names queued or being written now."""
         return dict(self._count)
+
+    def ahead(self, lane: int) -> int:
+        """Names of ``lane`` queued or whose write still waits for the rate limit.
+
+        A write that has passed it travels and is answered in the API server's time: what
+        was decided ahead of it is already on its way, however slow the answer.
+        """
+        return self._count[lane] - self._travelling[lane]
 
     def offer(self, name: str, lane: int, rank: Rank) -> None:
         """Ask for ``name`` to be written, in the place its latest change calls for."""
@@ -128,6 +144,7 @@ class WriteQueue:
         task = asyncio.current_task()
         if task is not None:
             self._started[name] = task
+        self._unsent[name] = lane
         try:
             again = self._again.get(name)
             if again is not None and self._outranks_spare_write(name, again[0]):
@@ -135,6 +152,7 @@ class WriteQueue:
             # Under a rate limit the writes of all slots wait for tokens: the best rank first.
             base.request_rank.set((1 + lane, *rank))  # after unranked requests (a job's Finished)
             base.request_spare_only.set(lane in self._spare_lanes)
+            base.request_on_its_way.set(lambda: self._on_its_way(name))
             count = await self._send(name)  # not `+=` over an await: other writes add meanwhile
             self.written += count
         except PykueueError as exc:
@@ -145,6 +163,8 @@ class WriteQueue:
             log.exception("status of %s not written", name)
         finally:
             self._started.pop(name, None)
+            if self._unsent.pop(name, None) is None:
+                self._travelling[lane] -= 1
             del self._sending[name]
             self._count[lane] -= 1
             self._free[lane] += 1
@@ -152,6 +172,11 @@ class WriteQueue:
             if again is not None:
                 self.offer(name, *again)
             self._pump()
+
+    def _on_its_way(self, name: str) -> None:
+        lane = self._unsent.pop(name, None)
+        if lane is not None:  # its first request; a retry or a second request counts once
+            self._travelling[lane] += 1
 
     async def drain(self) -> None:
         """Wait until nothing is queued or being written."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -34,6 +34,14 @@ request_rank: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("
 # What a reader merely reads (a pending workload's explanation, an estimated start) must
 # not use up the burst that the next admissions need.
 request_spare_only: contextvars.ContextVar[bool] = contextvars.ContextVar("request_spare_only", default=False)
+
+# Called when a request made in this context has passed the client-side rate limit (at
+# once without one): a caller that bounds what it decides ahead of its writes (the
+# Workload status write queue) counts only what still waits for a token, not what is
+# already travelling, however slowly the API server answers.
+request_on_its_way: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "request_on_its_way", default=None
+)
 
 # Who the writes made in this context are made for: a store that keeps policy history
 # (sqlite) records it with every change of a policy object. The server sets it to the

@@ -411,7 +411,7 @@ class KubernetesStore:
     list_from_watch_cache: bool = False
     # Connections kept open to the server: enough for every watch plus the writes a
     # controller pipelines; callers bound their own concurrency.
-    max_connections: int = 128
+    max_connections: int = 256
     _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _session_loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
     # The keys (and versions) of each kind as last listed, for the 410 re-list diff.
@@ -495,6 +495,9 @@ class KubernetesStore:
         for attempt in range(self.retry.attempts):
             if limiter is not None:
                 await limiter.take()
+            on_its_way = base.request_on_its_way.get()
+            if on_its_way is not None:
+                on_its_way()
             try:
                 answer = await self._send(method, path, data, params)
             except Unavailable as exc:
