@@ -46,6 +46,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -197,35 +198,36 @@ def scaled_generator(shape: str, scale: float, dest: Path) -> Path:
     return path
 
 
-def nominal_cpu(generator: Path) -> dict[str, float]:
-    """CPUs of every ClusterQueue class, summed over its queues (the recorder's nominal quota)."""
-    doc = yaml.safe_load(generator.read_text())
-    total: dict[str, float] = {}
+def _queue_sets(doc: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each queue set of a generator document, with how many cohorts repeat it."""
     for cohort in doc["cohorts"]:
         for queues in cohort["queuesSets"]:
-            cpus = float(queues["nominalQuota"]) * queues["count"] * cohort["count"]
-            total[queues["className"]] = total.get(queues["className"], 0.0) + cpus
+            yield cohort["count"], queues
+
+
+def nominal_cpu(doc: dict[str, Any]) -> dict[str, float]:
+    """CPUs of every ClusterQueue class, summed over its queues (the recorder's nominal quota)."""
+    total: dict[str, float] = {}
+    for cohorts, queues in _queue_sets(doc):
+        cpus = float(queues["nominalQuota"]) * queues["count"] * cohorts
+        total[queues["className"]] = total.get(queues["className"], 0.0) + cpus
     return total
 
 
-def expected_workloads(generator: Path) -> int:
+def expected_workloads(doc: dict[str, Any]) -> int:
     """How many Workloads the generator creates."""
-    doc = yaml.safe_load(generator.read_text())
     return sum(
-        cohort["count"] * queues["count"] * sets["count"] * len(sets["workloads"])
-        for cohort in doc["cohorts"]
-        for queues in cohort["queuesSets"]
+        cohorts * queues["count"] * sets["count"] * len(sets["workloads"])
+        for cohorts, queues in _queue_sets(doc)
         for sets in queues["workloadsSets"]
     )
 
 
-def workload_cpu(generator: Path) -> dict[str, float]:
+def workload_cpu(doc: dict[str, Any]) -> dict[str, float]:
     """CPUs of one workload of each workload class."""
-    doc = yaml.safe_load(generator.read_text())
     return {
         w["className"]: float(w[CPU_OF_CLASS_LABEL])
-        for cohort in doc["cohorts"]
-        for queues in cohort["queuesSets"]
+        for _, queues in _queue_sets(doc)
         for sets in queues["workloadsSets"]
         for w in sets["workloads"]
     }
@@ -265,7 +267,8 @@ def read_figures(run: Run, generator: Path, stats_file: Path) -> None:
     run.evictions = sum(int(c.get("totalEvictions", 0)) for c in classes.values())
     run.workloads = sum(int(c.get("count", 0)) for c in classes.values())
     # The runner's own view of running work: admitted -> finished, per workload, as its watch saw them.
-    cpus = workload_cpu(generator)
+    doc = yaml.safe_load(generator.read_text())
+    cpus = workload_cpu(doc)
     held = 0.0
     recorded = 0
     with (out / "wlStates.csv").open() as f:
@@ -274,13 +277,13 @@ def read_figures(run: Run, generator: Path, stats_file: Path) -> None:
             admitted_ms, finished_ms = int(row["ms to admitted"]), int(row["ms to finish"])
             held += cpus.get(row["class name"], 0.0) * max(0, finished_ms - admitted_ms)
             run.seen_admitted += admitted_ms == 0 and finished_ms > 0
-    expected = expected_workloads(generator)
+    expected = expected_workloads(doc)
     if recorded < expected:
         # The recorder stops once no ClusterQueue status it saw says pending or reserving
         # after the generator is done: a controller whose busy queues have no status yet
         # then ends the run early.
         run.error = f"the runner's recorder stopped after {recorded} of {expected} Workloads; see {out / 'runner.log'}"
-    nominal = sum(nominal_cpu(generator).values())
+    nominal = sum(nominal_cpu(doc).values())
     span = max(spans.values()) if spans else 0.0
     run.runner_usage_pct = held * 100 / (nominal * span) if nominal and span else 0.0
 
