@@ -26,6 +26,18 @@ controller reports its queues' status, so it compares the two controllers on equ
 
 ``--scale`` multiplies every workload count (at least one per set); ``--runs`` repeats the
 whole sequence and the table shows min / median / max. Results are kept in ``--out``.
+
+``--warm-up SECONDS`` starts each controller that long *before* the runner instead. Started by
+the runner, a controller races the generator: each queue's first small Workload comes 0.1 s
+after its queues, its first large one 1.2 s after, and a controller that schedules before then
+admits small and medium Workloads that the large ones must preempt, by upstream's rules. A
+controller in a cluster runs long before jobs arrive, so this mode compares the two as users
+meet them. It needs a control plane outside the runner: etcd and kube-apiserver from
+hack/kube-binaries (with the in-flight limits the runner gives its own) and upstream's CRDs;
+the runner runs in its in-cluster mode (no ``--minimalKueue``) with ``KUBECONFIG`` set. The
+controller is stopped with SIGINT once the runner logs that its recorder is done, as the
+runner does, and its record has the runner's format: wall from the runner's start to the
+controller's exit, CPU and peak RSS from the kernel's account of the process.
 """
 
 from __future__ import annotations
@@ -55,6 +67,7 @@ from typing import Any
 import yaml
 
 from benchmarks.cluster_bench import kueue_requests
+from pykueue.devcluster.controlplane import ControlPlaneError, KubeCluster
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES_DIR = ROOT.parent / "shared" / "bench" / "kueue-scheduler-perf"
@@ -86,6 +99,9 @@ class Run:
     scale: float
     index: int
     out: str
+    # Seconds the controller ran before the runner started (0: the runner started it, with
+    # the generator, as upstream's harness does).
+    warm_up_s: float = 0.0
     ok: bool = False
     verdict: str = ""
     wall_s: float = 0.0
@@ -309,6 +325,124 @@ def kill_session(sid: int) -> None:
                 os.kill(int(entry.name), signal.SIGKILL)
 
 
+# What upstream's runner gives the API server it starts (envtest with raised in-flight limits).
+APISERVER_FLAGS = ("--max-requests-inflight=800", "--max-mutating-requests-inflight=400")
+RECORDER_DONE = "\tRecorder done"  # the runner's log line once its recorder has stopped
+
+
+def write_embedded_kubeconfig(path: Path, cluster: KubeCluster) -> None:
+    """The cluster's admin kubeconfig with its certificates inline, as the runner writes its own."""
+    assert cluster.creds is not None
+    creds = cluster.creds
+
+    def inline(file: Path) -> str:
+        return base64.b64encode(file.read_bytes()).decode()
+
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "bench",
+                "cluster": {"server": cluster.server, "certificate-authority-data": inline(creds.ca_cert)},
+            }
+        ],
+        "users": [
+            {
+                "name": "admin",
+                "user": {
+                    "client-certificate-data": inline(creds.admin_cert),
+                    "client-key-data": inline(creds.admin_key),
+                },
+            }
+        ],
+        "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "admin"}}],
+        "current-context": "bench",
+    }
+    path.write_text(yaml.safe_dump(doc))
+    path.chmod(0o600)
+
+
+@contextlib.contextmanager
+def own_control_plane(kube_bin: Path, crds: Path, out: Path) -> Iterator[KubeCluster]:
+    """etcd and kube-apiserver (the runner's binaries and in-flight limits) with upstream's CRDs."""
+    cluster = KubeCluster(kube_bin, out / "cluster")
+    try:
+        cluster.start_apiserver(extra_flags=APISERVER_FLAGS)
+        cluster.kubectl("apply", "--server-side", "-f", str(crds))
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        write_embedded_kubeconfig(out / "kubeconfig", cluster)
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(out / "cluster" / "etcd", ignore_errors=True)  # gigabytes at full scale
+
+
+class WarmController:
+    """A controller started before upstream's runner, as in a cluster where it runs before jobs arrive.
+
+    It gets what the runner gives a controller it starts (``--kubeconfig``, SIGINT once the
+    recorder is done) and leaves the same record, ``<name>.stats.yaml``: wall from the
+    runner's start to the controller's exit, CPU and peak RSS of the whole process.
+    """
+
+    def __init__(self, binary: Path, out: Path, env: dict[str, str]) -> None:
+        self.binary = binary
+        self.out = out
+        self.log = out / f"{binary.name}.out.log"
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen(
+                [str(binary), "--kubeconfig", str(out / "kubeconfig")],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def warm_up(self, seconds: float) -> None:
+        time.sleep(seconds)
+        if self.process.poll() is not None:
+            raise RuntimeError(f"{self.binary.name} exited during its warm-up; see {self.log}")
+
+    def stop_after_recording(self, runner: subprocess.Popen[bytes], runner_log: Path, since: float) -> None:
+        """Wait for the runner's recorder to finish (or the runner to end), then stop and record."""
+        marker = RECORDER_DONE.encode()
+        offset = 0
+        while runner.poll() is None:
+            with runner_log.open("rb") as f:
+                # Read on from a little before the end of the last read: the line may have been cut.
+                offset = max(0, offset - len(marker))
+                f.seek(offset)
+                chunk = f.read()
+            offset += len(chunk)
+            if marker in chunk:
+                break
+            time.sleep(0.2)
+        self.stop(since)
+
+    def stop(self, since: float) -> None:
+        if self.process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGINT)
+        deadline = time.monotonic() + 60
+        while True:
+            pid, status, usage = os.wait4(self.process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                kill_session(self.process.pid)
+            time.sleep(0.1)
+        self.process.returncode = os.waitstatus_to_exitcode(status)
+        stats = {
+            "wallMs": round((time.monotonic() - since) * 1000),
+            "userMs": round(usage.ru_utime * 1000),
+            "sysMs": round(usage.ru_stime * 1000),
+            "maxrss": usage.ru_maxrss,  # KiB, as the runner records it
+        }
+        (self.out / f"{self.binary.name}.stats.yaml").write_text(yaml.safe_dump(stats))
+
+
 def run_once(
     controller: str,
     shape: str,
@@ -319,9 +453,10 @@ def run_once(
     kueue_src: Path,
     pykueue_args: str,
     pykueue_bin: str = "",
+    warm_up: float = 0.0,
 ) -> Run:
     out.mkdir(parents=True, exist_ok=True)
-    run = Run(controller, shape, scale, index, str(out))
+    run = Run(controller, shape, scale, index, str(out), warm_up_s=warm_up)
     generator = scaled_generator(shape, scale, out)
     if controller == "minimalkueue":
         binary = bins["perf"] / "minimalkueue"
@@ -338,26 +473,34 @@ def run_once(
         "PYKUEUE_CONTROLLER_ARGS": pykueue_args,
         "PYKUEUE_LOG": str(out / "pykueue.log"),
     }
+    crds = kueue_src / "config" / "components" / "crd" / "bases"
     argv = [
         str(bins["perf"] / "runner"),
         f"--o={out}",
-        f"--crds={kueue_src / 'config' / 'components' / 'crd' / 'bases'}",
+        f"--crds={crds}",
         f"--generatorConfig={generator}",
-        f"--minimalKueue={binary}",
         f"--timeout={timeout:g}m",
     ]
     started = time.monotonic()
     poller = MetricsPoller(out / "kubeconfig", series=out / "kueue-writes.jsonl")
     poller.start()
-    with (out / "runner.log").open("w") as log:
-        # Its own process group: a runner that ends on its deadline leaves its etcd and
-        # kube-apiserver running, and they would load the next run.
-        process = subprocess.Popen(
-            argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        poller.runner_pid = process.pid
-        returncode = process.wait()
-        kill_session(process.pid)
+    returncode = -1
+    try:
+        with contextlib.ExitStack() as stack:
+            warm: WarmController | None = None
+            if warm_up:
+                # No --minimalKueue: the runner works in its in-cluster mode, on our control plane.
+                stack.enter_context(own_control_plane(bins["kube"], crds, out))
+                env["KUBECONFIG"] = str(out / "kubeconfig")
+                poller.runner_pid = os.getpid()  # etcd and kube-apiserver are our children now
+                warm = WarmController(binary, out, env)
+                stack.callback(warm.stop, time.monotonic())  # whatever ends the run early
+                warm.warm_up(warm_up)
+            else:
+                argv.append(f"--minimalKueue={binary}")
+            returncode = _play(argv, env, out, poller, warm)
+    except (RuntimeError, ControlPlaneError) as exc:
+        run.error = str(exc)
     poller.stopping.set()
     poller.join(15)
     run.kueue_writes = kueue_requests(poller.last)
@@ -369,6 +512,8 @@ def run_once(
         flush=True,
     )
     stats_file = out / f"{binary.name}.stats.yaml"
+    if run.error:
+        return run
     if returncode != 0 or not (out / "summary.yaml").exists() or not stats_file.exists():
         run.error = f"runner exited {returncode}; see {out / 'runner.log'}"
         return run
@@ -397,6 +542,26 @@ def run_once(
     run.ok = True
     run.verdict = "PASS" if check.returncode == 0 else "FAIL"
     return run
+
+
+def _play(
+    argv: list[str], env: dict[str, str], out: Path, poller: MetricsPoller, warm: WarmController | None
+) -> int:
+    """Run upstream's runner to its end; a warm controller is stopped once its recorder is done."""
+    with (out / "runner.log").open("w") as log:
+        # Its own process group: a runner that ends on its deadline leaves its etcd and
+        # kube-apiserver running, and they would load the next run.
+        started = time.monotonic()
+        process = subprocess.Popen(
+            argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        if warm is None:
+            poller.runner_pid = process.pid
+        else:
+            warm.stop_after_recording(process, out / "runner.log", started)
+        returncode = process.wait()
+        kill_session(process.pid)
+    return returncode
 
 
 # ----------------------------------------------------------------------------- table
@@ -435,11 +600,12 @@ def table(runs: list[Run]) -> str:
     lines = []
     # Runs of several invocations may be merged (--table-from), so group by shape and scale
     # and count the runs themselves rather than trusting their indexes.
-    for shape, scale in dict.fromkeys((r.shape, r.scale) for r in runs):
-        group = [r for r in runs if r.shape == shape and r.scale == scale]
+    for shape, scale, warm_up in dict.fromkeys((r.shape, r.scale, r.warm_up_s) for r in runs):
+        group = [r for r in runs if (r.shape, r.scale, r.warm_up_s) == (shape, scale, warm_up)]
         count = max(sum(1 for r in group if r.controller == c) for c in CONTROLLERS)
         what = f"min / median / max of {count} runs" if count > 1 else "one run"
-        lines.append(f"\n{shape} (scale {scale:g}; {what})")
+        start = f"controller started {warm_up:g} s before the runner" if warm_up else "started by the runner"
+        lines.append(f"\n{shape} (scale {scale:g}; {what}; {start})")
         header = ["controller", *(name for name, _, _ in COLUMNS), "checker"]
         rows = [header]
         medians: dict[str, list[float | None]] = {}
@@ -498,6 +664,14 @@ def main() -> int:
         "--pykueue-bin", default="", help="the `pykueue` command to run (e.g. a profiler's wrapper)"
     )
     parser.add_argument(
+        "--warm-up",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="start each controller this long before the runner, on a control plane of ours "
+        "(default 0: the runner starts it together with its generator, as upstream's harness does)",
+    )
+    parser.add_argument(
         "--table-from",
         type=Path,
         nargs="+",
@@ -543,6 +717,7 @@ def main() -> int:
                     kueue_src,
                     args.pykueue_args,
                     args.pykueue_bin,
+                    args.warm_up,
                 )
                 runs.append(run)
                 (out / "runs.json").write_text(json.dumps([asdict(r) for r in runs], indent=2))

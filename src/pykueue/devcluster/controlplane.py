@@ -453,11 +453,15 @@ class KubeCluster:
         self.processes[name] = proc
         return proc
 
-    def start_apiserver(self, timeout: float = 120.0, profiling: bool = False) -> None:
+    def start_apiserver(
+        self, timeout: float = 120.0, profiling: bool = False, extra_flags: Iterable[str] = ()
+    ) -> None:
         """Start etcd and kube-apiserver and wait until /readyz answers ok.
 
         ``profiling`` serves Go's /debug/pprof on the apiserver (the cluster benchmark's
-        ``--profile-apiserver`` reads a CPU profile from it).
+        ``--profile-apiserver`` reads a CPU profile from it). ``extra_flags`` go to the
+        apiserver after its own (the upstream benchmark sets the in-flight limits that
+        upstream's runner gives its control plane).
         """
         begin = time.monotonic()
         self.creds = creds = make_credentials(self.workdir / "pki")
@@ -528,6 +532,7 @@ class KubeCluster:
                 "--endpoint-reconciler-type=none",
                 f"--profiling={'true' if profiling else 'false'}",
                 "--v=1",
+                *extra_flags,
             ],
         )
         write_kubeconfig(self.kubeconfig, self.server, creds)
