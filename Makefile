@@ -59,7 +59,8 @@ kueue-perf-binaries:
 	bash hack/kueue-perf-binaries
 
 ## bench-upstream: upstream's own runner against minimalkueue and `pykueue controller`, one table
-## (BENCH_UPSTREAM_ARGS="--scale 0.3 --shapes baseline --runs 3"); figures in docs/performance.md
+## (BENCH_UPSTREAM_ARGS="--scale 0.3 --shapes baseline --runs 3"; "--warm-up 5" starts each controller
+## before the runner instead of with it); figures in docs/performance.md
 bench-upstream: $(STAMP) kube-binaries kueue-perf-binaries
 	$(BIN)/python -m benchmarks.upstream_bench $(BENCH_UPSTREAM_ARGS)
 
