@@ -67,7 +67,7 @@ from typing import Any
 import yaml
 
 from benchmarks.cluster_bench import kueue_requests
-from pykueue.devcluster.controlplane import ControlPlaneError, KubeCluster
+from pykueue.devcluster.controlplane import ControlPlaneError, KubeCluster, write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES_DIR = ROOT.parent / "shared" / "bench" / "kueue-scheduler-perf"
@@ -330,39 +330,6 @@ APISERVER_FLAGS = ("--max-requests-inflight=800", "--max-mutating-requests-infli
 RECORDER_DONE = "\tRecorder done"  # the runner's log line once its recorder has stopped
 
 
-def write_embedded_kubeconfig(path: Path, cluster: KubeCluster) -> None:
-    """The cluster's admin kubeconfig with its certificates inline, as the runner writes its own."""
-    assert cluster.creds is not None
-    creds = cluster.creds
-
-    def inline(file: Path) -> str:
-        return base64.b64encode(file.read_bytes()).decode()
-
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "bench",
-                "cluster": {"server": cluster.server, "certificate-authority-data": inline(creds.ca_cert)},
-            }
-        ],
-        "users": [
-            {
-                "name": "admin",
-                "user": {
-                    "client-certificate-data": inline(creds.admin_cert),
-                    "client-key-data": inline(creds.admin_key),
-                },
-            }
-        ],
-        "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "admin"}}],
-        "current-context": "bench",
-    }
-    path.write_text(yaml.safe_dump(doc))
-    path.chmod(0o600)
-
-
 @contextlib.contextmanager
 def own_control_plane(kube_bin: Path, crds: Path, out: Path) -> Iterator[KubeCluster]:
     """etcd and kube-apiserver (the runner's binaries and in-flight limits) with upstream's CRDs."""
@@ -371,7 +338,9 @@ def own_control_plane(kube_bin: Path, crds: Path, out: Path) -> Iterator[KubeClu
         cluster.start_apiserver(extra_flags=APISERVER_FLAGS)
         cluster.kubectl("apply", "--server-side", "-f", str(crds))
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-        write_embedded_kubeconfig(out / "kubeconfig", cluster)
+        assert cluster.creds is not None
+        # Certificates inline, as the runner writes its own: the metrics poller reads them so.
+        write_kubeconfig(out / "kubeconfig", cluster.server, cluster.creds, inline=True)
         yield cluster
     finally:
         cluster.stop()
@@ -407,17 +376,14 @@ class WarmController:
     def stop_after_recording(self, runner: subprocess.Popen[bytes], runner_log: Path, since: float) -> None:
         """Wait for the runner's recorder to finish (or the runner to end), then stop and record."""
         marker = RECORDER_DONE.encode()
-        offset = 0
-        while runner.poll() is None:
-            with runner_log.open("rb") as f:
-                # Read on from a little before the end of the last read: the line may have been cut.
-                offset = max(0, offset - len(marker))
-                f.seek(offset)
-                chunk = f.read()
-            offset += len(chunk)
-            if marker in chunk:
-                break
-            time.sleep(0.2)
+        tail = b""
+        with runner_log.open("rb") as f:
+            while runner.poll() is None:
+                # Keep the last read's end: the line may have been cut between two reads.
+                tail = tail[-len(marker) :] + f.read()
+                if marker in tail:
+                    break
+                time.sleep(0.2)
         self.stop(since)
 
     def stop(self, since: float) -> None:
@@ -430,8 +396,9 @@ class WarmController:
             pid, status, usage = os.wait4(self.process.pid, os.WNOHANG)
             if pid:
                 break
-            if time.monotonic() > deadline:
-                kill_session(self.process.pid)
+            if deadline and time.monotonic() > deadline:
+                kill_session(self.process.pid)  # once: SIGKILL ends it
+                deadline = 0.0
             time.sleep(0.1)
         self.process.returncode = os.waitstatus_to_exitcode(status)
         stats = {

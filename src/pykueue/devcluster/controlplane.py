@@ -11,6 +11,7 @@ their control plane with this module; it uses the standard library only.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import ctypes
 import json
@@ -366,23 +367,33 @@ def make_credentials(directory: Path) -> Credentials:
     )
 
 
-def write_kubeconfig(path: Path, server: str, creds: Credentials) -> Path:
-    """A kubeconfig (JSON is valid YAML) for the admin user, authenticating with its client cert."""
+def write_kubeconfig(path: Path, server: str, creds: Credentials, inline: bool = False) -> Path:
+    """A kubeconfig (JSON is valid YAML) for the admin user, authenticating with its client cert.
+
+    ``inline`` puts the certificates and key in the file itself (``*-data``), for readers
+    that take only those (upstream's scheduler-performance runner writes its own so).
+    """
+
+    def ref(key: str, file: Path) -> dict[str, str]:
+        if inline:
+            return {f"{key}-data": base64.b64encode(file.read_bytes()).decode()}
+        return {key: str(file)}
+
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
             {
                 "name": "pykueue-test",
-                "cluster": {"server": server, "certificate-authority": str(creds.ca_cert)},
+                "cluster": {"server": server, **ref("certificate-authority", creds.ca_cert)},
             }
         ],
         "users": [
             {
                 "name": "pykueue-admin",
                 "user": {
-                    "client-certificate": str(creds.admin_cert),
-                    "client-key": str(creds.admin_key),
+                    **ref("client-certificate", creds.admin_cert),
+                    **ref("client-key", creds.admin_key),
                 },
             }
         ],
