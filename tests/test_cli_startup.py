@@ -146,6 +146,11 @@ def test_completion_sees_every_command_although_a_run_loads_only_one() -> None:
 
 
 def test_show_completion_prints_a_bash_script_for_pykueue() -> None:
-    code = "import sys\nsys.argv = ['pykueue', '--show-completion', 'bash']\nfrom pykueue.cli.main import main\nmain()\n"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    # typer finds the shell among the process's ancestors, as it would for a user at a prompt, so the
+    # command runs under bash; the trailing command keeps bash from replacing itself with python.
+    code = (
+        "import sys\nsys.argv = ['pykueue', '--show-completion']\nfrom pykueue.cli.main import main\nmain()\n"
+    )
+    script = '"$0" -c "$1"; exit $?'
+    out = subprocess.run(["bash", "-c", script, sys.executable, code], capture_output=True, text=True).stdout
     assert "complete -o default -F _pykueue_completion pykueue" in out
