@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from pykueue.api import crd, manifests, quantity
+from pykueue.api.cluster_queue import ClusterQueue, ResourceQuota
 from pykueue.cli import controller_command
 from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError
 from pykueue.sim import generator
@@ -117,7 +118,8 @@ class Runner:
         if self.scale >= 1:
             return list(self.gen.jobs)
         # Keep the first fraction of each workload set (the same pace, fewer rounds).
-        kept, seen = [], {}
+        kept: list[Any] = []
+        seen: dict[tuple[str, str], int] = {}
         totals: dict[tuple[str, str], int] = {}
         for job in self.gen.jobs:
             totals[(job.namespace, job.where)] = totals.get((job.namespace, job.where), 0) + 1
@@ -303,9 +305,9 @@ class Runner:
             for q in self._quotas(name)
         )
 
-    def _quotas(self, cq_name: str) -> list[Any]:
+    def _quotas(self, cq_name: str) -> list[ResourceQuota]:
         for obj in self.gen.objects:
-            if getattr(obj, "kind", "") == "ClusterQueue" and obj.metadata.name == cq_name:
+            if isinstance(obj, ClusterQueue) and obj.metadata.name == cq_name:
                 return [r for g in obj.spec.resource_groups for f in g.flavors for r in f.resources]
         return []
 

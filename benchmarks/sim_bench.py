@@ -32,11 +32,9 @@ from pykueue.sim import driver, federation, generator
 from pykueue.sim.design import Design
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench" / "kueue-scheduler-perf"
-UPSTREAM_BASELINE = {
-    "wallMs": 351_116,
-    "usagePercent": 55.9,
-    "timeToAdmissionMs": {"large": 16_501, "medium": 76_768, "small": 215_468},
-}
+UPSTREAM_WALL_MS = 351_116
+UPSTREAM_USAGE_PERCENT = 55.9
+UPSTREAM_TIME_TO_ADMISSION_MS = {"large": 16_501, "medium": 76_768, "small": 215_468}
 TARGETS = {"baseline": 20.0, "large-scale": 120.0}
 TAS_RATIO = 2.0
 MULTIKUEUE_RATIO = 4.0
@@ -141,14 +139,14 @@ def _baseline_figures(shape: Shape) -> list[str]:
     lines = [
         "  baseline figures (simulated | ideal | upstream real cluster):",
         f"    wall time:        {checker['cmd']['wallMs'] / 1000:8.1f} s | "
-        f"{ideal['makespanSeconds']:6.1f} s | {UPSTREAM_BASELINE['wallMs'] / 1000:6.1f} s",
+        f"{ideal['makespanSeconds']:6.1f} s | {UPSTREAM_WALL_MS / 1000:6.1f} s",
         f"    CQ class usage:   {usage:8.1f} % | "
         f"{ideal['usagePercentAtSimulatedMakespan']['cpu']:6.1f} % of the simulated wall, 100 % at the ideal wall "
-        f"| {UPSTREAM_BASELINE['usagePercent']:.1f} %",
+        f"| {UPSTREAM_USAGE_PERCENT:.1f} %",
     ]
     for cls in ("large", "medium", "small"):
         simulated = checker["workloadClasses"][cls]["averageTimeToAdmissionMs"] / 1000
-        upstream = UPSTREAM_BASELINE["timeToAdmissionMs"][cls] / 1000
+        upstream = UPSTREAM_TIME_TO_ADMISSION_MS[cls] / 1000
         lines.append(f"    time to admission {cls:<6} {simulated:7.1f} s | {0.0:6.1f} s | {upstream:6.1f} s")
     totals = summary["totals"]
     lines.append(

@@ -69,7 +69,7 @@ class Server:
 
     def _healthy(self) -> bool:
         try:
-            return self.get("/healthz") == {"status": "ok"}
+            return bool(self.get("/healthz") == {"status": "ok"})
         except (httpx.HTTPError, OSError):
             return False
 
