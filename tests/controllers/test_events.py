@@ -184,3 +184,41 @@ def test_events_beyond_the_queue_limit_are_dropped_not_queued() -> None:
     taken, written, dropped = asyncio.run(run())
     assert taken == [True, True, True, False, False, False, True]
     assert written == 4 and dropped == 3
+
+
+class StalledStore(MemoryStore):
+    """An API server that takes writes and never answers."""
+
+    async def create(self, obj: dict[str, object]) -> dict[str, object]:  # type: ignore[override]
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+def test_close_gives_up_on_a_stalled_server_and_leaves_no_write_pending() -> None:
+    async def run() -> tuple[EventRecorder, list[asyncio.Task[object]]]:
+        recorder = EventRecorder(StalledStore(), clock=Clock())
+        recorder.record(_workload("job-a", "u1"), "Normal", "QuotaReserved", "one")
+        recorder.record(_workload("job-b", "u2"), "Normal", "QuotaReserved", "two")
+        await asyncio.sleep(0)  # the first write is under way
+        await recorder.close(grace_seconds=0.05)
+        return recorder, [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+    recorder, pending = asyncio.run(run())
+    assert pending == []
+    assert (recorder.written, recorder.dropped) == (0, 2)
+
+
+def test_close_writes_what_is_queued_when_the_server_answers() -> None:
+    async def run() -> tuple[EventRecorder, list[dict[str, object]]]:
+        store = MemoryStore()
+        recorder = EventRecorder(store, clock=Clock())
+        recorder.record(_workload("job-a", "u1"), "Normal", "QuotaReserved", "one")
+        recorder.record(_workload("job-b", "u2"), "Normal", "QuotaReserved", "two")
+        await recorder.close()
+        recorder.record(_workload("job-c", "u3"), "Normal", "QuotaReserved", "three")
+        await recorder.drain()
+        return recorder, await _events(store)
+
+    recorder, events = asyncio.run(run())
+    assert [e["message"] for e in events] == ["one", "two", "three"]
+    assert (recorder.written, recorder.dropped) == (3, 0)

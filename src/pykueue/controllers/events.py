@@ -18,6 +18,7 @@ and counted in ``dropped``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
@@ -66,6 +67,7 @@ class EventRecorder:
     _recent: dict[tuple[str, str, str], float] = field(default_factory=dict)
     _queue: deque[Manifest] = field(default_factory=deque)
     _writer: asyncio.Task[None] | None = None
+    _in_flight: bool = False
 
     def record(self, obj: Manifest, kind: str, reason: str, message: str) -> bool:
         """Queue one event about ``obj``; False when a limit or the dedup dropped it."""
@@ -136,12 +138,14 @@ class EventRecorder:
         try:
             while self._queue:
                 event = self._queue.popleft()
+                self._in_flight = True  # `close` counts it if it never comes back
                 try:
                     await self.store.create(event)
                     self.written += 1
                 except StoreError as exc:
                     self.dropped += 1
                     log.debug("event %s not written: %s", event["reason"], exc)
+                self._in_flight = False
         finally:
             self._writer = None
 
@@ -149,6 +153,20 @@ class EventRecorder:
         """Wait until every queued event is written or dropped."""
         while self._writer is not None:
             await asyncio.gather(self._writer, return_exceptions=True)
+
+    async def close(self, grace_seconds: float = 2.0) -> None:
+        """On the way out: write what is queued for a moment, then drop the rest, so that no
+        write is left pending when the event loop ends (a later `record` starts again)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.drain(), grace_seconds)
+        writer = self._writer
+        if writer is not None:
+            writer.cancel()
+            await asyncio.gather(writer, return_exceptions=True)
+        self.dropped += len(self._queue) + int(self._in_flight)
+        self._queue.clear()
+        self._in_flight = False
+        self._writer = None
 
 
 def _refill(bucket: _Bucket, now: float, rate: float, cap: int) -> None:

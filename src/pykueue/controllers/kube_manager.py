@@ -421,6 +421,8 @@ class KubeManager:
             await self.statuses.stop_writing()
             self.admission.outbox = None
             self.statuses.background = False
+            if self.events is not None:
+                await self.events.close()
 
     def _wait_seconds(self) -> float:
         """Until the next event, the resync, or the engine's next deadline (a timeout, a backoff)."""
