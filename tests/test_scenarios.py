@@ -180,6 +180,26 @@ INVALID = {
         "config.pykueue.nominalFirst",
         [],
     ),
+    "default-contract-unknown-field": (
+        ("format: 1\n", "format: 1\nconfig:\n  pykueue: {preemptionContract: {minRuntime: 1m}}\n"),
+        "config.pykueue.preemptionContract.minRuntime",
+        ["unknown field"],
+    ),
+    "default-contract-bad-duration": (
+        ("format: 1\n", "format: 1\nconfig:\n  pykueue: {preemptionContract: {minRunTime: soon}}\n"),
+        "config.pykueue.preemptionContract.minRunTime",
+        ["soon"],
+    ),
+    "default-contract-window-alone": (
+        ("format: 1\n", "format: 1\nconfig:\n  pykueue: {preemptionContract: {window: 24h}}\n"),
+        "config.pykueue.preemptionContract",
+        ["maxPreemptions and window"],
+    ),
+    "default-contract-not-a-mapping": (
+        ("format: 1\n", "format: 1\nconfig:\n  pykueue: {preemptionContract: 10m}\n"),
+        "config.pykueue.preemptionContract",
+        ["mapping"],
+    ),
     "topology-config-resources": (
         ("format: 1\n", "format: 1\nconfig:\n  resources: {excludeResourcePrefixes: [example.com/]}\n"),
         "config.resources",

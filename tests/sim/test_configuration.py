@@ -156,3 +156,16 @@ def test_the_worked_example_fair_sharing_on_and_off():
     assert product_on["completionDelay"]["p90"] < product_off["completionDelay"]["p90"]
     assert b["clusterQueues"]["research"]["preemptions"] > a["clusterQueues"]["research"]["preemptions"]
     assert {row["reasons"].get("InCohortFairSharing", 0) for row in b["preemptionsByPreemptor"]} != {0}
+
+
+def test_the_default_preemption_contract_is_read_for_planning(tmp_path: Path):
+    config = """\
+---
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+pykueue: {preemptionContract: {minRunTime: 30m}}
+"""
+    design = Design.load(write(tmp_path, "d", teams() + config))
+    contract = design.config.default_contract
+    assert contract is not None and contract.min_run_time == 30 * 60 * 10**6
+    assert design.config.nominal_first  # still the simulator's default: only the contract was given

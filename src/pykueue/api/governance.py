@@ -285,10 +285,30 @@ def _aging(raw: str, path: str, out: list[FieldProblem] | None) -> Aging | None:
     return Aging(points=points, per=per, cap=cap, priority_classes=classes, max_priority=maximum)
 
 
+def contract_setting(value: Any, path: str) -> PreemptionContract:
+    """A contract written as a mapping (a configuration file's ``pykueue.preemptionContract``);
+    the first problem is a ValueError naming ``path`` and the field."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: must be a mapping with the fields {', '.join(CONTRACT_FIELDS)}")
+    unknown = sorted(set(value) - set(CONTRACT_FIELDS))
+    if unknown:
+        raise ValueError(f"{path}.{unknown[0]}: unknown field (known: {', '.join(CONTRACT_FIELDS)})")
+    found = _contract_fields(value, path, None)
+    if found is None:  # not reached: without a list to collect into, a problem raises
+        raise ValueError(f"{path}: not a preemption contract")
+    return found
+
+
 def _contract(raw: str, path: str, out: list[FieldProblem] | None) -> PreemptionContract | None:
     value = _object(raw, path, CONTRACT_FIELDS, out)
     if value is None:
         return None
+    return _contract_fields(value, path, out)
+
+
+def _contract_fields(
+    value: dict[str, Any], path: str, out: list[FieldProblem] | None
+) -> PreemptionContract | None:
     if not value:
         _report(out, path, f"must set at least one of {', '.join(CONTRACT_FIELDS)}")
         return None

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pykueue.api.governance import PreemptionContract
+
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 
@@ -208,6 +210,9 @@ class EngineConfig:
     # tree wait for the next cycle (docs/semantics.md, "Nominal quota first"). Off reproduces
     # upstream's cycle exactly; scenario files get it only when they ask.
     nominal_first: bool = True
+    # pykueue's own: the preemption contract of every ClusterQueue that has none of its own
+    # (the site's minimum run time before a preemption, docs/governance.md); None: upstream's.
+    default_contract: PreemptionContract | None = None
     wait_for_pods_ready: WaitForPodsReady | None = None
     # How an eviction completes. False: at once, in the same step (scenario files, the
     # simulator). True: `State.evict` only starts it; the workload keeps its quota

@@ -13,7 +13,7 @@ place (``where``), never ignored.
     waitForPodsReady       enable (v1beta1), timeout, recoveryTimeout, blockAdmission,
                            requeuingStrategy {timestamp, backoffBaseSeconds,
                            backoffMaxSeconds, backoffLimitCount}
-    pykueue                nominalFirst: pykueue's own engine options
+    pykueue                nominalFirst, preemptionContract: pykueue's own engine options
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pykueue.api import governance
 from pykueue.engine import intake
 from pykueue.engine.config import (
     KNOWN_GATES,
@@ -63,8 +64,8 @@ def engine_config(
                 raw.get("admissionFairSharing"), f"{where}.admissionFairSharing"
             ),
             "feature_gates": gates,
-            "nominal_first": _own_options(raw.get("pykueue"), f"{where}.pykueue"),
             "wait_for_pods_ready": wait,
+            **_own_options(raw.get("pykueue"), f"{where}.pykueue"),
         }
         fields.update(extra)  # the caller's own settings (command-line flags) win
         return EngineConfig(**fields)
@@ -190,15 +191,23 @@ def _duration(value: Any, where: str) -> int:
     return result
 
 
-def _own_options(raw: Any, where: str) -> bool:
+def _own_options(raw: Any, where: str) -> dict[str, Any]:
     """``pykueue``: pykueue's own engine options, off unless asked for.
 
     A scenario and a Configuration describe upstream's cycle, so pykueue's departures
-    from it (`EngineConfig.nominal_first`) stay off unless named here.
+    from it (`EngineConfig.nominal_first`, `EngineConfig.default_contract`) stay off
+    unless named here.
     """
     section = _mapping(raw, where)
-    only(section, {"nominalFirst"}, where)
+    only(section, {"nominalFirst", "preemptionContract"}, where)
     value = section.get("nominalFirst", False)
     if not isinstance(value, bool):
         raise InputError(f"{where}.nominalFirst: must be true or false")
-    return value
+    options: dict[str, Any] = {"nominal_first": value}
+    if "preemptionContract" in section:
+        try:
+            found = governance.contract_setting(section["preemptionContract"], f"{where}.preemptionContract")
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        options["default_contract"] = found
+    return options

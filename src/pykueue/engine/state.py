@@ -31,6 +31,7 @@ controller writes it (`explain_waiting`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -199,6 +200,8 @@ class State:
         self._tree_members.clear()
 
     def apply_cluster_queue(self, cq: specs.ClusterQueue) -> None:
+        if cq.contract is None and self.config.default_contract is not None:
+            cq = dataclasses.replace(cq, contract=self.config.default_contract)
         old = self.cluster_queues.get(cq.name)
         self.cluster_queues[cq.name] = cq
         self._waiting_dirty = True
