@@ -67,8 +67,15 @@ def kueue_crds(kwok_cluster: KubeCluster) -> list[str]:
     return applied
 
 
-def wait(probe: Callable[[], T | None], timeout: float, what: str, interval: float = 0.2) -> T:
-    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds."""
+def wait(
+    probe: Callable[[], T | None],
+    timeout: float,
+    what: str,
+    interval: float = 0.2,
+    describe: Callable[[], object] | None = None,
+) -> T:
+    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds
+    (and what ``describe`` says of the state then, so that a rare failure says where it stopped)."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
@@ -79,9 +86,13 @@ def wait(probe: Callable[[], T | None], timeout: float, what: str, interval: flo
         if result:
             return result
         if time.monotonic() > deadline:
-            raise AssertionError(
-                f"timed out after {timeout:.0f}s waiting for {what}" + (f" ({last})" if last else "")
-            )
+            message = f"timed out after {timeout:.0f}s waiting for {what}" + (f" ({last})" if last else "")
+            if describe is not None:
+                try:
+                    message += f"; then: {describe()}"
+                except (ApiError, KeyError, IndexError, TypeError) as exc:
+                    message += f"; then: not described ({exc!r})"
+            raise AssertionError(message)
         time.sleep(interval)
 
 
