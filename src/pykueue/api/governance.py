@@ -290,12 +290,14 @@ def contract_setting(value: Any, path: str) -> PreemptionContract:
     the first problem is a ValueError naming ``path`` and the field."""
     if not isinstance(value, dict):
         raise ValueError(f"{path}: must be a mapping with the fields {', '.join(CONTRACT_FIELDS)}")
-    unknown = sorted(set(value) - set(CONTRACT_FIELDS))
-    if unknown:
-        raise ValueError(f"{path}.{unknown[0]}: unknown field (known: {', '.join(CONTRACT_FIELDS)})")
-    found = _contract_fields(value, path, None)
-    if found is None:  # not reached: without a list to collect into, a problem raises
-        raise ValueError(f"{path}: not a preemption contract")
+    out: list[FieldProblem] = [
+        FieldProblem(f"{path}.{name}", f"unknown field (known: {', '.join(CONTRACT_FIELDS)})")
+        for name in sorted(set(value) - set(CONTRACT_FIELDS))
+    ]
+    found = _contract_fields(value, path, out)
+    if out or found is None:
+        first = out[0] if out else FieldProblem(path, "not a preemption contract")
+        raise ValueError(f"{first.path}: {first.message}")
     return found
 
 
