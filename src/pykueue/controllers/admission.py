@@ -97,6 +97,7 @@ def _signature(wl: Workload, stored: Manifest) -> tuple[Any, ...]:
         checks,
         evictions,
         wl.active,
+        wl.past_execution_seconds,
     )
 
 

@@ -1,6 +1,7 @@
 """Kubernetes Events on Workloads and jobs, with upstream's reasons, so `kubectl describe` tells the story.
 
     on a Workload   QuotaReserved, Admitted, Pending (Warning), Preempted,
+                    MaximumExecutionTimeExceeded (Warning),
                     EvictedDueTo<Reason>[DueTo<UnderlyingCause>], PodsReady
     on a job        CreatedWorkload, Started, Suspended, Stopped, FinishedWorkload, DeletedWorkload
 
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from pykueue.engine import execution_time
 from pykueue.engine import state as engine_state
 from pykueue.engine.state import Event, State
 from pykueue.errors import StoreError
@@ -196,6 +198,8 @@ def workload_events(event: Event) -> list[tuple[str, str, str]]:
         return [(NORMAL, reason, event.message)]
     if event.type == engine_state.PODS_READY:
         return [(NORMAL, "PodsReady", event.message)]
+    if event.type == execution_time.EXCEEDED:
+        return [(WARNING, execution_time.EXCEEDED, event.message)]
     return []
 
 

@@ -2,7 +2,8 @@
 
 Only the fields the engine owns are produced (admission, the scheduling
 conditions, PodsReady when waitForPodsReady is on, the admission check states
-as the engine last took them, requeue state, eviction counts); everything else
+as the engine last took them, requeue state, eviction counts, the accumulated
+execution time); everything else
 already in the stored status (reclaimable pods, conditions of other writers)
 is kept.
 
@@ -100,6 +101,10 @@ def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any
         status.pop("requeueState", None)  # a deactivation, or a reactivation, clears it
     _checks(wl, status)
     _eviction_counts(wl, status)
+    if wl.past_execution_seconds is not None:
+        status["accumulatedPastExecutionTimeSeconds"] = wl.past_execution_seconds
+    else:
+        status.pop("accumulatedPastExecutionTimeSeconds", None)  # cleared when the limit was exceeded
     return status
 
 

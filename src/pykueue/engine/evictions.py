@@ -24,7 +24,7 @@ two steps; this module only writes status.
 
 from __future__ import annotations
 
-from pykueue.engine import admission_checks
+from pykueue.engine import admission_checks, execution_time
 from pykueue.engine.workloads import Eviction, Workload
 
 PREEMPTED = "Preempted"
@@ -103,6 +103,7 @@ def complete(wl: Workload, eviction: Eviction, now: int) -> None:
 def unreserve(wl: Workload, reason: str, message: str, now: int) -> bool:
     """QuotaReserved=False with ``reason``, and Admitted in step (upstream's
     UnsetQuotaReservationWithCondition). Returns whether anything changed."""
+    execution_time.accumulate(wl, now)
     changed = wl.set_condition("QuotaReserved", "False", reason, message, now)
     return wl.set_condition("Admitted", "False", NO_RESERVATION, NO_RESERVATION_MESSAGE, now) or changed
 

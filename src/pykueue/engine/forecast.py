@@ -241,6 +241,8 @@ def _copy_workload(wl: Workload) -> Workload:
     clone.eviction = wl.eviction
     clone.eviction_counts = dict(wl.eviction_counts)
     clone.unhealthy_nodes = wl.unhealthy_nodes
+    clone.max_execution_seconds = wl.max_execution_seconds
+    clone.past_execution_seconds = wl.past_execution_seconds
     clone.key = wl.key
     clone.queue_key = wl.queue_key
     return clone

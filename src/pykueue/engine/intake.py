@@ -336,6 +336,7 @@ def workload(
         active=spec.active,
         invalid_reason=pod_requests.problem(computed) or "; ".join(problems),
         gated_by=obj.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
+        max_execution_seconds=spec.maximum_execution_time_seconds,
     )
     wl.shape = shape_of(wl)
     _read_status(obj, wl)
@@ -400,6 +401,7 @@ def _read_status(obj: ApiWorkload, wl: Workload) -> None:
         for check in sorted(status.admission_checks, key=lambda c: c.name)
     }
     wl.unhealthy_nodes = tuple(node.name for node in status.unhealthy_nodes)
+    wl.past_execution_seconds = status.accumulated_past_execution_time_seconds
     if status.scheduling_stats is not None:
         wl.eviction_counts = {
             (e.reason, e.underlying_cause): e.count for e in status.scheduling_stats.evictions

@@ -5,8 +5,9 @@ outside the cycle, and these are the engine's entry points for it:
 
     report_check(state, key, check, "Ready")     a check's controller wrote a state
     report_pods_ready(state, key, ready)          pods became ready, or lost readiness
-    advance(state, now)                           the clock moves: PodsReady timeouts
-                                                  fire in time order, backoffs end
+    advance(state, now)                           the clock moves: PodsReady timeouts and
+                                                  maximum execution times fire in time
+                                                  order, backoffs end
     state.complete_eviction(key)                  an evicted workload's job stopped
                                                   (with config.async_evictions)
     next_deadline(state)                          when `advance` has work next
@@ -14,14 +15,15 @@ outside the cycle, and these are the engine's entry points for it:
     pending ──cycle──▶ QuotaReserved ──checks Ready──▶ Admitted ──pods ready──▶ PodsReady
        ▲                   │   │                          │ timeout / recovery timeout
        │        check Retry│   │check Rejected            ▼
-       └──── backoff ◀─────┘   └──────────▶ deactivated ◀── past backoffLimitCount
+       └──── backoff ◀─────┘   └──────────▶ deactivated ◀── past backoffLimitCount,
+                                                            or past its maximum execution time
 
 Every function is deterministic and reads no clock: the time is ``state.now``.
 """
 
 from __future__ import annotations
 
-from pykueue.engine import admission_checks, aging, evictions, pods_ready
+from pykueue.engine import admission_checks, aging, evictions, execution_time, pods_ready
 from pykueue.engine.state import PODS_READY, Event, State
 from pykueue.engine.workloads import CHECK_REJECTED, CHECK_RETRY, CHECK_STATES
 
@@ -124,18 +126,51 @@ def report_pods_ready(state: State, key: str, ready: bool) -> None:
 
 
 def advance(state: State, now: int) -> None:
-    """Move the clock to ``now``; every PodsReady timeout that falls due on the way
-    fires at its own time, in time order (ties by arrival), then backoffs that ended
-    put their workloads back in their queues."""
-    config = state.config.wait_for_pods_ready
-    while config is not None:
+    """Move the clock to ``now``; every PodsReady timeout and maximum execution time
+    that falls due on the way fires at its own time, in time order (ties by arrival),
+    then backoffs that ended put their workloads back in their queues."""
+    while True:
         due = _next_timeout(state, now)
+        over = _next_exceeded(state, now)
+        if over is not None and (due is None or over < due[:2]):
+            state.advance_clock(over[0])
+            _exceed(state, over[2])
+            continue
         if due is None:
             break
         at, _, key, cause = due
         state.advance_clock(at)
         _time_out(state, key, cause)
     state.advance_clock(now)
+
+
+def _next_exceeded(state: State, until: int) -> tuple[int, int, str] | None:
+    """The first admitted workload to run out of its maximum execution time by ``until``."""
+    found = [
+        (max(at, state.now), seq, key)
+        for at, seq, key in execution_time.due(state.workloads, state.time_limited)
+        if at <= until
+    ]
+    return min(found) if found else None
+
+
+def _exceed(state: State, key: str) -> None:
+    """Upstream's reconcileMaxExecutionTime: the accumulated time is cleared, then the
+    workload is deactivated (and so evicted), with a Warning event."""
+    wl = state.workloads[key]
+    assert wl.admission is not None
+    state.events.append(
+        Event(
+            state.cycle,
+            key,
+            execution_time.EXCEEDED,
+            execution_time.exceeded_message(wl),
+            execution_time.EXCEEDED,
+            wl.admission.cluster_queue,
+        )
+    )
+    wl.past_execution_seconds = None
+    state.deactivate(key, execution_time.EXCEEDED, execution_time.EXCEEDED_MESSAGE)
 
 
 def _next_timeout(state: State, until: int) -> tuple[int, int, str, str] | None:
@@ -171,8 +206,9 @@ def _time_out(state: State, key: str, cause: str) -> None:
 
 def next_deadline(state: State) -> int | None:
     """The earliest time `advance` (or the next cycle) would change something: a PodsReady
-    timeout, the end of a requeue backoff, the end of a preemption contract's protection,
-    a waiting workload's next point of aging. None when nothing is waiting on the clock."""
+    timeout, a maximum execution time running out, the end of a requeue backoff, the end of
+    a preemption contract's protection, a waiting workload's next point of aging. None when
+    nothing is waiting on the clock."""
     times: list[int] = []
     config = state.config.wait_for_pods_ready
     if config is not None:
@@ -186,6 +222,7 @@ def next_deadline(state: State) -> int | None:
             if wl.requeue_at is not None:
                 times.append(wl.requeue_at)
     times.extend(state.protection_deadlines())
+    times.extend(at for at, _, _ in execution_time.due(state.workloads, state.time_limited))
     step = aging.next_step(state)
     if step is not None:
         times.append(step)

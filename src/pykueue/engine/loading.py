@@ -182,6 +182,7 @@ def carry_status(old: EngineWorkload, new: EngineWorkload) -> None:
     new.eviction = old.eviction
     new.eviction_counts = old.eviction_counts
     new.unhealthy_nodes = old.unhealthy_nodes
+    new.past_execution_seconds = old.past_execution_seconds
 
 
 def delete(state: State, kind: str, namespace: str, name: str) -> None:

@@ -129,6 +129,8 @@ class State:
     # Workloads holding a reservation whose pods are not ready (blockAdmission waits on them;
     # upstream's WorkloadsNotReady).
     pods_not_ready: set[str] = field(default_factory=set)
+    # Workloads with a maximum execution time (`engine.execution_time`), admitted or not.
+    time_limited: set[str] = field(default_factory=set)
     # ClusterQueues with an aging policy, and those whose workloads may still carry aged
     # priority (`engine.aging`); ClusterQueues with a preemption contract (`engine.contract`).
     # Only these are looked at, so a state without policies pays nothing for them.
@@ -332,6 +334,10 @@ class State:
     def _insert(self, wl: Workload) -> None:
         self.workloads[wl.key] = wl
         self.touched.add(wl.key)
+        if wl.max_execution_seconds is not None:
+            self.time_limited.add(wl.key)
+        else:
+            self.time_limited.discard(wl.key)
         if wl.gated_by and wl.admission is not None:
             # An admission gate takes the reservation back (upstream's workload controller).
             wl.admission = None
@@ -368,6 +374,7 @@ class State:
         wl = self.workloads.pop(key, None)
         self.touched.discard(key)
         self.pods_not_ready.discard(key)
+        self.time_limited.discard(key)
         if wl is None:
             self.finished.pop(key, None)
             return
@@ -387,6 +394,7 @@ class State:
         self._account(wl, -1)
         del self.workloads[key]
         self.touched.discard(key)
+        self.time_limited.discard(key)
         wl.finished = True
         wl.eviction = None
         wl.conditions["Finished"] = Condition(

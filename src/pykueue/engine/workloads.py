@@ -201,6 +201,10 @@ class Workload:
     eviction_counts: dict[tuple[str, str], int] = field(default_factory=dict)
     # `status.unhealthyNodes`: nodes that failed under its topology assignment.
     unhealthy_nodes: tuple[str, ...] = ()
+    # `spec.maximumExecutionTimeSeconds` and `status.accumulatedPastExecutionTimeSeconds`
+    # (engine/execution_time.py); None when unset.
+    max_execution_seconds: int | None = None
+    past_execution_seconds: int | None = None
     # "namespace/name" and "namespace/queue": asked for millions of times in a busy cohort,
     # so made once (a workload's namespace, name and queue never change; a changed spec
     # makes a new Workload).
