@@ -4,7 +4,8 @@ Modelled field by field where pykueue acts on it: which jobs are managed
 (``manageJobsWithoutQueueName``, ``managedJobsNamespaceSelector``), which kinds
 (``integrations.frameworks``, ``labelKeysToCopy``), how pod requests become quota
 (``resources.deviceClassMappings``; ``excludeResourcePrefixes`` and
-``transformations`` are read as given), fair sharing and feature gates. Sections of
+``transformations`` are read as given), fair sharing, feature gates, and when
+Workloads and deactivated jobs are deleted (``objectRetentionPolicies``). Sections of
 upstream's file that concern its Go manager (``webhook``, ``metrics``,
 ``leaderElection``, ``clientConnection``, ``internalCertManagement``...) are accepted
 as written, so an upstream configuration file loads unchanged; `ignored_sections`
@@ -74,6 +75,17 @@ class MultiKueue(KubeModel):
     dispatcher_name: str | None = Field(default=None, min_length=1)
 
 
+class WorkloadRetentionPolicy(KubeModel):
+    """When Workloads Kueue is done with are deleted (`pykueue.controllers.retention`)."""
+
+    after_finished: str | None = Field(default=None, pattern=GO_DURATION)
+    after_deactivated_by_kueue: str | None = Field(default=None, pattern=GO_DURATION)
+
+
+class ObjectRetentionPolicies(KubeModel):
+    workloads: WorkloadRetentionPolicy | None = None
+
+
 class Configuration(PassthroughModel):
     """The parts of upstream's Configuration pykueue reads; the rest is kept as given."""
 
@@ -87,6 +99,7 @@ class Configuration(PassthroughModel):
     fair_sharing: FairSharing | None = None
     feature_gates: dict[str, bool] = Field(default_factory=dict)
     multi_kueue: MultiKueue = Field(default_factory=MultiKueue)
+    object_retention_policies: ObjectRetentionPolicies = Field(default_factory=ObjectRetentionPolicies)
 
     def namespace_selector(self) -> LabelSelector:
         """``managedJobsNamespaceSelector``, or upstream's default: every namespace but

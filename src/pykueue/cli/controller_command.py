@@ -42,6 +42,7 @@ from pykueue.controllers import (
     leader,
     metrics,
     multikueue,
+    retention,
 )
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
@@ -71,6 +72,8 @@ class Jobs:
     frameworks: tuple[str, ...]
     # The MultiKueue admission check's settings (it acts only for checks naming it).
     multikueue: multikueue.Settings = field(default_factory=multikueue.Settings)
+    # objectRetentionPolicies.workloads (`pykueue.controllers.retention`).
+    retention_policy: retention.Policy = field(default_factory=retention.Policy)
 
 
 def jobs_of(cfg: configuration.Configuration) -> Jobs:
@@ -86,11 +89,15 @@ def jobs_of(cfg: configuration.Configuration) -> Jobs:
             for device_class in mapping.device_class_names
         },
     )
+    kept = cfg.object_retention_policies.workloads
     return Jobs(
         integrations.registry(frameworks),
         settings,
         frameworks,
         multikueue.settings_of(cfg.multi_kueue, cfg.namespace),
+        retention.policy_of(kept.after_finished, kept.after_deactivated_by_kueue)
+        if kept is not None
+        else retention.Policy(),
     )
 
 
@@ -302,6 +309,7 @@ async def _run_controller(
         events=EventRecorder(writer),
         multikueue_settings=jobs.multikueue,
         policy_history_namespace=ops.lease_namespace if ops.policy_history else "",
+        retention_policy=jobs.retention_policy,
     )
     estimates = estimating.StartEstimates(manager.admission, job_by_uid=manager.jobs.job_by_uid)
     annotations = estimate_annotations.AnnotationWriter(writer, manager.admission.cache.get)

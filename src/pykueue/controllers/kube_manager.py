@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from typing import ClassVar
 
 from pykueue.api import manifests
-from pykueue.controllers import admission, integrations, jobframework, multikueue, workload_status
+from pykueue.controllers import admission, integrations, jobframework, multikueue, retention, workload_status
 from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.events import EventRecorder, record_decisions
 from pykueue.controllers.job_reconciler import JobReconciler
@@ -130,6 +130,9 @@ class KubeManager:
     # Policy history (Kubernetes mode): revisions kept as ConfigMaps in this namespace; "": off.
     policy_history_namespace: str = ""
     policy: PolicyRecorder | None = field(init=False, default=None)
+    # objectRetentionPolicies.workloads; the deleter exists only when a period is set.
+    retention_policy: retention.Policy = field(default_factory=retention.Policy)
+    retainer: retention.WorkloadRetention | None = field(init=False, default=None)
     _policy_problem: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
@@ -165,6 +168,10 @@ class KubeManager:
             self.policy = PolicyRecorder(self.store, self.policy_history_namespace, self.clock)
         if self.multikueue_settings is not None:
             self.multikueue_checks = self.multikueue_controller(self.multikueue_settings)
+        if self.retention_policy.enabled:
+            self.retainer = retention.WorkloadRetention(self.store, self.retention_policy, self.clock)
+            if self.events is not None:
+                self.retainer.on_event = self.events.record
 
     def _runs_on_a_worker(self, workload: Manifest) -> bool:
         """A Workload with a MultiKueue check runs on a worker cluster: its pods never start here
@@ -248,6 +255,8 @@ class KubeManager:
             self.node_failures.handle(event)
         if self.policy is not None:
             self.policy.handle(event)
+        if self.retainer is not None:
+            self.retainer.handle(event)
 
     # --------------------------------------------------------------------- pass
 
@@ -278,6 +287,8 @@ class KubeManager:
             writes += await self.node_failures.reconcile()
         if self.policy is not None:
             writes += await self._record_policy()
+        if self.retainer is not None:
+            writes += await self.retainer.reconcile()
         return writes
 
     async def _record_policy(self) -> int:
@@ -427,6 +438,9 @@ class KubeManager:
     def _wait_seconds(self) -> float:
         """Until the next event, the resync, or the engine's next deadline (a timeout, a backoff)."""
         due = self.admission.next_deadline()
+        kept = self.retainer.next_deadline() if self.retainer is not None else None
+        if kept is not None and (due is None or kept < due):
+            due = kept
         if due is None:
             return self.resync_seconds
         return max(0.0, min(self.resync_seconds, (due - self.clock()).total_seconds()))

@@ -36,6 +36,7 @@ JOB_SECTIONS = frozenset(
         "integrations",
         "resources",
         "multiKueue",
+        "objectRetentionPolicies",
     }
 )
 # Upstream's Configuration sections pykueue accepts without acting on them (yet).
@@ -43,7 +44,6 @@ OTHER_SECTIONS = frozenset(
     {
         "internalCertManagement",
         "clientConnection",
-        "objectRetentionPolicies",
         "queueVisibility",
         "health",
         "metrics",

@@ -52,4 +52,6 @@ class StandaloneManager(KubeManager):
         writes = await self.admission.reconcile()
         writes += await self.statuses.write(self.admission.state, self.admission.cache)
         writes += await self.jobs.reconcile()
+        if self.retainer is not None:
+            writes += await self.retainer.reconcile()
         return writes

@@ -49,7 +49,8 @@ import yaml
 
 from pykueue import gc_tuning, paths
 from pykueue.api import configuration as api_configuration
-from pykueue.controllers import estimating, integrations, isolation, multikueue
+from pykueue.api import manifests
+from pykueue.controllers import estimating, integrations, isolation, multikueue, retention
 from pykueue.controllers.executor import Backoff, LocalExecutor, log_folder
 from pykueue.controllers.multikueue_standalone import StandaloneMultiKueue
 from pykueue.controllers.node import GPU_RESOURCE, Node, discover
@@ -97,6 +98,8 @@ class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     # This server as a MultiKueue manager of other standalone servers (docs/multikueue.md).
     multikueue: multikueue.Settings = field(default_factory=multikueue.Settings)
+    # objectRetentionPolicies.workloads, as in Kubernetes mode (`pykueue.controllers.retention`).
+    retention: retention.Policy = field(default_factory=retention.Policy)
 
     @staticmethod
     def load(path: Path | None) -> Config:
@@ -115,6 +118,7 @@ class Config:
             "isolation",
             "executor",
             "multiKueue",
+            "objectRetentionPolicies",
             *configuration.ENGINE_KEYS,
         }
         if unknown:
@@ -146,6 +150,7 @@ class Config:
             ),
             engine=engine,
             multikueue=_multikueue(path, raw.get("multiKueue")),
+            retention=_retention(path, raw.get("objectRetentionPolicies")),
         )
 
 
@@ -162,6 +167,23 @@ def _multikueue(path: Path, raw: Any) -> multikueue.Settings:
         problems = "; ".join(f"multiKueue.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise InputError(f"{path}: {problems}") from None
     return multikueue.settings_of(section)
+
+
+def _retention(path: Path, raw: Any) -> retention.Policy:
+    """The ``objectRetentionPolicies`` section, checked by the same model as in Kubernetes mode."""
+    if raw is None:
+        return retention.Policy()
+    try:
+        section = api_configuration.ObjectRetentionPolicies.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(
+            f"objectRetentionPolicies.{manifests.format_loc(e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise InputError(f"{path}: {problems}") from None
+    kept = section.workloads
+    if kept is None:
+        return retention.Policy()
+    return retention.policy_of(kept.after_finished, kept.after_deactivated_by_kueue)
 
 
 def _section(path: Path, raw: dict[str, Any], name: str, fields: dict[str, type]) -> dict[str, Any]:
@@ -451,6 +473,7 @@ async def _main(options: Options, config: Config) -> None:
         registry=registry,
         resync_seconds=0.5,
         multikueue_settings=config.multikueue,
+        retention_policy=config.retention,
     )
     admission = manager.admission
     estimates = estimating.StartEstimates(admission, job_by_uid=manager.jobs.job_by_uid)

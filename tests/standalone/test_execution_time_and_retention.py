@@ -1,11 +1,14 @@
 """A job's maximum execution time in standalone mode: its process is stopped when the time is up,
-its Workload is deactivated, and the job waiting for its quota runs."""
+its Workload is deactivated, and the job waiting for its quota runs. With objectRetentionPolicies,
+finished Workloads and the jobs Kueue deactivated are deleted afterwards."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from .helpers import Server, cluster_queue, flavor_and_queue, job, wait_until, write_config
 
@@ -44,3 +47,31 @@ def test_a_job_past_its_maximum_execution_time_is_stopped_and_deactivated(
     assert evicted["reason"] == "DeactivatedDueToMaximumExecutionTimeExceeded", evicted
     described = server.cli("describe", "workload", "limited")
     assert "State:     Inactive" in described.stdout, described.stdout
+
+
+def test_retention_deletes_finished_workloads_and_the_jobs_kueue_deactivated(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    config = write_config(
+        tmp_path, cluster_queue("main", cpu="4") + "---\n" + flavor_and_queue("a100", "main", "default")
+    )
+    raw = yaml.safe_load(config.read_text())
+    raw["objectRetentionPolicies"] = {"workloads": {"afterFinished": "1s", "afterDeactivatedByKueue": "1s"}}
+    config.write_text(yaml.safe_dump(raw))
+    server = start_server(config)
+    limited = job("limited", "sleep 300")
+    limited["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "1"
+    assert server.apply([job("quick", "true"), limited]).status_code == 200
+
+    def workload_names() -> set[str]:
+        return {
+            w["metadata"]["name"].rsplit("-", 1)[0] for w in server.api("GET", "/api/v1/objects/Workload")
+        }
+
+    wait_until(lambda: server.jobs().get("default/quick", {}).get("state") == "Succeeded", timeout=30)
+    # The finished job's Workload goes after its second of retention; the job stays.
+    wait_until(lambda: "job-quick" not in workload_names(), timeout=30)
+    assert server.jobs()["default/quick"]["state"] == "Succeeded"
+    # The job Kueue deactivated (its time was up) is deleted, its Workload with it.
+    wait_until(lambda: "default/limited" not in server.jobs(), timeout=30)
+    wait_until(lambda: "job-limited" not in workload_names(), timeout=30)
