@@ -75,3 +75,25 @@ def test_retention_deletes_finished_workloads_and_the_jobs_kueue_deactivated(
     # The job Kueue deactivated (its time was up) is deleted, its Workload with it.
     wait_until(lambda: "default/limited" not in server.jobs(), timeout=30)
     wait_until(lambda: "job-limited" not in workload_names(), timeout=30)
+
+
+def test_a_workload_that_finished_before_a_restart_is_deleted_after_it(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    config = write_config(
+        tmp_path, cluster_queue("main", cpu="4") + "---\n" + flavor_and_queue("a100", "main", "default")
+    )
+    server = start_server(config)
+    assert server.apply([job("quick", "true")]).status_code == 200
+    wait_until(lambda: server.jobs().get("default/quick", {}).get("state") == "Succeeded", timeout=30)
+    names = lambda: [w["metadata"]["name"] for w in server.api("GET", "/api/v1/objects/Workload")]  # noqa: E731
+    assert len(names()) == 1
+    server.kill()
+    # The same server, now with a retention period: nothing is watched in, the first list has it.
+    assert server.config is not None
+    raw = yaml.safe_load(server.config.read_text())
+    raw["objectRetentionPolicies"] = {"workloads": {"afterFinished": "1s"}}
+    server.config.write_text(yaml.safe_dump(raw))
+    server.start()
+    wait_until(lambda: names() == [], timeout=30)
+    assert server.jobs()["default/quick"]["state"] == "Succeeded"

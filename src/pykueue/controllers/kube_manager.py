@@ -340,6 +340,11 @@ class KubeManager:
             for key, obj in self.admission.cache.items():
                 if key.kind == "Node":
                     self.node_failures.handle(WatchEvent("ADDED", obj, resource_version(obj)))
+        if self.retainer is not None:
+            # What finished or was deactivated while the controller was down is due too.
+            for key, obj in self.admission.cache.items():
+                if key.kind == "Workload":
+                    self.retainer.handle(WatchEvent("ADDED", obj, resource_version(obj)))
         if self.policy is not None:
             # Before the first watch event: what changed while nobody recorded is compared now.
             try:
