@@ -218,6 +218,18 @@ def _to_datetime(value: object) -> object:
     raise ValueError(f"{value!r} is not an RFC 3339 time (e.g. 2026-01-01T00:00:00Z)")
 
 
+def parse_time(value: object) -> datetime | None:
+    """A stored object's RFC 3339 time (a condition's ``lastTransitionTime``), in UTC; None
+    when absent or not a time, for readers that skip what they cannot date."""
+    if value is None or value == "":
+        return None
+    try:
+        parsed = _to_datetime(value)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, datetime) else None
+
+
 def format_time(value: datetime) -> str:
     """RFC 3339 in UTC with a ``Z``, as the Kubernetes API writes times."""
     value = value.astimezone(UTC)

@@ -19,8 +19,8 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
+from pykueue.api.meta import parse_time
 from pykueue.controllers import topology_ungater
 from pykueue.controllers.jobframework import WORKLOAD_ANNOTATION
 from pykueue.errors import Conflict, NotFound, StoreError
@@ -30,15 +30,6 @@ log = logging.getLogger(__name__)
 
 FAILURE_DELAY = timedelta(seconds=30)
 HOSTNAME = "kubernetes.io/hostname"
-
-
-def _parse_time(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def failed_at(node: Manifest, delay: timedelta = FAILURE_DELAY) -> datetime | None:
@@ -52,7 +43,7 @@ def failed_at(node: Manifest, delay: timedelta = FAILURE_DELAY) -> datetime | No
             continue
         if cond.get("status") == "True":
             return None
-        since = _parse_time(cond.get("lastTransitionTime"))
+        since = parse_time(cond.get("lastTransitionTime"))
         return datetime.min if since is None else since + delay
     return datetime.min
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from pykueue.api.meta import parse_time
 from pykueue.engine import intake
 from pykueue.errors import NotFound, StoreError
 from pykueue.store.base import Key, Manifest, Store, WatchEvent
@@ -62,21 +63,11 @@ def _condition(obj: Manifest, kind: str) -> dict[str, Any] | None:
     return None
 
 
-def _since(cond: dict[str, Any]) -> datetime | None:
-    text = cond.get("lastTransitionTime")
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def expiry(policy: Policy, workload: Manifest) -> tuple[datetime, str] | None:
     """When and what to delete for this Workload as it stands; None for nothing."""
     finished = _condition(workload, "Finished")
     if finished is not None:
-        since = _since(finished)
+        since = parse_time(finished.get("lastTransitionTime"))
         if policy.after_finished is None or since is None:
             return None
         return since + policy.after_finished, FINISHED
@@ -85,7 +76,7 @@ def expiry(policy: Policy, workload: Manifest) -> tuple[datetime, str] | None:
     evicted = _condition(workload, "Evicted")
     if evicted is None or not str(evicted.get("reason", "")).startswith(DEACTIVATED_BY_KUEUE):
         return None
-    since = _since(evicted)
+    since = parse_time(evicted.get("lastTransitionTime"))
     return None if since is None else (since + policy.after_deactivated_by_kueue, DEACTIVATED)
 
 
