@@ -43,7 +43,7 @@ class Browser:
     """One headless Chromium process and one page."""
 
     def __init__(self) -> None:
-        self.profile = tempfile.TemporaryDirectory(prefix="pykueue-chromium-")
+        self.profile = tempfile.TemporaryDirectory(prefix="pykueue-chromium-", ignore_cleanup_errors=True)
         self.process = subprocess.Popen(
             [
                 chromium(),
@@ -89,6 +89,18 @@ class Browser:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self._remove_profile()
+
+    def _remove_profile(self) -> None:
+        # Chromium's helper processes (crashpad, a renderer on its way out) may still write
+        # into the profile for a moment after the browser exited: a full make test once
+        # failed here with "Directory not empty". Try again briefly; a leftover temporary
+        # folder is not a failure of the page under test.
+        for _ in range(20):
+            shutil.rmtree(self.profile.name, ignore_errors=True)
+            if not Path(self.profile.name).exists():
+                break
+            time.sleep(0.1)
         self.profile.cleanup()
 
     def __enter__(self) -> Browser:
