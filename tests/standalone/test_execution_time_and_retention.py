@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from pykueue.controllers.jobframework import MAX_EXEC_TIME_LABEL
+
 from .helpers import Server, cluster_queue, flavor_and_queue, job, wait_until, write_config
 
 
@@ -21,7 +23,7 @@ def test_a_job_past_its_maximum_execution_time_is_stopped_and_deactivated(
     )
     server = start_server(config)
     limited = job("limited", "sleep 300", cpu="2")
-    limited["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "2"
+    limited["metadata"]["labels"][MAX_EXEC_TIME_LABEL] = "2"
     behind = job("behind", "sleep 300", cpu="2")
     assert server.apply([limited]).status_code == 200
     wait_until(lambda: server.jobs().get("default/limited", {}).get("active") == 1, timeout=30)
@@ -60,7 +62,7 @@ def test_retention_deletes_finished_workloads_and_the_jobs_kueue_deactivated(
     config.write_text(yaml.safe_dump(raw))
     server = start_server(config)
     limited = job("limited", "sleep 300")
-    limited["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = "1"
+    limited["metadata"]["labels"][MAX_EXEC_TIME_LABEL] = "1"
     assert server.apply([job("quick", "true"), limited]).status_code == 200
 
     def workload_names() -> set[str]:

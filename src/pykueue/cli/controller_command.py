@@ -89,15 +89,12 @@ def jobs_of(cfg: configuration.Configuration) -> Jobs:
             for device_class in mapping.device_class_names
         },
     )
-    kept = cfg.object_retention_policies.workloads
     return Jobs(
         integrations.registry(frameworks),
         settings,
         frameworks,
         multikueue.settings_of(cfg.multi_kueue, cfg.namespace),
-        retention.policy_of(kept.after_finished, kept.after_deactivated_by_kueue)
-        if kept is not None
-        else retention.Policy(),
+        retention.policy_of(cfg.object_retention_policies),
     )
 
 

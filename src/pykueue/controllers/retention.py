@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from pykueue.api.configuration import ObjectRetentionPolicies
 from pykueue.api.meta import parse_time
 from pykueue.engine import intake
 from pykueue.errors import NotFound, StoreError
@@ -47,13 +48,16 @@ class Policy:
         return self.after_finished is not None or self.after_deactivated_by_kueue is not None
 
 
-def policy_of(after_finished: str | None, after_deactivated_by_kueue: str | None) -> Policy:
-    """The policy from the Configuration's durations (Go syntax, already checked)."""
+def policy_of(section: ObjectRetentionPolicies) -> Policy:
+    """The policy of a Configuration's ``objectRetentionPolicies`` (durations already checked)."""
+    kept = section.workloads
+    if kept is None:
+        return Policy()
 
     def period(text: str | None) -> timedelta | None:
         return None if text is None else timedelta(microseconds=intake.parse_duration(text))
 
-    return Policy(period(after_finished), period(after_deactivated_by_kueue))
+    return Policy(period(kept.after_finished), period(kept.after_deactivated_by_kueue))
 
 
 def _condition(obj: Manifest, kind: str) -> dict[str, Any] | None:
@@ -97,9 +101,8 @@ class WorkloadRetention:
     clock: Callable[[], datetime]
     # (type, reason, message) Events, as the job reconciler records them.
     on_event: Callable[[Manifest, str, str, str], object] | None = None
-    # The Workload as last seen, and what is due for it.
-    _seen: dict[Key, Manifest] = field(default_factory=dict)
-    _due: dict[Key, tuple[datetime, str]] = field(default_factory=dict)
+    # What is due for a Workload (when, what), and the Workload as last seen.
+    _due: dict[Key, tuple[datetime, str, Manifest]] = field(default_factory=dict)
     _heap: list[tuple[datetime, str, str, str]] = field(default_factory=list)
 
     def handle(self, event: WatchEvent) -> None:
@@ -108,12 +111,11 @@ class WorkloadRetention:
         key = Key.of(event.object)
         due = None if event.type == "DELETED" else expiry(self.policy, event.object)
         if due is None:
-            self._seen.pop(key, None)
             self._due.pop(key, None)
             return
-        self._seen[key] = event.object
-        if self._due.get(key) != due:
-            self._due[key] = due
+        before = self._due.get(key)
+        self._due[key] = (*due, event.object)
+        if before is None or before[:2] != due:
             heapq.heappush(self._heap, (due[0], key.namespace, key.name, due[1]))
 
     def next_deadline(self) -> datetime | None:
@@ -129,9 +131,7 @@ class WorkloadRetention:
             if not self._heap or self._heap[0][0] > now:
                 break
             _, namespace, name, what = heapq.heappop(self._heap)
-            key = Key("Workload", namespace, name)
-            workload = self._seen.pop(key)
-            self._due.pop(key, None)
+            _, _, workload = self._due.pop(Key("Workload", namespace, name))
             done += await self._delete(workload, what)
         return done
 
@@ -139,7 +139,8 @@ class WorkloadRetention:
         heap = self._heap
         while heap:
             at, namespace, name, what = heap[0]
-            if self._due.get(Key("Workload", namespace, name)) == (at, what):
+            current = self._due.get(Key("Workload", namespace, name))
+            if current is not None and current[:2] == (at, what):
                 return
             heapq.heappop(heap)
 

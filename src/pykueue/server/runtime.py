@@ -180,10 +180,7 @@ def _retention(path: Path, raw: Any) -> retention.Policy:
             f"objectRetentionPolicies.{manifests.format_loc(e['loc'])}: {e['msg']}" for e in exc.errors()
         )
         raise InputError(f"{path}: {problems}") from None
-    kept = section.workloads
-    if kept is None:
-        return retention.Policy()
-    return retention.policy_of(kept.after_finished, kept.after_deactivated_by_kueue)
+    return retention.policy_of(section)
 
 
 def _section(path: Path, raw: dict[str, Any], name: str, fields: dict[str, type]) -> dict[str, Any]:

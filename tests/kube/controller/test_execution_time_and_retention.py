@@ -17,12 +17,12 @@ from typing import Any
 
 import yaml
 
+from pykueue.controllers.jobframework import MAX_EXEC_TIME_LABEL
+
 from ..conftest import NodeFactory
 from ..controlplane import KubeCluster
 from .conftest import ControllerThread, Kueue, condition, is_true, job_manifest, local_controller, wait
 from .test_job_integration import _cluster_queue, _flavor, _local_queue
-
-MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 
 
 def test_a_job_past_its_maximum_execution_time_is_deactivated_and_its_quota_freed(
