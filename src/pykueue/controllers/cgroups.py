@@ -186,10 +186,12 @@ class PodCgroup:
             return "populated 0" in events
         return not self.pids()
 
-    def signal(self, sig: int) -> None:
+    def signal(self, sig: int, except_group: int | None = None) -> None:
+        """``sig`` to every process in the cgroup but those of process group ``except_group``."""
         for pid in self.pids():
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
+                if except_group is None or os.getpgid(pid) != except_group:
+                    os.kill(pid, sig)
 
     def kill(self) -> None:
         """SIGKILL every process in the cgroup, children forked meanwhile included."""

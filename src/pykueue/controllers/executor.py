@@ -125,11 +125,16 @@ class Pod:
         return f"{self.job}#{self.index}"
 
     def signal_all(self, sig: int) -> None:
-        """``sig`` to every process of the pod: its cgroup, or its process group."""
-        if self.cgroup is not None:
-            self.cgroup.signal(sig)
+        """``sig`` once to every process of the pod: its process group, then what left it in its cgroup.
+
+        Once, because a second SIGTERM runs a program's handler a second time (a checkpoint
+        written twice, a shell trap run twice); the group first, because one ``killpg`` also
+        reaches a child forked while the cgroup's members are being read.
+        """
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, sig)
+        if self.cgroup is not None:
+            self.cgroup.signal(sig, except_group=self.process.pid)
 
     def kill_all(self) -> None:
         if self.cgroup is not None:

@@ -1,0 +1,99 @@
+"""Stopping a pod signals each of its processes once, the ones that left its process group too.
+
+A second SIGTERM runs a program's handler a second time: a shell trap that saves a checkpoint
+saves it twice. The old code signalled the cgroup's members and then the process group, so the
+group's members got two; whether the program saw two depended on timing, and CI caught one run
+that did. The spy below records whom each call reaches (it calls the real functions), because the
+kernel folds two pending SIGTERMs into one and a program alone cannot count them reliably.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pykueue.controllers import cgroups
+from pykueue.controllers.cgroups import CgroupTree, Limits
+from pykueue.controllers.executor import Pod
+from pykueue.controllers.launcher_client import LaunchedProcess
+from pykueue.store.base import Key
+
+# The leader, a child in its group, and a child that started a session of its own.
+SCRIPT = "sleep 60 & setsid sleep 60 & wait"
+
+
+def test_each_process_of_a_pod_gets_one_sigterm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = CgroupTree.detect(f"test-{uuid.uuid4().hex[:8]}")
+    assert tree is not None, "the tests run where pykueue may create cgroups (as CI does)"
+    cgroup = tree.pod("job", 0, Limits())
+    leader = subprocess.Popen(
+        ["sh", "-c", SCRIPT], start_new_session=True, preexec_fn=lambda: cgroups.join(cgroup.procs_files)
+    )
+    try:
+        members = _wait_for_members(cgroup, 3)
+        groups = {pid: os.getpgid(pid) for pid in members}
+        assert len(set(groups.values())) == 2, groups
+        reached: Counter[int] = Counter()
+        real_kill, real_killpg = os.kill, os.killpg
+
+        def kill(pid: int, sig: int) -> None:
+            reached[pid] += 1
+            real_kill(pid, sig)
+
+        def killpg(group: int, sig: int) -> None:
+            reached.update(pid for pid, g in groups.items() if g == group)
+            real_killpg(group, sig)
+
+        monkeypatch.setattr(os, "kill", kill)
+        monkeypatch.setattr(os, "killpg", killpg)
+        asyncio.run(_signal_pod(leader.pid, cgroup, tmp_path))
+        monkeypatch.undo()
+        assert reached == Counter({pid: 1 for pid in members})
+        _wait_until_empty(cgroup)  # and each one it reached has stopped
+    finally:
+        cgroup.kill()
+        leader.wait(timeout=10)
+        _wait_until_empty(cgroup)
+        cgroup.remove()
+        tree.remove()
+
+
+async def _signal_pod(pid: int, cgroup: cgroups.PodCgroup, folder: Path) -> None:
+    """A Pod as the executor holds one (its process handle needs a running loop)."""
+    pod = Pod(
+        job=Key("Job", "default", "job"),
+        index=0,
+        process=LaunchedProcess(pid),
+        devices=[],
+        log_path=folder / "log",
+        grace=1.0,
+        user="",
+        marker="",
+        cgroup=cgroup,
+    )
+    pod.signal_all(signal.SIGTERM)
+
+
+def _wait_for_members(cgroup: cgroups.PodCgroup, count: int) -> list[int]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pids = cgroup.pids()
+        if len(pids) == count:
+            return pids
+        time.sleep(0.02)
+    raise AssertionError(f"the pod's cgroup holds {cgroup.pids()}, not {count} processes")
+
+
+def _wait_until_empty(cgroup: cgroups.PodCgroup) -> None:
+    deadline = time.monotonic() + 10
+    while not cgroup.empty():
+        assert time.monotonic() < deadline, f"the pod's cgroup still holds {cgroup.pids()}"
+        time.sleep(0.02)
