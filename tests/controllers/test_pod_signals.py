@@ -10,6 +10,7 @@ kernel folds two pending SIGTERMs into one and a program alone cannot count them
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -38,9 +39,8 @@ def test_each_process_of_a_pod_gets_one_sigterm(tmp_path: Path, monkeypatch: pyt
         ["sh", "-c", SCRIPT], start_new_session=True, preexec_fn=lambda: cgroups.join(cgroup.procs_files)
     )
     try:
-        members = _wait_for_members(cgroup, 3)
-        groups = {pid: os.getpgid(pid) for pid in members}
-        assert len(set(groups.values())) == 2, groups
+        groups = _wait_for_members(cgroup)
+        members = list(groups)
         reached: Counter[int] = Counter()
         real_kill, real_killpg = os.kill, os.killpg
 
@@ -82,14 +82,17 @@ async def _signal_pod(pid: int, cgroup: cgroups.PodCgroup, folder: Path) -> None
     pod.signal_all(signal.SIGTERM)
 
 
-def _wait_for_members(cgroup: cgroups.PodCgroup, count: int) -> list[int]:
+def _wait_for_members(cgroup: cgroups.PodCgroup) -> dict[int, int]:
+    """The pod's three processes and their process groups, once the third has its own."""
     deadline = time.monotonic() + 10
+    groups: dict[int, int] = {}
     while time.monotonic() < deadline:
-        pids = cgroup.pids()
-        if len(pids) == count:
-            return pids
+        with contextlib.suppress(ProcessLookupError):
+            groups = {pid: os.getpgid(pid) for pid in cgroup.pids()}
+            if len(groups) == 3 and len(set(groups.values())) == 2:
+                return groups
         time.sleep(0.02)
-    raise AssertionError(f"the pod's cgroup holds {cgroup.pids()}, not {count} processes")
+    raise AssertionError(f"the pod's processes and their groups: {groups}")
 
 
 def _wait_until_empty(cgroup: cgroups.PodCgroup) -> None:
