@@ -589,3 +589,48 @@ def test_the_webhook_refuses_a_bad_flavor_price_naming_the_annotation() -> None:
     assert refused["allowed"] is False
     assert refused["status"]["details"]["causes"][0]["field"] == "metadata.annotations[pykueue.io/price]"
     assert "'nvidia.com/gpu=two' is not RESOURCE=PRICE" in refused["status"]["message"]
+
+
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+
+
+def test_a_prebuilt_workload_name_is_a_workload_name_fixed_while_the_job_runs() -> None:
+    assert _validate(_job({QUEUE: "q", PREBUILT: "made-before"}, True))["allowed"] is True
+    assert _fields(_validate(_job({QUEUE: "q", PREBUILT: "Made_Before"}, True))) == [
+        f"metadata.labels[{PREBUILT}]"
+    ]
+    assert _fields(_validate(_job({QUEUE: "q"}, True, **{PREBUILT: "Not/A/Name"}))) == [
+        f"metadata.annotations[{PREBUILT}]"
+    ]
+    running = _job({QUEUE: "q", PREBUILT: "a"}, False)
+    assert _fields(_validate(_job({QUEUE: "q", PREBUILT: "b"}, False), running)) == [
+        f"metadata.labels[{PREBUILT}]"
+    ]
+    assert _fields(_validate(_job({QUEUE: "q"}, False), running)) == [f"metadata.labels[{PREBUILT}]"]
+    held = _job({QUEUE: "q", PREBUILT: "a"}, True)
+    assert _validate(_job({QUEUE: "q", PREBUILT: "b"}, True), held)["allowed"] is True
+
+
+def test_kinds_upstream_takes_no_prebuilt_workload_for_are_refused() -> None:
+    frameworks = webhooks.WebhookConfig(frameworks=("batch/job", "kubeflow.org/jaxjob", "pod"))
+    jax = _job({QUEUE: "q", PREBUILT: "w"}, True)
+    jax["apiVersion"], jax["kind"] = "kubeflow.org/v1", "JAXJob"
+    jax["spec"] = {"jaxReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {"containers": []}}}}}
+    refused = asyncio.run(
+        webhooks.validate_job({"uid": "v", "operation": "CREATE", "object": jax}, frameworks, None)
+    )
+    assert refused["allowed"] is False
+    (cause,) = refused["status"]["details"]["causes"]
+    assert cause["field"] == f"metadata.labels[{PREBUILT}]"
+    assert 'Is not supported for "kubeflow.org/v1, Kind=JAXJob"' in cause["message"]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "team-a", "labels": {QUEUE: "q", PREBUILT: "w"}},
+        "spec": {"containers": [{"name": "c"}]},
+    }
+    refused = asyncio.run(
+        webhooks.validate_job({"uid": "v", "operation": "CREATE", "object": pod}, frameworks, None)
+    )
+    assert refused["allowed"] is False
+    assert "takes no pre-built Workload" in refused["status"]["details"]["causes"][0]["message"]

@@ -9,6 +9,12 @@
                                       └─ job finished         ─▶ Workload Finished (its quota is released)
     job deleted ─▶ its Workloads deleted;  Workload whose owner job is gone ─▶ deleted
 
+A job labelled (or annotated) ``kueue.x-k8s.io/prebuilt-workload-name`` gets no
+Workload of its own: it waits, held, for the Workload of that name, becomes its
+controller, and is then run by it as above. A pre-built Workload that another
+object controls is left alone, and one that does not describe the job (its pod
+sets, its time limit) is finished with reason OutOfSync, as upstream does.
+
 The reconciler is level-triggered, like upstream's jobframework: each pass looks at
 the job and its Workload as they are cached now and makes *one* write that brings
 them closer to agreement. The write comes back as a watch event, which marks the
@@ -33,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pykueue.controllers import dra, jobframework
-from pykueue.controllers.jobframework import JobAdapter, PodSetInfo, Registry
+from pykueue.controllers.jobframework import JOB_UID_LABEL, JobAdapter, PodSetInfo, Registry
 from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, StoreError
 from pykueue.store.base import Key, Manifest, Store, WatchEvent
 
@@ -69,6 +75,25 @@ def _with_check_updates(info: PodSetInfo, workload: Manifest) -> PodSetInfo:
             if update.get("name") == info.name:
                 info = info.with_update(update, str(check.get("name", "")))
     return info
+
+
+# As upstream finishes a pre-built Workload that does not describe its job.
+OUT_OF_SYNC = jobframework.Finished(
+    False, "The prebuilt workload is out of sync with its user job", cause=jobframework.OUT_OF_SYNC
+)
+
+
+def _controller_of(obj: Manifest) -> Manifest | None:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return next((ref for ref in refs if ref.get("controller")), None)
+
+
+def _describes(workload: Manifest, adapter: JobAdapter, job: Manifest) -> bool:
+    """Whether a pre-built Workload queues the job as it is (pod sets and time limit; upstream's test)."""
+    limit = (workload.get("spec") or {}).get("maximumExecutionTimeSeconds")
+    return jobframework.equivalent_pod_sets(workload, adapter.pod_sets(job)) and (
+        limit == jobframework.max_execution_seconds(job)
+    )
 
 
 def _uid(obj: Manifest) -> str:
@@ -108,6 +133,8 @@ class JobReconciler:
     suspect_orphans: set[Key] = field(default_factory=set)
     _job_by_uid: dict[str, Key] = field(default_factory=dict)
     _workloads_by_owner: dict[str, set[Key]] = field(default_factory=dict)
+    # A pre-built Workload's key -> the jobs naming it (its events wake them before it is theirs).
+    _prebuilt_for: dict[Key, set[Key]] = field(default_factory=dict)
 
     # ----------------------------------------------------------------- events
 
@@ -147,6 +174,7 @@ class JobReconciler:
                 self._drop_workload(key)
             else:
                 self._put_workload(obj)
+            self.dirty.update(k for k in self._prebuilt_for.get(key, ()) if k in self.jobs)
             owner = self._owner_uid(obj)
             if owner is not None:
                 job_key = self._job_by_uid.get(owner)
@@ -161,6 +189,9 @@ class JobReconciler:
             self.jobs.pop(key, None)
             uid = _uid(obj)
             self._job_by_uid.pop(uid, None)
+            prebuilt = jobframework.prebuilt_workload_name(obj)
+            if prebuilt:
+                self._prebuilt_for.get(Key("Workload", key.namespace, prebuilt), set()).discard(key)
             # Garbage collection would delete them too; doing it here releases quota at once.
             self.suspect_orphans.update(self._workloads_by_owner.get(uid, ()))
             return
@@ -170,6 +201,9 @@ class JobReconciler:
         key = Key.of(job)
         self.jobs[key] = job
         self._job_by_uid[_uid(job)] = key
+        prebuilt = jobframework.prebuilt_workload_name(job)
+        if prebuilt:
+            self._prebuilt_for.setdefault(Key("Workload", key.namespace, prebuilt), set()).add(key)
         self.dirty.add(key)
 
     def _owner_uid(self, workload: Manifest) -> str | None:
@@ -239,7 +273,17 @@ class JobReconciler:
             return await self._reconcile_child(adapter, job, parent[1])
         if not self._managed(job):
             return 0  # not queued through Kueue: left alone
-        workload = self.workload_of(job)
+        prebuilt = jobframework.prebuilt_workload_name(job)
+        adopted = 0
+        if prebuilt:
+            workload, adopted = await self._prebuilt_workload(adapter, job, prebuilt)
+        else:
+            workload = self.workload_of(job)
+        return adopted + await self._reconcile_with(adapter, job, workload, prebuilt)
+
+    async def _reconcile_with(
+        self, adapter: JobAdapter, job: Manifest, workload: Manifest | None, prebuilt: str
+    ) -> int:
         finished = adapter.finished(job)
         if finished is not None:
             if workload is not None and not _true(workload, "Finished"):
@@ -252,8 +296,13 @@ class JobReconciler:
             return 0
         if workload is None:
             if not adapter.is_suspended(job):
-                self._event(job, "Suspended", "Suspended until its Workload is admitted")
+                if prebuilt:
+                    self._event(job, "Stopped", "missing workload")
+                else:
+                    self._event(job, "Suspended", "Suspended until its Workload is admitted")
                 return await self._write_job(job, adapter.suspend)
+            if prebuilt:
+                return 0  # held until the Workload it names exists: that Workload's event wakes it
             return await self._create_workload(adapter, job)
         if _true(workload, "Finished"):
             return 0
@@ -331,6 +380,47 @@ class JobReconciler:
             "suspending %s: its %s %s is not admitted", Key.of(job), parent.get("kind"), parent.get("name")
         )
         return await self._write_job(job, adapter.suspend)
+
+    async def _prebuilt_workload(
+        self, adapter: JobAdapter, job: Manifest, name: str
+    ) -> tuple[Manifest | None, int]:
+        """The Workload ``job`` names, made its own, and whether that took a write.
+
+        As upstream: none while it does not exist or another object controls it (the job
+        is held meanwhile); one that does not describe the job is finished OutOfSync.
+        """
+        key = Key("Workload", Key.of(job).namespace, name)
+        workload = self.workloads.get(key)
+        if workload is None:
+            return None, 0
+        controller = _controller_of(workload)
+        if controller is not None and str(controller.get("uid") or "") != _uid(job):
+            log.warning(
+                "%s names %s, which %s %s controls: it is held",
+                Key.of(job),
+                key,
+                controller.get("kind"),
+                controller.get("name"),
+            )
+            return None, 0
+        if controller is not None:
+            return workload, 0
+        adopted = await self._adopt(adapter, job, workload)
+        if _true(adopted, "Finished") or _describes(adopted, adapter, job):
+            return adopted, 1
+        return None, 1 + await self._finish(adopted, OUT_OF_SYNC)
+
+    async def _adopt(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> Manifest:
+        """Make ``job`` the controller of a pre-built Workload (so it goes when the job goes)."""
+        updated = copy.deepcopy(workload)
+        wl_meta = updated["metadata"]
+        references = wl_meta.get("ownerReferences") or []
+        wl_meta["ownerReferences"] = [*references, jobframework.controller_reference(adapter, job)]
+        wl_meta["labels"] = {**(wl_meta.get("labels") or {}), JOB_UID_LABEL: _uid(job)[:63]}
+        written = await self.store.update(updated)
+        self._put_workload(written)
+        log.info("%s now queues %s, which names it as pre-built", Key.of(written), Key.of(job))
+        return written
 
     async def _claim_template(self, namespace: str, name: str) -> Manifest | None:
         try:
@@ -431,6 +521,8 @@ class JobReconciler:
         if adapter.restore_pod_sets(restored, infos):
             return await self._write_job(job, lambda j: adapter.restore_pod_sets(j, infos))
         if not jobframework.equivalent_to_job(workload, adapter, job):
+            if jobframework.prebuilt_workload_name(job):
+                return await self._finish(workload, OUT_OF_SYNC)  # nobody here can build it anew
             # The suspended job was changed (its parallelism, its queue): queue it again as it is now.
             key = Key.of(workload)
             await self.store.delete("Workload", key.namespace, key.name)

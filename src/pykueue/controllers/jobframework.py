@@ -54,6 +54,11 @@ QUEUE_NAME_ANNOTATION = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+# A job that names a Workload made for it beforehand (by MultiKueue on a worker, or by a user):
+# an annotation (read first, as upstream since v0.18) or a label of this key.
+PREBUILT_WORKLOAD_KEY = "kueue.x-k8s.io/prebuilt-workload-name"
+# A pre-built Workload that does not describe its job is finished with this reason, as upstream.
+OUT_OF_SYNC = "OutOfSync"
 WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
 PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
 MAX_NAME = 253
@@ -256,10 +261,11 @@ class Finished:
 
     succeeded: bool
     message: str
+    cause: str = ""  # a reason other than Succeeded/Failed (OutOfSync)
 
     @property
     def reason(self) -> str:
-        return "Succeeded" if self.succeeded else "Failed"
+        return self.cause or ("Succeeded" if self.succeeded else "Failed")
 
     def on(self, workload: Manifest, now: str) -> Manifest:
         """A copy of ``workload`` with ``Finished=True`` (the status to write; ``now`` RFC 3339)."""
@@ -479,6 +485,8 @@ class Integration:
     validate: Callable[[Manifest, Manifest | None], list[FieldProblem]] | None = None
     # How MultiKueue dispatches the kind to worker clusters; None: it cannot be dispatched.
     multikueue: Callable[[], MultiKueueAdapter] | None = None
+    # Whether a job of the kind may name a pre-built Workload (upstream's list of kinds).
+    prebuilt_workload: bool = False
 
     @property
     def api_version(self) -> str:
@@ -601,6 +609,19 @@ def workload_name(kind: str, job_name: str, job_uid: str) -> str:
     return f"{prefix}-{digest}"
 
 
+def controller_reference(adapter: JobAdapter, job: Manifest) -> Manifest:
+    """The owner reference that makes ``job`` its Workload's controller (garbage collected with it)."""
+    meta = job.get("metadata") or {}
+    return {
+        "apiVersion": adapter.api_version,
+        "kind": adapter.kind,
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 def workload_for(
     adapter: JobAdapter,
     job: Manifest,
@@ -667,16 +688,7 @@ def workload_for(
         "kind": "Workload",
         "metadata": {
             **workload_meta,
-            "ownerReferences": [
-                {
-                    "apiVersion": adapter.api_version,
-                    "kind": adapter.kind,
-                    "name": meta["name"],
-                    "uid": meta.get("uid", ""),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [controller_reference(adapter, job)],
         },
         "spec": spec,
     }
@@ -717,6 +729,55 @@ def equivalent_to_job(workload: Manifest, adapter: JobAdapter, job: Manifest) ->
 
 def _label_path(key: str) -> str:
     return f"metadata.labels[{key}]"
+
+
+def _annotation_path(key: str) -> str:
+    return f"metadata.annotations[{key}]"
+
+
+def prebuilt_workload_name(job: Manifest) -> str:
+    """The Workload made beforehand for ``job`` (its annotation, else its label), or ""."""
+    return str(
+        annotations_of(job).get(PREBUILT_WORKLOAD_KEY) or labels_of(job).get(PREBUILT_WORKLOAD_KEY) or ""
+    )
+
+
+def _prebuilt_path(job: Manifest) -> str:
+    if annotations_of(job).get(PREBUILT_WORKLOAD_KEY):
+        return _annotation_path(PREBUILT_WORKLOAD_KEY)
+    return _label_path(PREBUILT_WORKLOAD_KEY)
+
+
+def validate_prebuilt_workload(
+    integration: Integration, new: Manifest, old: Manifest | None = None
+) -> list[FieldProblem]:
+    """Upstream's rules for ``prebuilt-workload-name``: a Workload's name, on a kind that takes one,
+    and unchanged while the job runs (held, it may change: the job is queued anew)."""
+    name = prebuilt_workload_name(new)
+    adapter = integration.adapter() if integration.adapter is not None else None
+    if old is not None and adapter is not None and not adapter.is_suspended(new):
+        if name != prebuilt_workload_name(old):
+            return [_immutable(_prebuilt_path(new))]
+        return []
+    problems = [
+        FieldProblem(path(PREBUILT_WORKLOAD_KEY), f"Invalid value: {value!r}: {error}")
+        for value, path in (
+            (annotations_of(new).get(PREBUILT_WORKLOAD_KEY), _annotation_path),
+            (labels_of(new).get(PREBUILT_WORKLOAD_KEY), _label_path),
+        )
+        if value is not None
+        for error in dns_subdomain_errors(str(value))
+    ]
+    if name and not integration.prebuilt_workload:
+        gvk = f"{integration.api_version}, Kind={integration.kind}"
+        why = " (pykueue queues pods by group and takes no pre-built Workload for them)"
+        problems.append(
+            FieldProblem(
+                _prebuilt_path(new),
+                f'Forbidden: Is not supported for "{gvk}"' + (why if integration.composable else ""),
+            )
+        )
+    return problems
 
 
 def _immutable(path: str, message: str = "field is immutable") -> FieldProblem:

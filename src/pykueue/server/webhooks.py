@@ -265,6 +265,7 @@ async def validate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLo
         problems = jobframework.validate_on_update(integration.adapter(), old, job, bool(default_exists))
     else:
         problems = jobframework.validate_on_create(job)
+    problems.extend(jobframework.validate_prebuilt_workload(integration, job, old or None))
     if integration.validate is not None:
         problems.extend(integration.validate(job, old or None))
     return _denied(request, problems) if problems else _allowed(request)

@@ -85,6 +85,7 @@ def check_job(doc: Manifest, integration: jobframework.Integration) -> list[Fiel
         problems.append(FieldProblem("metadata.name", "name or generateName is required"))
     if integration.adapter is None:
         return problems  # queued through its pods: what matters is on them
+    problems.extend(jobframework.validate_prebuilt_workload(integration, doc))
     adapter = integration.adapter()
     named = copy.deepcopy(doc)
     named["metadata"]["name"] = meta.get("name") or f"{str(meta.get('generateName', '')).rstrip('-.')}-x"

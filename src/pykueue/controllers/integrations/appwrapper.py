@@ -198,4 +198,5 @@ INTEGRATION = Integration(
     plural="appwrappers",
     adapter=AppWrapperAdapter,
     multikueue=multikueue_adapter,
+    prebuilt_workload=True,
 )

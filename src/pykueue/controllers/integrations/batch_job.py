@@ -239,4 +239,5 @@ INTEGRATION = Integration(
     adapter=BatchJobAdapter,
     validate=validate,
     multikueue=multikueue_adapter,
+    prebuilt_workload=True,
 )

@@ -158,4 +158,5 @@ INTEGRATION = Integration(
     plural="jobsets",
     adapter=JobSetAdapter,
     multikueue=multikueue_adapter,
+    prebuilt_workload=True,
 )

@@ -137,7 +137,7 @@ def multikueue_adapter(own_controller: str) -> SpecMultiKueue:
     )
 
 
-def _training(kind: str, field: str, types: tuple[str, ...]) -> Integration:
+def _training(kind: str, field: str, types: tuple[str, ...], prebuilt_workload: bool = True) -> Integration:
     api_version = "kubeflow.org/v1"
 
     def make() -> ReplicaJobAdapter:
@@ -151,6 +151,7 @@ def _training(kind: str, field: str, types: tuple[str, ...]) -> Integration:
         plural=f"{kind.lower()}s",
         adapter=make,
         multikueue=lambda: multikueue_adapter(TRAINING_OPERATOR),
+        prebuilt_workload=prebuilt_workload,
     )
 
 
@@ -158,7 +159,8 @@ PYTORCHJOB = _training("PyTorchJob", "pytorchReplicaSpecs", ("Master", "Worker")
 TFJOB = _training("TFJob", "tfReplicaSpecs", ("Chief", "Master", "PS", "Worker", "Evaluator"))
 PADDLEJOB = _training("PaddleJob", "paddleReplicaSpecs", ("Master", "Worker"))
 XGBOOSTJOB = _training("XGBoostJob", "xgbReplicaSpecs", ("Master", "Worker"))
-JAXJOB = _training("JAXJob", "jaxReplicaSpecs", ("Worker",))
+# Upstream takes no pre-built Workload for a JAXJob.
+JAXJOB = _training("JAXJob", "jaxReplicaSpecs", ("Worker",), prebuilt_workload=False)
 
 
 def _mpijob() -> ReplicaJobAdapter:
@@ -173,4 +175,5 @@ MPIJOB = Integration(
     plural="mpijobs",
     adapter=_mpijob,
     multikueue=lambda: multikueue_adapter(MPI_OPERATOR),
+    prebuilt_workload=True,
 )

@@ -231,6 +231,7 @@ RAYCLUSTER = Integration(
     plural="rayclusters",
     adapter=RayClusterAdapter,
     multikueue=multikueue_adapter,
+    prebuilt_workload=True,
 )
 RAYJOB = Integration(
     name="ray.io/rayjob",
@@ -240,4 +241,5 @@ RAYJOB = Integration(
     plural="rayjobs",
     adapter=RayJobAdapter,
     multikueue=multikueue_adapter,
+    prebuilt_workload=True,
 )

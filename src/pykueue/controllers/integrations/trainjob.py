@@ -249,4 +249,5 @@ INTEGRATION = Integration(
     plural="trainjobs",
     adapter=TrainJobAdapter,
     multikueue=multikueue_adapter,
+    prebuilt_workload=True,
 )
