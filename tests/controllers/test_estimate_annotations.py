@@ -6,6 +6,7 @@ import asyncio
 import json
 from datetime import UTC, datetime
 
+from pykueue.controllers import estimate_annotations
 from pykueue.controllers.estimate_annotations import ANNOTATION, AnnotationWriter
 from pykueue.engine import forecast, intake
 from pykueue.store import base
@@ -115,3 +116,18 @@ def test_annotations_are_written_as_spare_only_requests() -> None:
 
     spare, after = asyncio.run(scenario())
     assert spare == [True] and after is False  # the caller's own requests are not changed
+
+
+def test_the_written_estimate_is_read_back_whole_or_not_at_all() -> None:
+    def carrying(text: str) -> Manifest:
+        return {"metadata": {"annotations": {ANNOTATION: text}}}
+
+    whole = {"at": "2026-01-01T12:00:00Z", "low": "2026-01-01T11:00:00Z", "high": "2026-01-01T13:00:00Z"}
+    assert estimate_annotations.written(carrying(json.dumps({**whole, "basis": "learned"}))) == {
+        **whole,
+        "basis": "learned",
+    }
+    assert estimate_annotations.written(carrying(json.dumps(whole))) is None  # no basis
+    assert estimate_annotations.written(carrying(json.dumps({**whole, "at": "soon", "basis": "x"}))) is None
+    assert estimate_annotations.written(carrying("{not json")) is None
+    assert estimate_annotations.written({"metadata": {}}) is None

@@ -63,6 +63,7 @@ async def _serve(kubeconfig: Path | None, context: str | None, host: str, port: 
         ready=lambda: view.synced,
         authorizer=health.kube_authorizer(store.request) if authorize else None,
         workloads=view.workloads,
+        estimated=view.estimated_start,
     )
     server = health.HealthServer(app, host, port)
     await server.start()

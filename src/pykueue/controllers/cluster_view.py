@@ -8,7 +8,8 @@ is (pykueue's or upstream Kueue's): a Workload whose status holds an admission
 holds its quota in the view's engine, its QuotaReserved condition says why it
 waits, and the engine's queues, built from the same objects, give the positions.
 The view runs `AdmissionController.sync` and `handle` only; `reconcile`, the one
-step that decides and writes, is never called.
+step that decides and writes, is never called. Estimated starts are the ones the
+controller wrote on the Workloads (`estimated_start`).
 
 A controller keeps its own version of a Workload's status and ignores the echo of
 its writes; the view has no version of its own, so every change of a Workload
@@ -21,6 +22,7 @@ import asyncio
 import contextlib
 from dataclasses import dataclass, field
 
+from pykueue.controllers import estimate_annotations
 from pykueue.controllers.admission import KINDS, AdmissionController
 from pykueue.engine import intake, loading
 from pykueue.engine.state import State
@@ -42,6 +44,20 @@ class ClusterView:
 
     def workloads(self) -> list[Manifest]:
         return [obj for key, obj in self.admission.cache.items() if key.kind == "Workload"]
+
+    def estimated_start(self, workload_key: str) -> dict[str, str] | None:
+        """A pending workload's estimated start, as the cluster's pykueue controller last wrote it.
+
+        The view runs no estimator of its own (it would need the runtimes the controller
+        learned); it reads the controller's ``pykueue.io/estimated-start`` annotation, which
+        an upstream Kueue controller does not write.
+        """
+        namespace, _, name = workload_key.partition("/")
+        obj = self.admission.cache.get(Key("Workload", namespace, name))
+        wl = self.admission.state.workloads.get(workload_key)
+        if obj is None or wl is None or wl.admission is not None:
+            return None
+        return estimate_annotations.written(obj)
 
     async def run(self, stop: asyncio.Event, interval: float = 1.0) -> None:
         """List everything, then follow every kind's changes until ``stop`` is set."""

@@ -90,12 +90,26 @@ class AnnotationWriter:
         return written
 
 
-def _written_at(obj: Manifest) -> int | None:
+FIELDS = ("at", "low", "high", "basis")
+
+
+def written(obj: Manifest) -> dict[str, str] | None:
+    """The estimate ``obj`` carries (what `pykueue dashboard` shows), or None when none can be read."""
     text = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
     if not text:
         return None
     try:
-        at = str(json.loads(text)["at"])
-        return intake.micros(datetime.fromisoformat(at.replace("Z", "+00:00")))
+        found = json.loads(text)
+        estimate = {name: str(found[name]) for name in FIELDS}
+        for name in FIELDS[:3]:
+            datetime.fromisoformat(estimate[name].replace("Z", "+00:00"))
     except (ValueError, KeyError, TypeError):
         return None
+    return estimate
+
+
+def _written_at(obj: Manifest) -> int | None:
+    estimate = written(obj)
+    if estimate is None:
+        return None
+    return intake.micros(datetime.fromisoformat(estimate["at"].replace("Z", "+00:00")))

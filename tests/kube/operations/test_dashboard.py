@@ -157,6 +157,18 @@ def test_pykueue_dashboard_follows_a_cluster_without_writing_to_it(
             "the waiting one's cause",
         )
         assert waiting["namespace"] == ns and waiting["reason"] and waiting["position"] == 1
+
+        # Its estimated start is the one the controller's estimator wrote on the Workload.
+        def estimated() -> dict[str, str] | None:
+            rows = (document() or {"workloads": []})["workloads"]
+            found = next((w for w in rows if w["name"] == waiting["name"] and w["namespace"] == ns), None)
+            return None if found is None else found["estimatedStart"]
+
+        shown_estimate = wait(estimated, 60, "the waiting one's estimated start")
+        stored_wl = kwok_cluster.get(f"{KUEUE}/namespaces/{ns}/workloads/{waiting['name']}")
+        annotation = json.loads(stored_wl["metadata"]["annotations"]["pykueue.io/estimated-start"])
+        assert shown_estimate == annotation
+        assert set(shown_estimate) == {"at", "low", "high", "basis"}
     finally:
         viewer.send_signal(signal.SIGTERM)
         try:
