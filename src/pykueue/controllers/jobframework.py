@@ -529,6 +529,10 @@ class Registry:
         """How MultiKueue dispatches ``kind``, if it can."""
         return self._remote.get(kind)
 
+    def prebuilt(self, kind: str) -> bool:
+        """Whether a job of ``kind`` may name a pre-built Workload (so MultiKueue can send one)."""
+        return any(i.kind == kind and i.prebuilt_workload for i in self.integrations)
+
     def multikueue_kinds(self) -> list[str]:
         """The kinds of the copies MultiKueue makes, composable ones (Pod) included: a kind
         queued through its pods (a StatefulSet) has an adapter, but its copies are Pods."""

@@ -9,11 +9,14 @@ answer) is simply made again on the next poll:
     1. connect     MultiKueueCluster Active conditions (`multikueue_clusters`)
     2. checks      AdmissionCheck Active: its MultiKueueConfig exists and a cluster is active
     3. observe     each active worker: the job copies labelled with our origin, their Workloads
-    4. dispatch    a Workload with quota reserved and the check Pending gets a copy of its
-                   job in every eligible worker (the dispatcher decides which: `eligible`);
-                   the worker's own Kueue queues the copy like any other job
-    5. elect       the first copy whose Workload reserves quota wins (`winner`): the check
-                   turns Ready, ``status.clusterName`` names the worker; the engine admits
+    4. dispatch    a Workload with quota reserved and the check Pending is sent to every
+                   eligible worker (the dispatcher decides which: `eligible`), as upstream:
+                   the Workload alone, pre-built, which the worker's Kueue queues; a kind
+                   without pre-built Workloads (a pod group) sends its job copies instead
+    5. elect       the first worker whose copy reserves quota wins (`winner`): the check
+                   turns Ready, ``status.clusterName`` names the worker; the engine admits;
+                   the winner then gets the job, naming the Workload sent before, so a
+                   loser never holds a copy of the job
     6. mirror      the winner's job status is copied onto the manager's job, which therefore
                    finishes (and finishes its Workload) when the copy does
     7. lose        a winner unreachable for ``worker_lost_timeout``, or whose copy is gone,
@@ -343,6 +346,16 @@ class MultiKueueController:
                         owner = uids.get(str(ref.get("uid")))
                         if owner is not None:
                             seen.workloads[owner] = wl
+            if self.prebuilds_any():
+                # The Workloads sent before any job (pre-built), job or not: labelled with our origin.
+                copies, _ = await store.list_selected(
+                    "Workload",
+                    label_selector=f"{jobframework.MULTIKUEUE_ORIGIN_LABEL}={self.settings.origin}",
+                )
+                for wl in copies:
+                    owner = _annotation(wl, jobframework.MULTIKUEUE_WORKLOAD_ANNOTATION)
+                    if owner is not None:
+                        seen.workloads[owner] = wl
         except StoreError as exc:
             log.warning("multikueue: cannot list worker %s: %s", cluster, exc)
             return None
@@ -430,7 +443,64 @@ class MultiKueueController:
         if self.settings.dispatcher != "External" and not await self._nominate(workload, targets):
             return  # copies follow once the nomination is written: a winner must have been nominated
         for cluster in targets:
-            await self._create_copies(cluster, key, objects, remote[cluster], adapter)
+            if self._prebuilds(objects):
+                await self._create_workload_copy(cluster, workload, remote[cluster])
+            else:
+                await self._create_copies(cluster, key, objects, remote[cluster], adapter)
+
+    def prebuilds_any(self) -> bool:
+        """Whether any kind is dispatched as a pre-built Workload first (see `_prebuilds`)."""
+        return any(self.registry.prebuilt(kind) for kind in self.registry.multikueue_kinds())
+
+    def _prebuilds(self, objects: Sequence[Manifest]) -> bool:
+        """Whether a Workload is sent to the workers alone, its job only to the one that wins.
+
+        As upstream: for every kind that takes a pre-built Workload, so a loser never runs a
+        copy. Not for a pod group (several objects per Workload) nor a kind without it; their
+        copies go to every nominated worker and the losers' are deleted after the election.
+        """
+        return len(objects) == 1 and self.registry.prebuilt(str(objects[0].get("kind") or ""))
+
+    def _as_queued(self, job: Manifest, workload: Manifest) -> Manifest:
+        """The job as its Workload queued it: by now the manager has started it with its own
+        flavors' node selectors and admitted counts, which are no business of the worker's."""
+        restored = copy.deepcopy(job)
+        job_adapter = self.registry.get(str(job.get("kind") or ""))
+        if job_adapter is not None:
+            pod_sets = (workload.get("spec") or {}).get("podSets") or []
+            job_adapter.restore_pod_sets(
+                restored, [jobframework.PodSetInfo.from_pod_set(ps) for ps in pod_sets]
+            )
+        return restored
+
+    async def _create_workload_copy(self, cluster: str, workload: Manifest, seen: Remote) -> None:
+        """Send the Workload (its spec, without status or owner) to ``cluster``, unless it is there."""
+        key = Key.of(workload)
+        store = self.clusters.active(cluster)
+        if store is None or key in seen.workloads or key in seen.jobs:
+            return
+        meta = workload.get("metadata") or {}
+        labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != jobframework.JOB_UID_LABEL}
+        labels[jobframework.MULTIKUEUE_ORIGIN_LABEL] = self.settings.origin
+        body = {
+            "apiVersion": jobframework.WORKLOAD_API_VERSION,
+            "kind": "Workload",
+            "metadata": {
+                "name": key.name,
+                "namespace": key.namespace,
+                "labels": labels,
+                "annotations": {jobframework.MULTIKUEUE_WORKLOAD_ANNOTATION: key.name},
+            },
+            "spec": copy.deepcopy(workload.get("spec") or {}),
+        }
+        try:
+            await store.create(body)
+        except AlreadyExists:
+            return  # made by an earlier poll, not listed yet; or someone else's: never overwritten
+        except StoreError as exc:
+            log.warning("multikueue: %s: cannot create its Workload in %s: %s", key, cluster, exc)
+            return
+        log.info("multikueue: %s sent to %s", key, cluster)
 
     async def _create_copies(
         self,
@@ -463,7 +533,12 @@ class MultiKueueController:
         return False
 
     async def _create_copy(
-        self, cluster: str, key: Key, job: Manifest, adapter: jobframework.MultiKueueAdapter
+        self,
+        cluster: str,
+        key: Key,
+        job: Manifest,
+        adapter: jobframework.MultiKueueAdapter,
+        prebuilt: str = "",
     ) -> None:
         store = self.clusters.active(cluster)
         if store is None:
@@ -472,6 +547,10 @@ class MultiKueueController:
         meta = body.setdefault("metadata", {})
         meta.setdefault("labels", {})[jobframework.MULTIKUEUE_ORIGIN_LABEL] = self.settings.origin
         meta.setdefault("annotations", {})[jobframework.MULTIKUEUE_WORKLOAD_ANNOTATION] = key.name
+        if prebuilt:
+            # A label, as v0.17 workers read it; a name too long for one goes in the annotation.
+            where = meta["labels"] if len(prebuilt) <= 63 else meta["annotations"]
+            where[jobframework.PREBUILT_WORKLOAD_KEY] = prebuilt
         try:
             await store.create(body)
         except AlreadyExists:
@@ -501,6 +580,13 @@ class MultiKueueController:
             return
         seen = remote.get(elected)
         copies = None if seen is None else seen.jobs.get(key)
+        if seen is not None and not copies and self._prebuilds(objects) and key in seen.workloads:
+            # The winner holds the Workload sent before: now the job, which it queues.
+            sent = str(seen.workloads[key]["metadata"]["name"])
+            await self._create_copy(
+                elected, key, self._as_queued(objects[0], workload), adapter, prebuilt=sent
+            )
+            return
         if seen is not None and not copies:
             await self._lose(workload, entry, f'The workload\'s copy on "{elected}" is gone')
             return
@@ -594,13 +680,14 @@ class MultiKueueController:
 
     async def _collect(self, remote: Mapping[str, Remote], checks: Mapping[str, Manifest]) -> None:
         for cluster, seen in remote.items():
-            for key, jobs in list(seen.jobs.items()):
+            # A pre-built Workload may be there without a job (a loser's, or the job not sent yet).
+            for key in sorted(set(seen.jobs) | set(seen.workloads), key=str):
                 workload = self.cache.get(key)
                 entry = None if workload is None else self._entry(workload, checks)
                 state = None if entry is None else entry.get("state")
                 if copy_wanted(workload, cluster, None if state is None else str(state)):
                     continue
-                await self._delete_copy(cluster, key, jobs, seen.workloads.get(key))
+                await self._delete_copy(cluster, key, seen.jobs.get(key, []), seen.workloads.get(key))
 
     async def _delete_copy(
         self, cluster: str, key: Key, jobs: list[Manifest], workload: Manifest | None

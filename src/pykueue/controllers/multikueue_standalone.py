@@ -28,7 +28,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -273,6 +273,12 @@ class StandaloneMultiKueue(multikueue.MultiKueueController):
 
     def cluster_connections(self) -> StandaloneWorkers:
         return StandaloneWorkers(self.store, self.settings.namespace, self.clock, allow_path=True)
+
+    def prebuilds_any(self) -> bool:
+        return False  # a standalone worker takes jobs through its apply route, not Workloads
+
+    def _prebuilds(self, objects: Sequence[Manifest]) -> bool:
+        return False
 
     async def _dispatch_or_elect(
         self,

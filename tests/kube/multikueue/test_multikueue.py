@@ -49,7 +49,7 @@ def _check(workload: dict[str, Any] | None) -> dict[str, Any]:
 
 def _elected(clusters: Clusters, name: str) -> str | None:
     wl = _manager_workload(clusters, name)
-    if wl is None or _check(wl)["state"] != "Ready":
+    if wl is None or _check(wl).get("state") != "Ready":
         return None
     cluster: str | None = (wl.get("status") or {}).get("clusterName")
     return cluster
@@ -57,6 +57,17 @@ def _elected(clusters: Clusters, name: str) -> str | None:
 
 def _copies(clusters: Clusters, name: str) -> set[str]:
     return {worker for worker, cluster in clusters.workers.items() if _job(cluster, name) is not None}
+
+
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+
+
+def _sent_workloads(cluster: KubeCluster, job_name: str) -> list[dict[str, Any]]:
+    """The Workloads the manager sent to a worker for the job ``job_name`` (named as the manager's)."""
+    items: list[dict[str, Any]] = cluster.get(
+        f"{KUEUE}/namespaces/{NAMESPACE}/workloads?labelSelector=kueue.x-k8s.io/multikueue-origin%3Dmultikueue"
+    )["items"]
+    return [w for w in items if w["metadata"]["name"].startswith(f"job-{job_name}-")]
 
 
 def _unique(prefix: str) -> str:
@@ -114,9 +125,24 @@ def test_the_first_worker_to_reserve_quota_wins_and_the_other_copy_goes(
     name = _unique("needs-3cpu")
     # worker1 has 2 cpu: its copy waits there; worker2 (4 cpu) reserves and wins.
     clusters.manager.create(JOBS, job(name, cpu="3", run_duration="60s"))
-    winner = wait(lambda: _elected(clusters, name), 60, "a worker to win the job")
+    # As upstream, each worker is sent the Workload alone (pre-built); the job goes only to the
+    # one whose Workload reserves quota, so the loser never runs (or even holds) a copy.
+    seen_on_worker1: set[str] = set()
+    deadline = time.monotonic() + 60
+    while _elected(clusters, name) is None and time.monotonic() < deadline:
+        if _job(clusters.workers["worker1"], name) is not None:
+            seen_on_worker1.add("job")
+        if _sent_workloads(clusters.workers["worker1"], name):
+            seen_on_worker1.add("Workload")
+        time.sleep(0.1)
+    winner = _elected(clusters, name)
     assert winner == "worker2"
-    wait(lambda: _copies(clusters, name) == {"worker2"}, 30, "worker1's copy removed")
+    assert seen_on_worker1 == {"Workload"}, seen_on_worker1
+    wait(lambda: not _sent_workloads(clusters.workers["worker1"], name), 30, "worker1's Workload removed")
+    assert _job(clusters.workers["worker1"], name) is None
+    wait(lambda: _copies(clusters, name) == {"worker2"}, 30, "the job sent to worker2")
+    (sent,) = _sent_workloads(clusters.workers["worker2"], name)
+    assert _job(clusters.workers["worker2"], name)["metadata"]["labels"][PREBUILT] == sent["metadata"]["name"]
     assert _check(_manager_workload(clusters, name))["message"] == 'The workload got reservation on "worker2"'
     # The manager's Job shows the copy running.
     wait(
@@ -237,8 +263,8 @@ def test_a_pytorchjob_runs_on_a_worker_and_its_status_comes_back(multikueue_clus
     winner = (workload() or {})["status"]["clusterName"]
     loser = next(w for w in clusters.workers if w != winner)
     wait(lambda: on(clusters.workers[loser]) is None, 30, "the loser's copy removed")
-    remote = on(clusters.workers[winner])
-    assert remote is not None
+    # The job itself goes to the winner once it won (its Workload went first).
+    remote = wait(lambda: on(clusters.workers[winner]), 30, "the winner's copy")
     assert remote["spec"]["runPolicy"].get("managedBy") in (None, "kubeflow.org/training-operator")
     assert remote["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
     # The worker's training-operator runs it (its pods on kwok); the manager's copy, which no
