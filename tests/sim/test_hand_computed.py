@@ -6,7 +6,7 @@ import pytest
 
 from pykueue.engine import scheduler
 from pykueue.sim import driver
-from pykueue.sim.trace import parse_csv
+from pykueue.sim.trace import TraceError, parse_csv
 
 from .helpers import cluster_queue, design, run, times
 
@@ -197,3 +197,45 @@ def test_each_preemption_is_attributed_to_its_preemptor_and_reason():
     assert summary["clusterQueues"]["b"]["preemptionsCaused"] == 1
     assert summary["clusterQueues"]["a"]["preemptionsCaused"] == 1
     assert summary["clusterQueues"]["b"]["lostResourceHoursCaused"] == round(8 * 30 / 3600, 4)
+
+
+LIMITED = "name,submit,queue,priority,runtime,maxExecutionTime,count,requests\n"
+
+
+def test_a_job_past_its_maximum_execution_time_is_stopped_and_the_next_one_starts():
+    # long needs 100 s but may run 60 s: stopped at 60 (never finished); next starts then.
+    trace = (
+        LIMITED
+        + "long,0,team/main,0,100,60,1,cpu=4\nnext,1,team/main,0,10,,1,cpu=4\nshort,2,team/main,0,10,10,1,cpu=4\n"
+    )
+    result = run(design(cluster_queue("team", "4")), trace)
+    assert times(result, "long")["finish"] == -1
+    assert times(result, "next") == {"first": 60, "last": 60, "finish": 70, "evictions": 0, "lost": 0}
+    # A job that ends exactly at its limit finished within it.
+    assert times(result, "short") == {"first": 70, "last": 70, "finish": 80, "evictions": 0, "lost": 0}
+    totals = result.summary("trace.csv")["totals"]
+    assert (totals["finished"], totals["unfinished"], totals["exceededMaximumExecutionTime"]) == (2, 1, 1)
+    assert totals["exceededResourceHours"] == {"cpu": round(4 * 60 / 3600, 4)}
+    queue = result.summary("trace.csv")["clusterQueues"]["team"]
+    assert queue["exceededMaximumExecutionTime"] == 1
+
+
+def test_the_time_admitted_adds_up_across_preemptions_in_whole_seconds():
+    # low may be admitted 50 s in all: 30.5 s before high preempts it (30 counted, as upstream
+    # truncates each admission), then readmitted at 40.5 it has 20 s left: stopped at 60.5.
+    trace = LIMITED + "low,0,team/main,0,100,50,1,cpu=4\nhigh,30.5,team/main,10,10,,1,cpu=4\n"
+    result = run(design(cluster_queue("team", "4")), trace)
+    assert times(result, "high")["finish"] == 40.5
+    low = times(result, "low")
+    assert (low["first"], low["last"], low["finish"], low["evictions"]) == (0, 40.5, -1, 1)
+    totals = result.summary("trace.csv")["totals"]
+    assert totals["exceededMaximumExecutionTime"] == 1
+    assert result.summary("trace.csv")["totals"]["makespanSeconds"] == 60.5
+    # What its two runs held, all thrown away: 4 CPUs for 30.5 s and for 20 s.
+    assert totals["exceededResourceHours"] == {"cpu": round(4 * 50.5 / 3600, 4)}
+
+
+def test_a_limit_must_be_whole_seconds():
+    trace = LIMITED + "odd,0,team/main,0,100,1.5,1,cpu=4\n"
+    with pytest.raises(TraceError, match="maxExecutionTime: must be a positive whole number of seconds"):
+        run(design(cluster_queue("team", "4")), trace)

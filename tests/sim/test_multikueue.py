@@ -501,3 +501,11 @@ def test_no_quota_is_left_held_anywhere_at_the_end(outages: tuple[tuple[str, int
     for record in run.clusters.records():
         assert record.in_use == {}, f"{record.name} still holds {record.in_use}"
         assert record.primary_in_use[-1] == 0
+
+
+def test_a_limited_job_behind_multikueue_is_refused_by_name(tmp_path: Path):
+    limited = (
+        "name,submit,queue,priority,runtime,maxExecutionTime,count,requests\na,0,team/main,0,10,60,1,cpu=4\n"
+    )
+    output = _bad(tmp_path, _manager(["w1"]), {"w1": _queue("cq", "4")}, limited)
+    assert "trace.csv:2 maxExecutionTime: not simulated for a job sent to MultiKueue workers (yet)" in output

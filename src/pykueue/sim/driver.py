@@ -136,6 +136,8 @@ class _Running:
     started: int = -1
     epoch: int = 0
     holding: dict[str, int] = field(default_factory=dict)
+    admitted_for: int = 0  # whole seconds admitted before this run, as upstream accumulates them
+    spent: dict[str, int] = field(default_factory=dict)  # resource x microseconds held, all runs
 
 
 def simulate(design: Design, jobs: list[Job], options: Options | None = None) -> Run:
@@ -177,7 +179,8 @@ class _Loop:
         self.index_of = {job.key: i for i, job in enumerate(self.jobs)}
         self.recorder = Recorder(self.state, self.jobs, self.cq_of, design.cq_classes)
         self.live = [_Running() for _ in self.jobs]
-        self.completions: list[tuple[int, int, int, int]] = []  # (time, sequence, job, epoch)
+        # (time, sequence, job, epoch, stopped at its maximum execution time rather than finished)
+        self.completions: list[tuple[int, int, int, int, bool]] = []
         self.sequence = 0
         self.next_job = 0
         self.finished = 0
@@ -229,13 +232,18 @@ class _Loop:
 
     def complete(self, now: int, dirty: set[str]) -> None:
         while self.completions and self.completions[0][0] == now:
-            _, _, i, epoch = heapq.heappop(self.completions)
+            _, _, i, epoch, exceeded = heapq.heappop(self.completions)
             if self.live[i].epoch != epoch:
                 continue  # preempted since this completion was scheduled
             key = self.jobs[i].key
+            # A job past its limit is deactivated and never requeued: for the queues, it is gone too.
             self.state.finish(key)
             self.state.delete_workload(key)  # drop the finished record: the recorder has what it needs
-            self.recorder.finished(i, now)
+            if exceeded:
+                run = self.live[i]
+                self.recorder.exceeded(i, now, _spent(run.spent, run.holding, now - run.started))
+            else:
+                self.recorder.finished(i, now)
             dirty.add(self.cq_of[i])
             self.finished += 1
 
@@ -300,7 +308,11 @@ class _Loop:
         self.recorder.admitted(i, now)
         self.sequence += 1
         end = now + self.jobs[i].runtime - run.progress
-        heapq.heappush(self.completions, (end, self.sequence, i, run.epoch))
+        limit = self.jobs[i].max_execution
+        # Finishing at the deadline itself counts as finishing within the limit.
+        deadline = end if limit is None else now + limit - run.admitted_for
+        exceeded = deadline < end
+        heapq.heappush(self.completions, (min(deadline, end), self.sequence, i, run.epoch, exceeded))
         dirty.add(self.cq_of[i])
 
     def attribution(self, key: str) -> tuple[int, str]:
@@ -316,9 +328,19 @@ class _Loop:
         kept = saved_progress(run.progress, ran, self.jobs[i].checkpoint)
         lost = run.progress + ran - kept
         run.progress = kept
+        run.admitted_for += ran // SECOND * SECOND  # each admission's whole seconds, as upstream
+        run.spent = _spent(run.spent, run.holding, ran)
         run.epoch += 1  # its scheduled completion is void
         self.recorder.preempted(i, now, lost, run.holding, by, reason)
         dirty.add(self.cq_of[i])
+
+
+def _spent(spent: dict[str, int], holding: dict[str, int], ran: int) -> dict[str, int]:
+    """``spent`` plus what holding ``holding`` for ``ran`` microseconds adds."""
+    total = dict(spent)
+    for resource, value in holding.items():
+        total[resource] = total.get(resource, 0) + value * ran
+    return total
 
 
 def parked_count(state: State) -> int:

@@ -107,8 +107,9 @@ class _ReplayLoop(driver._Loop):
         self.first_start: dict[int, int] = {}
 
     def complete(self, now: int, dirty: set[str]) -> None:
-        for at, _, i, epoch in self.completions:
-            if at == now and self.live[i].epoch == epoch:
+        for at, _, i, epoch, exceeded in self.completions:
+            # A job stopped at its limit did not finish: nothing to learn of its running time.
+            if at == now and self.live[i].epoch == epoch and not exceeded:
                 self.model.learn(self.jobs[i].queue_key, now - self.live[i].started)
         super().complete(now, dirty)
 

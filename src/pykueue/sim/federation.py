@@ -69,6 +69,10 @@ class Federation:
         for job in jobs:
             lq = manager.local_queues.get(job.queue_key)
             clusters = self.clusters_of(manager, lq.cluster_queue) if lq is not None else ()
+            if clusters and job.max_execution is not None:
+                problems.append(
+                    f"{job.where} maxExecutionTime: not simulated for a job sent to MultiKueue workers (yet)"
+                )
             fits: list[str] = []
             too_small: list[str] = []
             for name in clusters:

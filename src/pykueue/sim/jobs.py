@@ -5,6 +5,10 @@ generator. It becomes one engine `Workload` (one pod set per job pod set,
 per-pod requests in milli-units) when it arrives. Times are integer
 microseconds, like the engine's clock.
 
+A job with a ``max_execution`` (upstream's ``maximumExecutionTimeSeconds``) that has
+been admitted that long in all, across preemptions, is stopped for good: deactivated,
+as upstream's controller does, never requeued, its work lost.
+
 Work and checkpoints: a job needs ``runtime`` microseconds of running time. A
 job that checkpoints every ``checkpoint`` microseconds of its own progress keeps
 its progress up to the last checkpoint when it is preempted; without a
@@ -49,6 +53,8 @@ class Job:
     job_class: str = ""  # the class reported on (upstream's workload className)
     checkpoint: int | None = None  # microseconds of progress between checkpoints
     where: str = ""  # file:line, for messages
+    # Upstream's maximumExecutionTimeSeconds: admitted this long in all, the job is deactivated.
+    max_execution: int | None = None  # whole seconds, in microseconds
 
     @property
     def key(self) -> str:

@@ -108,6 +108,8 @@ class Recorder:
         self.queued = [0] * n  # total pending time so far (closed intervals)
         self.pending_since = [-1] * n
         self.lost_time = [0] * n
+        self.exceeded_at = [-1] * n  # stopped at its maximum execution time (never finished)
+        self.exceeded_spent: dict[str, dict[str, int]] = {}  # cq -> resource -> milli x microseconds
         self.lost: dict[str, dict[str, int]] = {}  # cq -> resource -> milli x microseconds
         self.preemptions: dict[str, int] = {}
         self.preempted_by: dict[int, list[Preemption]] = {}  # victim job -> each preemption it suffered
@@ -172,6 +174,15 @@ class Recorder:
     def finished(self, index: int, now: int) -> None:
         self.finish[index] = now
         self.queues[self.cq_of[index]].n_running -= 1
+
+    def exceeded(self, index: int, now: int, spent: dict[str, int]) -> None:
+        """Deactivated at its maximum execution time; ``spent``: what its runs held, all thrown away."""
+        self.exceeded_at[index] = now
+        cq = self.cq_of[index]
+        bucket = self.exceeded_spent.setdefault(cq, {})
+        for resource, value in spent.items():
+            bucket[resource] = bucket.get(resource, 0) + value
+        self.queues[cq].n_running -= 1
 
     def settled(self, state: State, now: int, dirty: set[str]) -> None:
         """Sample the queues touched at ``now`` after the scheduler settled."""
@@ -355,6 +366,10 @@ def _summary(
         for resource, value in bucket.items():
             lost_total[resource] = lost_total.get(resource, 0) + value
     finished = sum(1 for value in rec.finish if value >= 0)
+    exceeded_total: dict[str, int] = {}
+    for bucket in rec.exceeded_spent.values():
+        for resource, value in bucket.items():
+            exceeded_total[resource] = exceeded_total.get(resource, 0) + value
     ideal_end = max(
         [max((job.submit + job.runtime for job in jobs), default=0)]
         + [demand[r] // capacity[r] for r in demand if capacity.get(r)]
@@ -370,6 +385,8 @@ def _summary(
         "demandResourceHours": {r: _hours(v) for r, v in sorted(demand.items())},
         "usedResourceHours": {r: _hours(v) for r, v in sorted(used.items())},
         "lostResourceHours": {r: _hours(v) for r, v in sorted(lost_total.items())},
+        "exceededMaximumExecutionTime": sum(1 for value in rec.exceeded_at if value >= 0),
+        "exceededResourceHours": {r: _hours(v) for r, v in sorted(exceeded_total.items())},
         "nominalCapacity": {r: _units(v) for r, v in sorted(capacity.items())},
         "utilisationPercent": {
             r: round(100 * used[r] / (capacity[r] * end), 2) if capacity.get(r) and end else None
@@ -424,6 +441,7 @@ def _summary(
             "preemptionsCaused": caused.get(name, 0),
             "lostResourceHours": {r: _hours(v) for r, v in sorted(rec.lost.get(name, {}).items())},
             "lostResourceHoursCaused": _hours(caused_lost.get(name, 0)),
+            "exceededMaximumExecutionTime": sum(1 for i in indexes if rec.exceeded_at[i] >= 0),
             "usedPrimaryHours": _hours(series.integral.get(primary, 0)),
             "entitledPrimaryHours": _hours(nominal * window),
             "demandPrimaryHours": _hours(

@@ -125,6 +125,14 @@ def headline_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
         ("p90 completion delay (s)", totals["completionDelay"].get("p90")),
         ("preemptions", totals["preemptions"]),
         (f"lost {primary}-hours", totals["lostResourceHours"].get(primary, 0.0)),
+        *(
+            [
+                ("stopped at their maximum execution time", totals["exceededMaximumExecutionTime"]),
+                (f"{primary}-hours of those jobs", totals["exceededResourceHours"].get(primary, 0.0)),
+            ]
+            if totals.get("exceededMaximumExecutionTime")
+            else []
+        ),
         ("fairness (mean Jain index)", summary["fairness"]["mean"]),
         ("fairness (min Jain index)", summary["fairness"]["min"]),
     ]

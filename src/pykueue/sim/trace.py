@@ -9,6 +9,7 @@ Both formats carry the same fields (docs/simulator.md has the full table):
     class       the class reported on (default: the priority class name, else ``default``)
     runtime     how long it runs once admitted (seconds or a duration)
     checkpoint  optional: progress between checkpoints (seconds or a duration)
+    maxExecutionTime  optional: whole seconds (or a duration) the job may be admitted in all
     count       pods (default 1); ``minCount`` optional, allows partial admission
     requests    per-pod requests: ``cpu=4;memory=16Gi;nvidia.com/gpu=1`` in CSV, an object in JSONL
     podSets     several pod sets instead: a JSON list of ``{name, count, minCount, requests}``
@@ -40,6 +41,7 @@ FIELDS = (
     "class",
     "runtime",
     "checkpoint",
+    "maxExecutionTime",
     "count",
     "minCount",
     "requests",
@@ -249,6 +251,7 @@ def _job(row: Mapping[str, Any], number: int, where: str, csv_cells: bool) -> Jo
     submit = field(lambda: duration(row["submit"], "submit"), 0) if row.get("submit") not in (None, "") else 0
     runtime = field(lambda: _runtime(row["runtime"]), 1) if row.get("runtime") not in (None, "") else 1
     checkpoint = field(lambda: _checkpoint(row.get("checkpoint")), None)
+    max_execution = field(lambda: _max_execution(row.get("maxExecutionTime")), None)
     priority, priority_class = field(lambda: _priority(row.get("priority")), (0, ""))
     pod_sets = field(lambda: _pod_sets(row, csv_cells), ())
     if problems:
@@ -266,6 +269,7 @@ def _job(row: Mapping[str, Any], number: int, where: str, csv_cells: bool) -> Jo
         job_class=job_class,
         checkpoint=checkpoint,
         where=where,
+        max_execution=max_execution,
     )
 
 
@@ -292,6 +296,16 @@ def _checkpoint(value: Any) -> int | None:
     if checkpoint == 0:
         raise FieldProblem("checkpoint", "must be positive (leave it out for no checkpoints)")
     return checkpoint
+
+
+def _max_execution(value: Any) -> int | None:
+    """Whole seconds, as upstream's ``maximumExecutionTimeSeconds`` (a fraction is refused)."""
+    if value in (None, ""):
+        return None
+    limit = duration(value, "maxExecutionTime")
+    if limit == 0 or limit % SECOND:
+        raise FieldProblem("maxExecutionTime", "must be a positive whole number of seconds")
+    return limit
 
 
 def duration(value: Any, field: str) -> int:
