@@ -47,7 +47,7 @@ from typing import Literal
 from pykueue.api import configuration
 from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
 from pykueue.controllers import jobframework
-from pykueue.controllers.multikueue_clusters import ClusterConnections
+from pykueue.controllers.multikueue_clusters import ClusterConnections, WorkerStore
 from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError
 from pykueue.store.base import Key, Manifest, Store
 
@@ -493,14 +493,8 @@ class MultiKueueController:
             },
             "spec": copy.deepcopy(workload.get("spec") or {}),
         }
-        try:
-            await store.create(body)
-        except AlreadyExists:
-            return  # made by an earlier poll, not listed yet; or someone else's: never overwritten
-        except StoreError as exc:
-            log.warning("multikueue: %s: cannot create its Workload in %s: %s", key, cluster, exc)
-            return
-        log.info("multikueue: %s sent to %s", key, cluster)
+        if await _create_on(store, body, key, cluster):
+            log.info("multikueue: %s sent to %s", key, cluster)
 
     async def _create_copies(
         self,
@@ -551,14 +545,8 @@ class MultiKueueController:
             # A label, as v0.17 workers read it; a name too long for one goes in the annotation.
             where = meta["labels"] if len(prebuilt) <= 63 else meta["annotations"]
             where[jobframework.PREBUILT_WORKLOAD_KEY] = prebuilt
-        try:
-            await store.create(body)
-        except AlreadyExists:
-            return  # made by an earlier poll, not listed yet; or someone else's: never overwritten
-        except StoreError as exc:
-            log.warning("multikueue: %s: cannot create its copy in %s: %s", key, cluster, exc)
-            return
-        log.info("multikueue: %s dispatched to %s", key, cluster)
+        if await _create_on(store, body, key, cluster):
+            log.info("multikueue: %s dispatched to %s", key, cluster)
 
     async def _follow_winner(
         self,
@@ -706,6 +694,18 @@ class MultiKueueController:
                 log.warning("multikueue: cannot delete %s in %s: %s", Key.of(obj), cluster, exc)
                 return
         log.info("multikueue: removed the copy of %s from %s", key, cluster)
+
+
+async def _create_on(store: WorkerStore, body: Manifest, key: Key, cluster: str) -> bool:
+    """Create ``body`` (a copy for the manager's Workload ``key``) on a worker; False if it was not."""
+    try:
+        await store.create(body)
+    except AlreadyExists:
+        return False  # made by an earlier poll, not listed yet; or someone else's: never overwritten
+    except StoreError as exc:
+        log.warning("multikueue: %s: cannot create its %s in %s: %s", key, body.get("kind"), cluster, exc)
+        return False
+    return True
 
 
 def _annotation(job: Manifest, name: str) -> Key | None:
