@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pykueue.api import governance, manifests
+from pykueue.api.workload import Workload as WorkloadManifest
 from pykueue.controllers import workload_status
 from pykueue.controllers.write_queue import WriteQueue
 from pykueue.engine import intake, lifecycle, loading, scheduler
@@ -172,6 +173,10 @@ def _unhealthy(obj: Manifest) -> Any:
     return (obj.get("status") or {}).get("unhealthyNodes")
 
 
+def _same_status(previous: Manifest, obj: Manifest) -> bool:
+    return (previous.get("status") or {}) == (obj.get("status") or {})
+
+
 def _reclaimable(obj: Manifest) -> Any:
     """Pods that finished and give their quota back: the one status field the engine reads."""
     return (obj.get("status") or {}).get("reclaimablePods")
@@ -266,7 +271,34 @@ class AdmissionController:
                     self.state.complete_eviction(engine_key)
                 self.state.touched.add(engine_key)
                 return
+        if key.kind == "Workload" and previous is not None and _same_status(previous, obj):
+            self._apply_spec(obj)
+            return
         self._apply(obj)
+
+    def _apply_spec(self, obj: Manifest) -> None:
+        """A Workload's spec or metadata changed, its status did not: the engine keeps its own.
+
+        The engine's status may be ahead of the stored one: a decision whose write is still
+        queued (an eviction, a deactivation after a Rejected check). Reading the stored status
+        back would forget it; a deactivated workload would then be evicted anew as if its
+        user had switched it off, and the Rejected check's reason and message would be lost.
+        """
+        key = Key.of(obj)
+        engine_key = f"{key.namespace or 'default'}/{key.name}"
+        if engine_key not in self.state.workloads:
+            self._apply(obj)
+            return
+        self.cache[key] = obj
+        try:
+            parsed = manifests.parse_object(obj, source=str(key))
+        except InputError as exc:
+            self.rejected[key] = str(exc)
+            log.warning("ignored (the error names it): %s", exc)
+            return
+        self.rejected.pop(key, None)
+        assert isinstance(parsed, WorkloadManifest)
+        loading.update_workload_spec(self.state, parsed)
 
     def _take_check_states(self, engine_key: str, obj: Manifest) -> None:
         """Hand the engine the admission check states a check controller wrote."""
