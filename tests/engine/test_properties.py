@@ -630,9 +630,35 @@ FAIR_PREEMPTEE_READMITTED_FIRST = (
 )
 
 
+# (g) fails: under fair sharing, two weight-0 queues' heads preempt each other in turn. cq-2's
+# w8 once preempted cq-1's w1; w1 later preempts w8 back, but still "yields" to w8 as its
+# preemptor, so w8 is readmitted first, w1 no longer fits, and preempts w8 again, forever.
+MUTUAL_PREEMPTORS = (
+    ClusterPlan(
+        True,
+        [("co-root", "", {})],
+        [
+            _cq("cq-0", {"f0": Quota(0)}, cohort="", weight=0.0),
+            _cq("cq-1", {"f0": Quota(3000), "f1": Quota(3000)}, cohort="co-1", reclaim=ANY, weight=0.0),
+            _cq("cq-2", {"f1": Quota(0), "f0": Quota(2000)}, cohort="co-1", reclaim=ANY, weight=0.0),
+        ],
+    ),
+    [
+        ("add", 0, 1, 1, 0, False),
+        ("burst", 1, 3, 1),
+        ("add", 1, 2, 2, 0, False),
+        ("burst", 1, 3, 1),
+        ("add", 2, 1, 1, 0, False),
+        ("burst", 1, 2, 1),
+        ("settle",),
+    ],
+)
+
+
 @pytest.mark.parametrize(
     ("plan", "sequence"),
     [
+        pytest.param(*MUTUAL_PREEMPTORS, id="mutual-preemptors"),
         pytest.param(*SCAN_PROGRESS_SETTLE, id="scan-progress-settle"),
         pytest.param(*PARTIAL_PREEMPTOR_FLAPS, id="partial-preemptor-flaps"),
         pytest.param(*FAIR_PREEMPTEE_READMITTED_FIRST, id="fair-preemptee-readmitted-first"),

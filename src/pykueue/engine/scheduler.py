@@ -666,6 +666,10 @@ def _evict_target(state: State, target: Target, entry: Entry) -> None:
     held_for = max(0, state.now - victim.admitted_at) if victim.admitted_at else 0
     state.evict(victim.key, "Preempted", message, preempted_reason=target.reason)
     victim.preempted_by = preemptor.key
+    if preemptor.preempted_by == victim.key:
+        # It preempts the one that once preempted it: that one is its victim now, and letting
+        # it go first (the yield rule) would hand it back the quota, the two taking turns.
+        preemptor.preempted_by = None
     contract.record_preemption(victim, state.now)
     state.events.append(
         Event(
