@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck layers unit bench bench-cluster bench-upstream kueue-perf-binaries setup clean \
-	constraints dist test-dist test-pythons image test-image kind-controllers kueuectl
+	constraints dist test-dist test-pythons image test-image kind-controllers kueuectl fuzz
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ kueuectl:
 
 unit: $(STAMP) kube-binaries kind-controllers kueuectl
 	$(BIN)/pytest
+
+## fuzz: the property tests with a fresh random search (CI draws the same examples every run)
+fuzz: $(STAMP)
+	PYKUEUE_HYPOTHESIS=search $(BIN)/pytest -p no:cacheprovider tests/engine/test_properties.py tests/engine/test_cohort_tree.py tests/standalone/security/test_fuzz.py
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
