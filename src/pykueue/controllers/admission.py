@@ -271,34 +271,10 @@ class AdmissionController:
                     self.state.complete_eviction(engine_key)
                 self.state.touched.add(engine_key)
                 return
-        if key.kind == "Workload" and previous is not None and _same_status(previous, obj):
-            self._apply_spec(obj)
-            return
-        self._apply(obj)
-
-    def _apply_spec(self, obj: Manifest) -> None:
-        """A Workload's spec or metadata changed, its status did not: the engine keeps its own.
-
-        The engine's status may be ahead of the stored one: a decision whose write is still
-        queued (an eviction, a deactivation after a Rejected check). Reading the stored status
-        back would forget it; a deactivated workload would then be evicted anew as if its
-        user had switched it off, and the Rejected check's reason and message would be lost.
-        """
-        key = Key.of(obj)
-        engine_key = f"{key.namespace or 'default'}/{key.name}"
-        if engine_key not in self.state.workloads:
-            self._apply(obj)
-            return
-        self.cache[key] = obj
-        try:
-            parsed = manifests.parse_object(obj, source=str(key))
-        except InputError as exc:
-            self.rejected[key] = str(exc)
-            log.warning("ignored (the error names it): %s", exc)
-            return
-        self.rejected.pop(key, None)
-        assert isinstance(parsed, WorkloadManifest)
-        loading.update_workload_spec(self.state, parsed)
+        # A Workload whose spec or metadata changed, not its status, keeps the engine's status.
+        self._apply(
+            obj, keep_status=key.kind == "Workload" and previous is not None and _same_status(previous, obj)
+        )
 
     def _take_check_states(self, engine_key: str, obj: Manifest) -> None:
         """Hand the engine the admission check states a check controller wrote."""
@@ -352,7 +328,15 @@ class AdmissionController:
             "metadata", {}
         ).get("generation")
 
-    def _apply(self, obj: Manifest) -> None:
+    def _apply(self, obj: Manifest, keep_status: bool = False) -> None:
+        """Read a stored object into the engine.
+
+        With ``keep_status`` (a Workload whose spec or metadata changed, not its status) the
+        engine keeps its own status, which may be ahead of the stored one: a decision whose
+        write is still queued (an eviction, a deactivation after a Rejected check). Reading the
+        stored status back would forget it; a deactivated workload would then be evicted anew
+        as if its user had switched it off, and the check's reason and message would be lost.
+        """
         key = Key.of(obj)
         self.cache[key] = obj
         try:
@@ -365,6 +349,10 @@ class AdmissionController:
         self.rejected.pop(key, None)
         if key.kind == "Workload" and workload_status.is_finished(obj):
             self._finish(key)
+            return
+        if keep_status and f"{key.namespace or 'default'}/{key.name}" in self.state.workloads:
+            assert isinstance(parsed, WorkloadManifest)
+            loading.update_workload_spec(self.state, parsed)
             return
         loading.apply(self.state, parsed)
 
