@@ -49,7 +49,7 @@ from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine import intake
 from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import AlreadyExists, PykueueError, StoreError
-from pykueue.server import certs, deploy, health, visibility_api, webhooks
+from pykueue.server import certs, deploy, health, local_registration, visibility_api, webhooks
 from pykueue.store import kubernetes
 from pykueue.store.base import Key, Manifest
 
@@ -143,36 +143,27 @@ def cached_objects(manager: KubeManager, store: kubernetes.KubernetesStore) -> w
 LOCAL_VISIBILITY_SERVICE = "pykueue-local-visibility"
 
 
-async def start_local_webhooks(
+async def serve_local_webhooks(
     store: kubernetes.KubernetesStore,
     queues: webhooks.LocalQueueLookup,
     host: str = "127.0.0.1",
     port: int = 9443,
     namespace: str = "kueue-system",
-    convert: bool = True,
     jobs: Jobs | None = None,
     visibility: visibility_api.Source | None = None,
     on_review: webhooks.ReviewListener | None = None,
     objects: webhooks.ObjectLookup | None = None,
 ) -> webhooks.WebhookServer:
-    """The webhook server for a controller outside the cluster, registered by URL.
+    """Start the webhook server of a controller outside the cluster, without registering it.
 
     Its certificate is for ``host`` (a self-signed CA kept in the Secret
-    ``pykueue-webhook-server-cert`` of ``namespace``, created when missing, so a restart
-    keeps it); the Mutating/ValidatingWebhookConfigurations of `pykueue manifests` are
-    applied pointing at ``https://<host>:<port>`` with that CA, and, with ``convert``, the
-    CRDs too (v1beta1 served, converted by this server). They stay registered when the
-    controller stops: as with upstream's Deployment, Jobs and Kueue objects are refused
-    (failurePolicy Fail) rather than let through unchecked while it is down.
-
-    With ``visibility`` the server also answers the visibility API, registered as the
-    APIServices ``v1beta2``/``v1beta1.visibility.kueue.x-k8s.io`` behind a selector-less
-    Service whose EndpointSlice holds ``host`` (`register_local_visibility`).
+    ``pykueue-webhook-server-cert`` of ``namespace``, created when missing, so a restart keeps
+    it and every replica serves with the same CA). `register_local_webhooks` points the API
+    server at it; `pykueue.server.local_registration` decides when.
     """
     with contextlib.suppress(AlreadyExists):
         await store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     jobs = jobs or jobs_of(configuration.default())
-    frameworks = jobs.frameworks
     config = webhooks.WebhookConfig(
         host=host,
         port=port,
@@ -180,32 +171,50 @@ async def start_local_webhooks(
         certs=certs.CertConfig(
             namespace=namespace, hosts=(host, "localhost", f"{LOCAL_VISIBILITY_SERVICE}.{namespace}.svc")
         ),
-        frameworks=frameworks,
+        frameworks=jobs.frameworks,
         manage_jobs_without_queue_name=jobs.settings.manage_jobs_without_queue_name,
     )
     server = webhooks.WebhookServer(
         config, store, queues, visibility=visibility, on_review=on_review, objects=objects
     )
     await server.start()
+    return server
+
+
+def local_webhook_client(server: webhooks.WebhookServer) -> crd.WebhookClientConfig:
+    """How the API server reaches ``server`` (its URL and the CA of its certificate)."""
     assert server.certificates is not None
+    host = server.config.host
     bracketed = f"[{host}]" if ":" in host else host
-    client = crd.WebhookClientConfig(
+    return crd.WebhookClientConfig(
         url=f"https://{bracketed}:{server.port}", ca_bundle=server.certificates.ca_bundle
     )
+
+
+async def register_local_webhooks(
+    store: kubernetes.KubernetesStore,
+    server: webhooks.WebhookServer,
+    namespace: str = "kueue-system",
+    jobs: Jobs | None = None,
+    convert: bool = True,
+) -> None:
+    """Point the Mutating/ValidatingWebhookConfigurations of `pykueue manifests` at ``server``
+    (and, with ``convert``, the CRDs' conversion; with a visibility source, the visibility API)."""
+    jobs = jobs or jobs_of(configuration.default())
+    client = local_webhook_client(server)
     await store.apply(
-        deploy.mutating_webhook_configuration(client, namespace, frameworks),
+        deploy.mutating_webhook_configuration(client, namespace, jobs.frameworks),
         field_manager=INSTALL_FIELD_MANAGER,
     )
     await store.apply(
-        deploy.validating_webhook_configuration(client, namespace, frameworks),
+        deploy.validating_webhook_configuration(client, namespace, jobs.frameworks),
         field_manager=INSTALL_FIELD_MANAGER,
     )
     if convert:
         await apply_all(store, crd.crds(client))
     log.info("local webhooks registered at %s", client.url)
-    if visibility is not None:
-        await register_local_visibility(store, host, server.port, namespace, server.certificates.ca_bundle)
-    return server
+    if server.visibility is not None:
+        await register_local_visibility(store, server.config.host, server.port, namespace, client.ca_bundle)
 
 
 async def register_local_visibility(
@@ -237,6 +246,27 @@ async def register_local_visibility(
     for doc in deploy.api_services(LOCAL_VISIBILITY_SERVICE, namespace, ca_bundle=ca_bundle):
         await store.apply(doc, field_manager=INSTALL_FIELD_MANAGER)
     log.info("visibility API registered at https://%s:%d", host, port)
+
+
+def _local_registration(
+    store: kubernetes.KubernetesStore,
+    server: webhooks.WebhookServer,
+    namespace: str,
+    jobs: Jobs,
+    elector: leader.LeaderElector | None,
+) -> local_registration.LocalRegistration:
+    """This replica's registration of its local webhooks (see `pykueue.server.local_registration`)."""
+
+    async def register() -> None:
+        await register_local_webhooks(store, server, namespace, jobs)
+
+    return local_registration.LocalRegistration(
+        store,
+        local_webhook_client(server).url,
+        register,
+        # Without leader election this replica is the only writer, so it behaves as the lease holder.
+        leading=(lambda: True) if elector is None else (lambda: elector.leading),
+    )
 
 
 async def _until_reachable(start: Callable[[], Awaitable[None]], stop: asyncio.Event, what: str) -> None:
@@ -275,7 +305,8 @@ async def _run_controller(
 ) -> bool:
     """Run until SIGTERM/SIGINT (True) or until the lease is lost (False).
 
-    ``local_webhooks`` (host, port): serve the webhooks outside the cluster (`start_local_webhooks`).
+    ``local_webhooks`` (host, port): serve the webhooks outside the cluster (`serve_local_webhooks`),
+    registered while this replica should be (`pykueue.server.local_registration`).
     """
     ops = ops or Operations()
     jobs = jobs or jobs_of(configuration.default())
@@ -320,6 +351,7 @@ async def _run_controller(
     # The policy history takes the user of a change from the webhook's request when it saw it.
     on_review = manager.policy.note_request if manager.policy is not None else None
     server: webhooks.WebhookServer | None = None
+    registering: asyncio.Task[None] | None = None
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
         server = webhooks.WebhookServer(
@@ -340,7 +372,7 @@ async def _run_controller(
 
         async def start_local() -> None:
             nonlocal server
-            server = await start_local_webhooks(
+            server = await serve_local_webhooks(
                 store,
                 queues,
                 host,
@@ -352,7 +384,12 @@ async def _run_controller(
                 objects=cached_objects(manager, store),
             )
 
-        await _until_reachable(start_local, stop, "register the local webhooks")
+        await _until_reachable(start_local, stop, "start the local webhooks")
+        if server is not None:
+            registration = _local_registration(store, server, ops.lease_namespace, jobs, elector)
+            # The first check registers this replica unless a live one is registered already.
+            await _until_reachable(registration.first_check, stop, "register the local webhooks")
+            registering = asyncio.create_task(registration.run(stop))
     side = None
     if ops.metrics_port:
         app = health.create_app(
@@ -386,6 +423,8 @@ async def _run_controller(
         log.info("waiting for lease %s/%s as %s", ops.lease_namespace, ops.lease_name, elector.identity)
         return await elector.run(lead, stop)
     finally:
+        if registering is not None:
+            registering.cancel()
         if side is not None:
             await side.stop()
         if server is not None:

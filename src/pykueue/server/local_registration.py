@@ -1,0 +1,112 @@
+"""Keeps the webhooks of controllers outside the cluster pointed at a replica that is up.
+
+A controller run with ``--local-webhooks`` serves its webhooks (and the CRDs' conversion and,
+on a routable address, the visibility API) on its own address, and the API server reaches them
+by URL. A webhook configuration holds one URL, so with several replicas one of them is
+registered at a time. Each replica runs `LocalRegistration`, which checks every few seconds:
+
+- the lease holder (or a replica without leader election) registers itself whenever another
+  URL is registered: the visibility API answers from the engine, which only the leader runs;
+- a standby registers itself only when nothing is registered or the registered URL does not
+  accept connections (its replica died), so webhooks stay served while any replica is up;
+- a replica never removes a registration when it stops: as with upstream's Deployment,
+  requests are refused (failurePolicy Fail) rather than let through unchecked while no replica
+  runs, and the next replica to start takes the registration over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
+
+from pykueue.errors import NotFound, StoreError
+from pykueue.server import deploy
+from pykueue.store.base import Store
+
+log = logging.getLogger(__name__)
+
+# Seconds between checks: about a lease's retry period, so a takeover after a replica's
+# death costs the same order of time as the lease's.
+CHECK_SECONDS = 2.0
+PROBE_TIMEOUT_SECONDS = 2.0
+
+Probe = Callable[[str], Awaitable[bool]]
+
+
+async def accepts_connections(url: str) -> bool:
+    """Whether something listens at ``url``'s host and port (a TCP connect; TLS is the server's job)."""
+    parts = urlsplit(url)
+    if parts.hostname is None:
+        return False
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(parts.hostname, parts.port or 443), PROBE_TIMEOUT_SECONDS
+        )
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
+
+
+async def registered_url(store: Store) -> str:
+    """The URL the validating webhooks point at now ("" when they are not registered)."""
+    try:
+        config = await store.get("ValidatingWebhookConfiguration", "", deploy.VALIDATING_WEBHOOK)
+    except NotFound:
+        return ""
+    for webhook in config.get("webhooks") or []:
+        url = (webhook.get("clientConfig") or {}).get("url")
+        if url:
+            return str(url)
+    return ""
+
+
+class LocalRegistration:
+    """One replica's side of who is registered (see the module's docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        own_url: str,
+        register: Callable[[], Awaitable[None]],
+        leading: Callable[[], bool],
+        probe: Probe = accepts_connections,
+        interval: float = CHECK_SECONDS,
+    ) -> None:
+        self.store = store
+        self.own_url = own_url
+        self.register = register
+        self.leading = leading
+        self.probe = probe
+        self.interval = interval
+
+    async def check(self) -> bool:
+        """Register this replica if it should be (see the module's docstring); True when it did."""
+        current = await registered_url(self.store)
+        if current == self.own_url:
+            return False
+        if current and not self.leading() and await self.probe(current):
+            return False
+        reason = "the lease holder" if self.leading() else ("none" if not current else f"{current} is down")
+        log.info("registering this replica's webhooks at %s (%s)", self.own_url, reason)
+        await self.register()
+        return True
+
+    async def first_check(self) -> None:
+        """The check at start (`check`, for callers that retry on an unreachable API server)."""
+        await self.check()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Check every `interval` seconds until ``stop``; an unreachable API server is retried."""
+        while not stop.is_set():
+            try:
+                await self.check()
+            except StoreError as exc:
+                log.warning("cannot check the webhooks' registration (%s); retrying", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.interval)
