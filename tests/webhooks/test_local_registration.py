@@ -38,7 +38,7 @@ def _configuration(url: str) -> dict[str, object]:
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": deploy.VALIDATING_WEBHOOK},
-        "webhooks": [{"name": "vjob.pykueue.io", "clientConfig": {"url": url}}],
+        "webhooks": [{"name": "vjob.pykueue.io", "clientConfig": {"url": f"{url}/validate-jobs"}}],
     }
 
 

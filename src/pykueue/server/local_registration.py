@@ -54,7 +54,7 @@ async def accepts_connections(url: str) -> bool:
 
 
 async def registered_url(store: Store) -> str:
-    """The URL the validating webhooks point at now ("" when they are not registered)."""
+    """The server the validating webhooks point at now, ``https://host:port`` ("" when none is)."""
     try:
         config = await store.get("ValidatingWebhookConfiguration", "", deploy.VALIDATING_WEBHOOK)
     except NotFound:
@@ -62,7 +62,9 @@ async def registered_url(store: Store) -> str:
     for webhook in config.get("webhooks") or []:
         url = (webhook.get("clientConfig") or {}).get("url")
         if url:
-            return str(url)
+            # Each webhook's URL is the server's plus its path: the server is what is registered.
+            parts = urlsplit(str(url))
+            return f"{parts.scheme}://{parts.netloc}"
     return ""
 
 

@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -29,7 +30,10 @@ def registered_url(cluster: KubeCluster) -> str:
     config = cluster.get_or_none(
         f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/{deploy.VALIDATING_WEBHOOK}"
     )
-    return str(config["webhooks"][0]["clientConfig"]["url"]) if config else ""
+    if not config:
+        return ""
+    parts = urlsplit(str(config["webhooks"][0]["clientConfig"]["url"]))
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def served_url(replica: Controller) -> str:
@@ -81,7 +85,12 @@ def test_webhooks_stay_served_while_any_local_replica_is_up(
     args = (*REPLICA_ARGS, "--lease-namespace", lease_namespace)
     leader = controllers.start(*args)
     leader.wait_running(60)
-    wait(lambda: registered_url(kwok_cluster) == served_url(leader), 30, "the leader's registration")
+    wait(
+        lambda: registered_url(kwok_cluster) == served_url(leader),
+        30,
+        "the leader's registration",
+        describe=lambda: (registered_url(kwok_cluster), served_url(leader), leader.log()[-1500:]),
+    )
 
     standby = controllers.start(*args)
     standby.wait_serving(60)
