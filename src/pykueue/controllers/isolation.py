@@ -105,8 +105,12 @@ class Isolation:
                 if folder.is_relative_to(SYSTEM_WORK_BASE) and folder.stat().st_uid == self.server.uid:
                     os.chmod(folder, 0o711)
                 continue
-            with contextlib.suppress(FileExistsError):
+            try:
                 folder.mkdir(mode=0o711)
+            except FileExistsError:
+                if not folder.is_dir():
+                    raise  # a file in the way: the OSError names it
+                continue  # made meanwhile by someone else: theirs to set
             os.chmod(folder, 0o711)
         info = self.work_root.stat()
         if info.st_uid != self.server.uid:
