@@ -64,10 +64,16 @@ def _with_prefix(config: Path | None, folder: Path, prefix: str) -> Path:
 def start_server(tmp_path: Path, user_prefix: str) -> Iterator[Callable[..., Server]]:
     servers: list[Server] = []
 
-    def start(config: Path | None = None, name: str = "server", extra_args: tuple[str, ...] = ()) -> Server:
+    def start(
+        config: Path | None = None,
+        name: str = "server",
+        extra_args: tuple[str, ...] = (),
+        default_work_dir: bool = False,
+    ) -> Server:
         root = tmp_path / name
         root.mkdir(parents=True, exist_ok=True)
-        server = Server(root, _with_prefix(config, root, user_prefix), extra_args=extra_args)
+        config = _with_prefix(config, root, user_prefix)
+        server = Server(root, config, extra_args=extra_args, default_work_dir=default_work_dir)
         servers.append(server)
         server.start()
         return server

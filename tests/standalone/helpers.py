@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 import yaml
 
+from pykueue.controllers import isolation
 from pykueue.controllers.cgroups import CgroupTree
 from pykueue.controllers.isolation import store_id
 
@@ -101,6 +102,7 @@ class Server:
     token: str = ""
     shared: Path = field(default_factory=shared_folder)
     extra_args: tuple[str, ...] = ()
+    default_work_dir: bool = False  # no --work-dir: the server picks its own, as docs/standalone.md says
 
     @property
     def data(self) -> Path:
@@ -112,6 +114,8 @@ class Server:
 
     @property
     def work(self) -> Path:
+        if self.default_work_dir:
+            return isolation.default_work_root(self.data, self.db)
         return self.shared / "work"
 
     @property
@@ -131,7 +135,9 @@ class Server:
 
     def start(self) -> None:
         args = [str(BIN / "pykueue"), "up", "--data", str(self.data), "--port", str(self.port), "--quiet"]
-        args += ["--socket", str(self.socket), "--work-dir", str(self.work), *self.extra_args]
+        args += ["--socket", str(self.socket), *self.extra_args]
+        if not self.default_work_dir:
+            args += ["--work-dir", str(self.work)]
         if self.config is not None:
             args += ["--config", str(self.config)]
         out = open(self.root / f"server-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115 - lives with the child
@@ -159,6 +165,8 @@ class Server:
         self.kill()
         kill_marked(self.db)
         shutil.rmtree(self.shared, ignore_errors=True)
+        if self.default_work_dir:
+            shutil.rmtree(self.work.parent, ignore_errors=True)  # /var/lib/pykueue/<store id>
 
     @property
     def log(self) -> str:

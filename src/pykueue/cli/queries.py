@@ -283,6 +283,8 @@ def describe(
             )
         if job.get("waiting"):
             print(f"           {job['waiting']}")
+        if job.get("failure"):
+            print(f"Failed:    {job['failure']}")
     for pod in data.get("pods") or []:
         print(
             f"Pod {pod.get('name') or pod['index']}:  index {pod['index']} pid {pod['pid']} "

@@ -16,6 +16,10 @@ store and, for each one the job adapter has unsuspended:
   devices are still held;
 * captures each pod's output in ``logs/<namespace>/<job>/<job uid>/<index>.log``
   (a new job of an old name starts with no logs; deleting a job deletes them);
+* fails the Job at once (reason ``PodStartFailed``, the cause in its message)
+  when a pod cannot be set up or fenced in (its log, folder, cgroup, user or
+  working folder): such a pod never ran, and a retry would meet the same
+  cause, so the Job's quota is given back instead;
 * counts exits: 0 completes the index; anything else is a failure, retried
   after a back-off (10 s, doubled per failure, at most 6 min, as the Job
   controller does) until the Job's ``backoffLimit`` (default 6) is exceeded,
@@ -67,8 +71,15 @@ from typing import Any
 from pykueue.controllers import jobframework, local_jobset, probes
 from pykueue.controllers.accounts import AccountError, RunAs
 from pykueue.controllers.cgroups import Limits, PodCgroup, Usage
-from pykueue.controllers.isolation import POD_MARKER_ENV, Isolation, sweep
-from pykueue.controllers.launcher_client import LaunchedProcess, LauncherClient, LaunchError
+from pykueue.controllers.isolation import (
+    POD_MARKER_ENV,
+    Isolation,
+    OwnerChanged,
+    bounded,
+    sweep,
+    unreachable_ancestor,
+)
+from pykueue.controllers.launcher_client import FenceError, LaunchedProcess, LauncherClient, LaunchError
 from pykueue.controllers.node import GPU_RESOURCE, DeviceTable, Node
 from pykueue.errors import NotFound
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, version_number
@@ -78,6 +89,7 @@ log = logging.getLogger(__name__)
 MARKER_ENV = "PYKUEUE_STORE"
 DEFAULT_GRACE_SECONDS = 30
 DEFAULT_BACKOFF_LIMIT = 6
+POD_START_FAILED = "PodStartFailed"  # the reason of a Job whose pod could not be set up or fenced in
 IMAGE_WARNING = "the container image is ignored in standalone mode: the command runs on this machine"
 REAP_SECONDS = 10.0  # how long a pod's leftovers may take to die after SIGKILL before we stop waiting
 GANG_ANNOTATION = "pykueue.io/gang"
@@ -486,7 +498,6 @@ class LocalExecutor:
     async def _start(self, key: Key, job: Manifest, run: JobRun, index: int, together: int = 0) -> bool:
         """Start pod ``index``; ``together``: the GPUs its whole gang takes of its flavor at once."""
         slot = pod_slot(job, index)
-        pod_spec = slot.template.get("spec") or {}
         container = slot.container
         argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
         if not argv:
@@ -498,6 +509,8 @@ class LocalExecutor:
             )
         try:
             owner = self.isolation.run_as(job)
+        except OwnerChanged as exc:
+            return await self._fail_job(key, run, "OwnerChanged", str(exc))
         except AccountError as exc:
             return await self._fail_job(key, run, "NoSuchUser", str(exc))
         gpus = _gpu_count(container)
@@ -512,6 +525,36 @@ class LocalExecutor:
                 await self._write_status(key)
             return False
         run.waiting = ""
+        try:
+            return await self._launch(key, job, run, slot, argv, owner, devices)
+        except (OSError, FenceError) as exc:
+            # The same cause would stop every retry (a folder, a log, a cgroup, a user that
+            # cannot be set up): fail the job and give its quota back instead of trying for ever.
+            self.devices.release(holder)
+            message = f"pod {slot.name} {exc}" if isinstance(exc, FenceError) else _start_failure(slot, exc)
+            blocked = unreachable_ancestor(self.isolation.work_root)
+            if (
+                blocked is not None
+                and self.isolation.switch_users
+                and str(self.isolation.work_root) in message
+            ):
+                message += f"; {blocked} is closed to other users (pass another --work-dir)"
+            return await self._fail_job(key, run, POD_START_FAILED, message)
+
+    async def _launch(
+        self,
+        key: Key,
+        job: Manifest,
+        run: JobRun,
+        slot: PodSlot,
+        argv: list[str],
+        owner: RunAs,
+        devices: list[str],
+    ) -> bool:
+        """Set up pod ``slot``'s log, folder and cgroup and ask the launcher to start it."""
+        index, container = slot.index, slot.container
+        pod_spec = slot.template.get("spec") or {}
+        holder = f"{key}#{index}"
         log_path = self._log_folder(key, job) / f"{index}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         folder = self._folder_for(key, job, container, owner)
@@ -520,9 +563,14 @@ class LocalExecutor:
         env = self.isolation.environment(
             owner, folder, container, self._variables(key, run, slot, devices, marker), slot.fields
         )
+        with open(log_path, "ab") as out:
+            out.write(
+                f"--- pykueue: start of pod {slot.name} at {_now_text()} as {owner.name} "
+                f"devices={','.join(devices)}\n".encode()
+            )
         cgroup = None
         if self.isolation.cgroups is not None:
-            job_folder = f"{key.namespace}.{key.name}.{str(job['metadata'].get('uid') or '')[:8]}"
+            job_folder = bounded(f"{key.namespace}.{key.name}.{str(job['metadata'].get('uid') or '')[:8]}")
             cgroup = self.isolation.cgroups.pod(job_folder, index, Limits.of_container(container))
         switch = self.isolation.switch_users and owner.uid != os.getuid()
         request = {
@@ -535,13 +583,12 @@ class LocalExecutor:
             if switch
             else None,
         }
-        with open(log_path, "ab") as out:
-            out.write(
-                f"--- pykueue: start of pod {slot.name} at {_now_text()} as {owner.name} "
-                f"devices={','.join(devices)}\n".encode()
-            )
         try:
             process = await self.launcher.spawn(request)
+        except FenceError:
+            if cgroup is not None:
+                cgroup.remove()
+            raise
         except LaunchError as exc:
             self.devices.release(holder)
             if cgroup is not None:
@@ -888,6 +935,11 @@ class LocalExecutor:
             job, run.completed, live, _suspended(job)
         )
         return shaped
+
+
+def _start_failure(slot: PodSlot, exc: OSError) -> str:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"pod {slot.name} could not start: {exc.strerror or exc}{where}"
 
 
 def log_folder(data_dir: Path, namespace: str, job: str, uid: str) -> Path:

@@ -5,7 +5,9 @@
                  job as itself and says so at start-up
     folder       the container's ``workingDir`` when the owner may enter it, else a folder of
                  the job's own, ``<work root>/<namespace>/<job>-<uid>``, mode 0700, owned by the
-                 owner, outside the server's data folder
+                 owner, outside the server's data folder; every folder above it that the server
+                 makes or owns is 0711, so owners pass through without listing; a long job name
+                 is shortened with a hash (`bounded`)
     environment  only what the Job sets plus a documented minimum (PATH, HOME, USER, LOGNAME,
                  LANG, the PYKUEUE_* variables, JOB_COMPLETION_INDEX, CUDA_VISIBLE_DEVICES);
                  nothing of the server's own environment
@@ -50,11 +52,31 @@ def store_id(db_path: Path) -> str:
     return hashlib.sha256(str(db_path.resolve()).encode()).hexdigest()[:12]
 
 
+SYSTEM_WORK_BASE = Path("/var/lib/pykueue")
+NAME_LIMIT = 100  # a job's share of one file name (a Linux name may have 255 bytes)
+
+
 def default_work_root(data_dir: Path, db_path: Path) -> Path:
     """Outside the data folder: /var/lib/pykueue/<store id>/work as root, else beside the data folder."""
     if accounts.can_switch_users():
-        return Path("/var/lib/pykueue") / store_id(db_path) / "work"
+        return SYSTEM_WORK_BASE / store_id(db_path) / "work"
     return data_dir.resolve().parent / f"{data_dir.resolve().name}-work"
+
+
+def bounded(name: str, limit: int = NAME_LIMIT) -> str:
+    """``name`` when it has at most ``limit`` characters, else its head and a hash of the whole.
+
+    A Job's name may have 253 characters, more than a file or cgroup name can hold
+    with the uid and index added; the hash keeps two long names that share a head apart.
+    """
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+    return f"{name[: limit - len(digest) - 1]}-{digest}"
+
+
+class OwnerChanged(accounts.AccountError):
+    """The job's recorded uid now belongs to another user name: it is not the job's owner."""
 
 
 @dataclass
@@ -72,8 +94,24 @@ class Isolation:
         return Isolation(work_root=work_root, cgroups=tree)
 
     def prepare(self) -> None:
-        """Create the work root (0711: others may pass through to their own folder, not list it)."""
-        self.work_root.mkdir(parents=True, exist_ok=True, mode=0o711)
+        """Create the work root (0711: others may pass through to their own folder, not list it).
+
+        Folders on the way that it creates are 0711 too (the server's umask, 077, would
+        close them to every owner); so are those of the default root under /var/lib/pykueue,
+        which are pykueue's own even when an earlier server made them.
+        """
+        for folder in [*reversed(self.work_root.parents), self.work_root]:
+            if folder.is_dir():
+                if folder.is_relative_to(SYSTEM_WORK_BASE) and folder.stat().st_uid == self.server.uid:
+                    os.chmod(folder, 0o711)
+                continue
+            try:
+                folder.mkdir(mode=0o711)
+            except FileExistsError:
+                if not folder.is_dir():
+                    raise  # a file in the way: the OSError names it
+                continue  # made meanwhile by someone else: theirs to set
+            os.chmod(folder, 0o711)
         info = self.work_root.stat()
         if info.st_uid != self.server.uid:
             raise PermissionError(
@@ -115,14 +153,23 @@ class Isolation:
             return self.server  # submitted by the server itself (its config), or before owners were kept
         if not recorded.isdigit():
             raise accounts.AccountError(f"the job's {RUN_AS_UID_ANNOTATION} is not a uid: {recorded!r}")
+        name = str(annotations.get(RUN_AS_USER_ANNOTATION, ""))
         found = accounts.by_uid(int(recorded))
         if found is None:
-            raise accounts.AccountError(f"the job's owner, uid {recorded}, no longer exists on this machine")
+            who = f"{name} (uid {recorded})" if name else f"uid {recorded}"
+            raise accounts.AccountError(f"the job's owner, {who}, no longer exists on this machine")
+        if name and found.name != name:
+            # The user was deleted and its uid given to another: running as that uid would run
+            # one user's job as someone else.
+            raise OwnerChanged(
+                f"the job's owner was {name} (uid {recorded}) but uid {recorded} is now {found.name}; "
+                f"refusing to run the job as another user"
+            )
         return found
 
     def job_folder(self, key: Key, job: Manifest) -> Path:
         uid = str((job.get("metadata") or {}).get("uid") or "")[:8] or "nouid"
-        return self.work_root / key.namespace / f"{key.name}-{uid}"
+        return self.work_root / key.namespace / f"{bounded(key.name)}-{uid}"
 
     def make_job_folder(self, key: Key, job: Manifest, owner: accounts.RunAs) -> Path:
         parent = self.work_root / key.namespace

@@ -11,6 +11,9 @@ asks it over a socket pair to start each pod:
     server -> launcher   {"id": n, "argv": [...], "env": {...}, "cwd": "...", "log": "...",
                           "cgroups": [".../cgroup.procs", ...], "user": {"uid", "gid", "groups", "name"} | null}
     launcher -> server   {"id": n, "pid": p}            the pod runs (or {"id": n, "error": "..."})
+                         {"id": n, "error": "...", "fence": true}
+                                                        it could not be fenced in (log, cgroup,
+                                                        user, folder): it never ran its command
                          {"exited": p, "code": c}       it ended (c < 0: killed by signal -c)
 
 one JSON object per line. In the child, in this order: a new session; output
@@ -19,7 +22,10 @@ to the data folder); the cgroups; the owner's groups, gid and uid; umask 022;
 the working folder (entered as the owner: the kernel checks); the signals
 Python ignores set back to their defaults; exec with the job's environment.
 A failing step is written to the log and ends the child with 126 (127 when
-the command is not found), as a shell does.
+the command is not found), as a shell does. A failure to fence the pod in is
+also written on a close-on-exec pipe the launcher reads before it answers (as
+`subprocess` learns of a failed exec): such a pod never ran, so the server is
+told so instead of seeing an exit code it could not tell from the command's.
 
 The launcher dies with the server (``PR_SET_PDEATHSIG``, and end of file on
 its socket); the pods do not, and a restarted server kills them like any
@@ -55,8 +61,11 @@ def _fail(code: int, message: str) -> None:
     os._exit(code)
 
 
-def _child(request: dict[str, Any]) -> None:
-    """In the forked child: fence itself in, then become the pod's command. Never returns."""
+def _child(request: dict[str, Any], report: int) -> None:
+    """In the forked child: fence itself in, then become the pod's command. Never returns.
+
+    ``report``: the write end of the close-on-exec pipe a failure to fence in is told on.
+    """
     step = "open its log"
     try:
         os.setsid()
@@ -65,7 +74,8 @@ def _child(request: dict[str, Any]) -> None:
         os.dup2(null, 0)
         os.dup2(log, 1)
         os.dup2(log, 2)
-        os.closerange(3, 65536)
+        os.closerange(3, report)
+        os.closerange(report + 1, 65536)
         step = "join its cgroup"
         pid = str(os.getpid()).encode()
         for path in request.get("cgroups") or []:
@@ -85,7 +95,10 @@ def _child(request: dict[str, Any]) -> None:
         step = f"enter its working folder {request['cwd']}{as_whom}"
         os.chdir(request["cwd"])
     except OSError as exc:
-        _fail(START_FAILED, f"the pod could not {step}: {exc.strerror}")
+        failure = f"could not {step}: {exc.strerror}"
+        with contextlib.suppress(OSError):
+            os.write(report, failure.encode())
+        _fail(START_FAILED, f"the pod {failure}")
     for name in ("SIGPIPE", "SIGXFSZ", "SIGCHLD"):
         number = getattr(signal, name, None)
         if number is not None:
@@ -101,16 +114,37 @@ def _child(request: dict[str, Any]) -> None:
 
 
 def _spawn(request: dict[str, Any]) -> dict[str, Any]:
+    told, report = os.pipe()  # both close-on-exec: end of file once the command runs
     try:
         pid = os.fork()
     except OSError as exc:
+        os.close(told)
+        os.close(report)
         return {"id": request.get("id"), "error": f"fork failed: {exc.strerror}"}
     if pid == 0:
         try:
-            _child(request)
+            os.close(told)
+            _child(request, report)
         finally:
             os._exit(START_FAILED)  # only reached if _child raised something unexpected
+    os.close(report)
+    failure = _read_all(told)
+    if failure:
+        # Reaped here, so the serve loop never reports an exit of a pod the server never had.
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        return {"id": request["id"], "error": failure, "fence": True}
     return {"id": request["id"], "pid": pid}
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    try:
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def _reap() -> list[dict[str, Any]]:

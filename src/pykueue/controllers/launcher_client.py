@@ -28,6 +28,10 @@ class LaunchError(Exception):
     """The launcher could not start the pod (fork failed, or the launcher is gone)."""
 
 
+class FenceError(LaunchError):
+    """The pod could not be fenced in (its log, cgroup, user or folder): its command never ran."""
+
+
 @dataclass
 class LaunchedProcess:
     pid: int
@@ -81,7 +85,7 @@ class LauncherClient:
         await self._writer.drain()
         reply = await answer
         if "error" in reply:
-            raise LaunchError(str(reply["error"]))
+            raise (FenceError if reply.get("fence") else LaunchError)(str(reply["error"]))
         process = LaunchedProcess(int(reply["pid"]))
         early = self._early.pop(process.pid, None)
         if early is not None:

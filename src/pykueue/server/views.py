@@ -48,12 +48,21 @@ def workload_row(obj: Manifest, estimates: StartEstimates | None = None) -> dict
         "state": state,
         "clusterQueue": (status.get("admission") or {}).get("clusterQueue", ""),
         "job": str(owner[1].get("name", "")) if owner is not None else "",
-        "reason": reserved.get("message", "") if state == "Pending" else "",
+        "reason": _why(obj, state, reserved),
         "created": meta.get("creationTimestamp", ""),
         "estimatedStart": _estimate(estimates, obj) if state == "Pending" else None,
         # The MultiKueue worker running it (a manager's workload elected on a worker).
         "worker": status.get("clusterName", ""),
     }
+
+
+def _why(obj: Manifest, state: str, reserved: Manifest) -> str:
+    """What `get workloads` says in WHY: why it waits, or why its job failed."""
+    if state == "Pending":
+        return str(reserved.get("message", ""))
+    if state == "Failed":
+        return str((_cond(obj, "Finished") or {}).get("message", ""))
+    return ""
 
 
 def _estimate(estimates: StartEstimates | None, obj: Manifest) -> dict[str, str] | None:
@@ -105,7 +114,16 @@ def job_row(job: Manifest) -> dict[str, Any]:
         "owner": annotations.get(RUN_AS_USER_ANNOTATION, ""),
         "submittedBy": annotations.get(SUBMITTED_BY_ANNOTATION, ""),
         "usage": extra.get("usage") or {},
+        "failure": _failure(job),
     }
+
+
+def _failure(job: Manifest) -> str:
+    """Why a failed job failed, ``reason: message`` of its Failed condition (else empty)."""
+    cond = _cond(job, "Failed")
+    if cond is None or cond.get("status") != "True":
+        return ""
+    return f"{cond.get('reason', '')}: {cond.get('message', '')}"
 
 
 def cluster_queue_row(admission: StandaloneAdmission, obj: Manifest) -> dict[str, Any]:
