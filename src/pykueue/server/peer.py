@@ -53,11 +53,25 @@ class PeerCredentialsProtocol(H11Protocol):
         self.app_state: dict[str, Any] = {**self.app_state, PEER_STATE_KEY: peer}
 
 
+def _make_open_folders(folder: Path) -> None:
+    """Create ``folder`` and its missing parents 0755 whatever the umask (the server's, 077, would
+    make them 0700 and keep every other local user away from the socket). Folders that already
+    exist are left as their owner set them."""
+    missing = []
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            break
+        missing.append(candidate)
+    for created in reversed(missing):
+        created.mkdir(exist_ok=True)
+        os.chmod(created, 0o755)
+
+
 def bind_unix_socket(path: Path) -> socket.socket:
     """A listening socket at ``path`` that every local user may connect to (callers are told apart
     by their credentials, not by file permissions). A stale socket of a dead server is replaced;
     a live one is refused."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    _make_open_folders(path.parent)
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
             raise FileExistsError(f"{path} exists and is not a socket; pass another --socket")
