@@ -43,8 +43,9 @@ kind-controllers:
 kueuectl:
 	bash hack/kueuectl
 
-unit: $(STAMP) kube-binaries kind-controllers kueuectl
-	$(BIN)/pytest
+## unit: pytest in two tiers: the tests outside tests/kube while the kube tests' Go binaries build, then tests/kube
+unit: $(STAMP)
+	bash hack/test-tiers $(BIN)/pytest
 
 ## fuzz: the property tests with a fresh random search (CI draws the same examples every run)
 fuzz: $(STAMP)
