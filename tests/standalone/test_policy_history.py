@@ -130,6 +130,13 @@ def test_bad_revisions_and_filters_are_refused_clearly(
     assert kind.status_code == 404 and "unknown kind" in kind.json()["error"]
     negative = server.request("POST", "/api/v1/policy/rollback", json={"revision": -1})
     assert negative.status_code == 422
+    # Past SQLite's 64-bit integers: not found, and all of the history.
+    huge = 2**70
+    missing = server.request("GET", f"/api/v1/policy/revisions/{huge}")
+    assert missing.status_code == 404 and f"policy revision {huge} not found" in missing.json()["error"]
+    assert len(server.api("GET", f"/api/v1/policy/history?limit={huge}")) == 3
+    far = server.request("POST", "/api/v1/policy/rollback", json={"revision": huge})
+    assert far.status_code == 422 and "body.revision" in far.text
 
 
 def test_a_policy_annotation_added_or_removed_by_apply_is_stored_and_recorded(

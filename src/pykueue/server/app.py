@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,6 +224,10 @@ def create_app(ctx: ServerContext) -> FastAPI:
         """The usage ledger's runs in the window, with prices and quotas (`pykueue report`)."""
         identity = await caller(request)
         end = time.time() if until is None else until
+        if not (math.isfinite(since) and math.isfinite(end)):
+            raise ApiError(
+                422, "the window is not a time", [f"query.since {since}, until {end}: seconds since 1970"]
+            )
         if since < 0 or end < since:
             raise ApiError(
                 422, "the window is empty", [f"query.since {since} must be 0 or more and before until {end}"]
