@@ -358,7 +358,8 @@ def create_app(ctx: ServerContext) -> FastAPI:
         """A MultiKueue job's logs, from the worker running it (once it finished, they are kept here)."""
         meta = job["metadata"]
         namespace = str(meta.get("namespace") or "")
-        workload_name = jobframework.workload_name("Job", str(meta["name"]), str(meta.get("uid") or ""))
+        kind = str(job.get("kind") or "Job")  # a Workload's name carries its job's kind
+        workload_name = jobframework.workload_name(kind, str(meta["name"]), str(meta.get("uid") or ""))
         try:
             workload = await ctx.store.get("Workload", namespace, workload_name)
         except NotFound:
