@@ -1,7 +1,8 @@
 """``apply``: many documents, checked in full, then stored all at once or not at all.
 
     decode      each file's YAML (a List is read item by item)      -> ParseError: file: message
-    validate    manifests.parse_object, STRICT, every document      -> file#doc Kind/name path: message
+    validate    manifests.parse_object, SUBMITTED, every document   -> file#doc Kind/name path: message
+                (STRICT, and no unknown field inside a pod template or a Job/JobSet spec)
                 at most inputs.MAX_OBJECT_BYTES per object          -> TooLarge (413)
     authorize   auth.write_refusal for the caller                   -> 403, one line per object
                 a tenant's Workload priority is its class's value   -> 403
@@ -104,13 +105,13 @@ def decode(files: Sequence[tuple[str, str]]) -> list[tuple[str, Any]]:
 
 
 def validate(raw: list[tuple[str, Any]]) -> list[Document]:
-    """Every document parsed STRICT; all problems of all documents raised together."""
+    """Every document parsed as submitted (`manifests.SUBMITTED`); all problems of all documents together."""
     problems: list[FieldProblem] = []
     too_large: list[str] = []
     documents: list[Document] = []
     for source, doc in raw:
         try:
-            parsed = manifests.parse_object(doc, source=source)
+            parsed = manifests.parse_object(doc, source=source, options=manifests.SUBMITTED)
         except ValidationError as exc:
             problems.extend(exc.problems)
             continue
