@@ -167,3 +167,54 @@ def test_an_unknown_kind_in_kueues_group_is_still_an_error(tmp_path: Path) -> No
     result = runner.invoke(app, ["validate", "-f", str(path)])
     assert result.exit_code == 1
     assert "unknown kind 'ClusterQueu'" in result.stdout
+
+
+TYPOS = """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: typo, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  backofLimit: 2
+  parallelizm: 2
+  template:
+    spec:
+      restartPolicy: Never
+      tolerations: [{key: gpu, operator: Exists, efect: NoSchedule}]
+      volumes: [{name: scratch, emptyDir: {sizeLimt: 1Gi}}]
+      containers:
+      - name: main
+        image: busybox
+        comand: [sh, -c, "echo hi"]
+        env: [{name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+---
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: ddp, labels: {kueue.x-k8s.io/queue-name: main}}
+spec:
+  replicatedJobs:
+  - name: workers
+    template:
+      spec:
+        completion: 1
+        template:
+          spec:
+            containers: [{name: c, image: x, agrs: [a]}]
+"""
+
+
+def test_typos_inside_a_job_or_jobset_are_named_with_their_path(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.yaml"
+    path.write_text(TYPOS)
+    result = runner.invoke(app, ["validate", "-f", str(path)])
+    assert result.exit_code == 1
+    job, jobset = f"{path}#1 Job/default/typo", f"{path}#2 JobSet/default/ddp"
+    assert result.stdout.splitlines() == [
+        f"{job} spec.backofLimit: unknown field (did you mean backoffLimit?)",
+        f"{job} spec.parallelizm: unknown field (did you mean parallelism?)",
+        f"{job} spec.template.spec.tolerations[0].efect: unknown field (did you mean effect?)",
+        f"{job} spec.template.spec.volumes[0].emptyDir.sizeLimt: unknown field (did you mean sizeLimit?)",
+        f"{job} spec.template.spec.containers[0].comand: unknown field (did you mean command?)",
+        f"{jobset} spec.replicatedJobs[0].template.spec.completion: unknown field (did you mean completions?)",
+        f"{jobset} spec.replicatedJobs[0].template.spec.template.spec.containers[0].agrs: "
+        "unknown field (did you mean args?)",
+    ]

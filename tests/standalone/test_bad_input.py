@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from .helpers import Server, cluster_queue, flavor_and_queue, job, write_config
+from .helpers import Server, cluster_queue, flavor_and_queue, job, jobset, write_config
 
 
 def _server(tmp_path: Path, start_server: Callable[..., Server]) -> Server:
@@ -66,3 +66,29 @@ def test_a_request_that_can_never_fit_says_so(tmp_path: Path, start_server: Call
     assert "State:     Pending" in described.stdout
     assert "[quota] can never fit as requested" in described.stdout
     assert "Position:  pending: position 1 of 1 in ClusterQueue main" in described.stdout
+
+
+def test_typos_inside_a_job_are_refused_with_their_paths(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    server = _server(tmp_path, start_server)
+    typo = job("typo", "true")
+    typo["spec"]["backofLimit"] = 0
+    typo["spec"]["template"]["spec"]["containers"][0]["comand"] = typo["spec"]["template"]["spec"][
+        "containers"
+    ][0].pop("command")
+    ddp = jobset("ddp", [("workers", 1, 1, "true", 0)])
+    ddp["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelizm"] = 2
+    path = tmp_path / "typos.yaml"
+    path.write_text(yaml.safe_dump_all([typo, ddp]))
+    result = server.cli("apply", "-f", str(path))
+    assert result.returncode == 1
+    for line in (
+        f"{path}#1 Job/default/typo spec.backofLimit: unknown field (did you mean backoffLimit?)",
+        f"{path}#1 Job/default/typo spec.template.spec.containers[0].comand: unknown field "
+        "(did you mean command?)",
+        f"{path}#2 JobSet/default/ddp spec.replicatedJobs[0].template.spec.parallelizm: unknown field "
+        "(did you mean parallelism?)",
+    ):
+        assert line in result.stderr, result.stderr
+    assert server.jobs() == {}, "nothing of a refused apply is stored"

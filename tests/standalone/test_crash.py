@@ -84,3 +84,23 @@ def test_a_second_server_on_the_same_data_is_refused(
     assert result.returncode == 1
     assert "is in use by pykueue up" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_restart_says_which_leftover_processes_it_killed(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    queues = cluster_queue("main", cpu="2") + "---\n" + flavor_and_queue("a100", "main", "default")
+    server = start_server(write_config(tmp_path, queues))
+    assert server.apply([job("long", "sleep 300")]).status_code == 200
+    wait_until(lambda: server.jobs()["default/long"]["state"] == "Running")
+    server.kill()
+    assert marked_processes(server.db), "the pod outlived the killed server"
+    server.start()
+    said = [e["message"] for e in server.api("GET", "/api/v1/events") if "left running" in e["message"]]
+    assert len(said) == 1 and said[0].startswith("killed "), said
+    assert said[0] in server.log  # among the lines `up` prints at start, also with --quiet
+    # A clean stop leaves nothing running: the next start has nothing to say.
+    server.process.terminate()
+    server.process.wait(timeout=60)
+    server.start()
+    assert not [e for e in server.api("GET", "/api/v1/events") if "left running" in e["message"]]

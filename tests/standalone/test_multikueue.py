@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .helpers import Server, job, marked_processes, wait_until
+from .helpers import Server, job, jobset, marked_processes, wait_until
 
 NAMESPACE = "team-a"
 API = "kueue.x-k8s.io/v1beta2"
@@ -329,3 +329,25 @@ def test_a_manager_killed_and_restarted_follows_the_copy_it_left_running(
         if "steady: pod steady-0 started" in e["message"]
     ]
     assert len(starts) == 1, starts
+
+
+def test_a_multikueue_jobsets_logs_are_read_from_its_worker(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    manager, workers = _lab(tmp_path, start_server)
+    wait_until(lambda: all(_worker_file_active(manager, name) for name in workers))
+    ddp = jobset("ddp", [("node", 1, 1, 'echo "rank $PYKUEUE_JOB"; sleep 60', 0)], namespace=NAMESPACE)
+    ddp["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    response = manager.apply([ddp])
+    assert response.status_code == 200, response.text
+    worker = wait_until(lambda: _worker_of(manager, "ddp"))
+    wait_until(lambda: (_job(workers[worker], "ddp") or {}).get("state") == "Running")
+    # Read from the worker while it runs: the manager has none of its own.
+    said = wait_until(lambda: manager.cli("logs", "ddp", "-n", NAMESPACE).stdout)
+    assert "rank" in said, said
+
+
+def _worker_file_active(manager: Server, name: str) -> bool:
+    cluster = manager.api("GET", f"/api/v1/objects/MultiKueueCluster/_/{name}")
+    conditions = (cluster.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Active" and c["status"] == "True" for c in conditions)

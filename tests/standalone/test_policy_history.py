@@ -130,3 +130,48 @@ def test_bad_revisions_and_filters_are_refused_clearly(
     assert kind.status_code == 404 and "unknown kind" in kind.json()["error"]
     negative = server.request("POST", "/api/v1/policy/rollback", json={"revision": -1})
     assert negative.status_code == 422
+    # Past SQLite's 64-bit integers: not found, and all of the history.
+    huge = 2**70
+    missing = server.request("GET", f"/api/v1/policy/revisions/{huge}")
+    assert missing.status_code == 404 and f"policy revision {huge} not found" in missing.json()["error"]
+    assert len(server.api("GET", f"/api/v1/policy/history?limit={huge}")) == 3
+    far = server.request("POST", "/api/v1/policy/rollback", json={"revision": huge})
+    assert far.status_code == 422 and "body.revision" in far.text
+
+
+def test_a_policy_annotation_added_or_removed_by_apply_is_stored_and_recorded(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    queues = cluster_queue("main", cpu="1") + "---\n" + flavor_and_queue("a100", "main", "default")
+    server = start_server(write_config(tmp_path, queues))
+    cq = yaml.safe_load(cluster_queue("research", cpu="2"))
+    assert server.apply([cq]).json()["results"][0]["action"] == "created"
+
+    def applied(annotations: dict[str, str]) -> tuple[str, dict[str, str], list[dict[str, Any]]]:
+        cq["metadata"]["annotations"] = annotations
+        action = server.apply([cq]).json()["results"][0]["action"]
+        stored = server.api("GET", "/api/v1/objects/ClusterQueue/_/research")
+        history = server.api("GET", "/api/v1/policy/history?kind=ClusterQueue&name=research")
+        return action, stored["metadata"].get("annotations") or {}, history
+
+    aging = {"pykueue.io/aging": '{"rate": "1/10m", "cap": 5}'}
+    action, stored, history = applied(aging)
+    assert (action, stored) == ("configured", aging)
+    assert [r["operation"] for r in history] == ["create", "update"]
+    assert any(
+        "pykueue.io/aging" in line
+        for line in server.cli("policy", "show", str(history[1]["rev"])).stdout.splitlines()
+    )
+
+    assert applied(aging)[0] == "unchanged"  # the same again: nothing stored, no revision
+    action, stored, history = applied({})
+    assert (action, stored) == ("configured", {})
+    assert [r["operation"] for r in history] == ["create", "update", "update"]
+
+    cq["metadata"]["labels"] = {"team": "research"}
+    action, _, history = applied({})
+    assert action == "configured" and len(history) == 4
+    assert (
+        server.api("GET", "/api/v1/objects/ClusterQueue/_/research")["metadata"]["labels"]
+        == cq["metadata"]["labels"]
+    )

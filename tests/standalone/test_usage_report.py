@@ -149,3 +149,6 @@ def test_report_refuses_bad_input(tmp_path: Path, start_server: Callable[..., Se
         (EXAMPLES / "queues.yaml").read_text().replace("metadata:\n  name: a100\n", bad, 1)
     )
     assert refused.status_code == 422 and "metadata.annotations[pykueue.io/price]" in refused.text
+    for window in ("since=nan", "since=0&until=nan", "since=-inf", "since=0&until=inf"):
+        answer = server.request("GET", f"/api/v1/usage?{window}")
+        assert answer.status_code == 422, (window, answer.text)

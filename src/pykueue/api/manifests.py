@@ -34,7 +34,7 @@ from typing import Any, Final
 import pydantic
 import yaml
 
-from pykueue.api import conversion, defaults, governance, validation
+from pykueue.api import conversion, defaults, governance, strict_fields, validation
 from pykueue.api.admission_check import AdmissionCheck, ProvisioningRequestConfig
 from pykueue.api.batch import Job
 from pykueue.api.cluster_queue import ClusterQueue
@@ -127,10 +127,16 @@ class LoadOptions:
     check_names: bool = True
     single_variable_pod_set: bool = True
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # Refuse unknown fields inside pod templates and Job/JobSet specs too (`strict_fields`),
+    # as the API server does to what a user submits. Off for objects read back from an API
+    # server, which may know fields newer than our table.
+    unknown_core_fields: bool = False
 
 
 STRICT: Final = LoadOptions()
 RELAXED: Final = LoadOptions(check_names=False, single_variable_pod_set=False)
+SUBMITTED: Final = LoadOptions(unknown_core_fields=True)
+"""What `pykueue apply` and `pykueue validate` read: STRICT, and no unknown field anywhere."""
 
 
 # --- one document -------------------------------------------------------------------------
@@ -166,11 +172,14 @@ def parse_object(doc: Mapping[str, Any], source: str = "", options: LoadOptions 
     model, cleaned, problems = _dispatch(cleaned)
     if model is None:
         raise ValidationError([FieldProblem(p.path, p.message, ref, source) for p in problems])
+    unknown = strict_fields.problems(cleaned) if options.unknown_core_fields else []
     try:
         obj = model.model_validate(cleaned, context={CHECK_NAMES: options.check_names})
     except pydantic.ValidationError as err:
         problems.extend(_invented_hints(str(cleaned.get("kind")), _pydantic_problems(err)))
+        problems = strict_fields.merge(unknown, problems)
         raise ValidationError([FieldProblem(p.path, p.message, ref, source) for p in problems]) from None
+    problems = strict_fields.merge(unknown, problems)
     defaults.apply_defaults(obj, options.feature_gates)
     problems.extend(
         validation.validate(

@@ -54,8 +54,9 @@ def up(
     """Run standalone pykueue until Ctrl-C: queues, quotas and preemption for jobs on this machine."""
     if demo and config is None and DEMO_CONFIG.exists():
         config = DEMO_CONFIG
+    throwaway = demo and data is None
     if data is None:
-        # A demo starts from nothing every time; a real server keeps its state.
+        # A demo starts from nothing every time, and leaves nothing behind; a real server keeps its state.
         data = Path(tempfile.mkdtemp(prefix="pykueue-demo-")) if demo else paths.data_home()
     if config is not None and not config.exists():
         typer.echo(f"error: {config}: no such config file", err=True)
@@ -70,9 +71,10 @@ def up(
         host,
         "--port",
         str(port),
-        "--client-config",
-        str(paths.client_config_path()),
     ]
+    if not demo:
+        # A demo keeps its client config in its own folder: the user's CLI stays with the user's server.
+        argv += ["--client-config", str(paths.client_config_path())]
     if config is not None:
         argv += ["--config", str(config)]
     if demo:
@@ -85,6 +87,8 @@ def up(
         argv += ["--work-dir", str(work_dir)]
     if demo:
         argv.append("--demo")
+    if throwaway:
+        argv.append("--throwaway")
     if quiet:
         argv.append("--quiet")
     sys.stdout.flush()

@@ -32,7 +32,7 @@ def _check(doc: Any, where: str, prefix: str) -> tuple[str | None, list[FieldPro
     )
     if manifests.knows(doc):
         try:
-            manifests.parse_object(doc, where)
+            manifests.parse_object(doc, where, manifests.SUBMITTED)
         except ValidationError as err:
             problems.extend(err.problems)
     elif integration is None:

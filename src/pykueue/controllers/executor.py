@@ -240,12 +240,18 @@ class LocalExecutor:
 
     # ------------------------------------------------------------ start up
 
-    def kill_leftovers(self, timeout: float = 15.0) -> int:
-        """Kill every process left by an earlier server on this store; wait until they are gone."""
+    def kill_leftovers(self, timeout: float = 15.0) -> tuple[int, int]:
+        """Kill every process left by an earlier server on this store; wait until they are gone.
+
+        Returns (how many there were, how many would not die): a server killed with -9 leaves
+        its pods running, and the user should hear that they were stopped.
+        """
         stuck = 0
-        if self.isolation.cgroups is not None:
-            stuck = self.isolation.cgroups.kill_leftovers(timeout)
         found = _marked_processes(f"{MARKER_ENV}={self.marker}")
+        present = set(found)
+        if self.isolation.cgroups is not None:
+            present.update(pid for pod in self.isolation.cgroups.leftovers() for pid in pod.pids())
+            stuck = self.isolation.cgroups.kill_leftovers(timeout)
         for pid in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(os.getpgid(pid), signal.SIGKILL)
@@ -255,7 +261,7 @@ class LocalExecutor:
         while found and time.monotonic() < deadline:
             found = [pid for pid in found if _alive(pid)]
             time.sleep(0.02)
-        return stuck + len(found)
+        return len(present), stuck + len(found)
 
     async def sync(self) -> str:
         items, versions = [], []
@@ -1099,6 +1105,11 @@ def _gpu_count(container: Manifest) -> int:
         return int(str(value)) if value is not None else 0
     except ValueError:
         return 0
+
+
+def pods_of(db_path: Path) -> list[int]:
+    """PIDs of this user's processes a server on ``db_path`` started (they carry its marker)."""
+    return _marked_processes(f"{MARKER_ENV}={db_path.resolve()}")
 
 
 def _marked_processes(marker: str) -> list[int]:

@@ -20,7 +20,7 @@ from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.workload_status import is_finished
 from pykueue.engine import aging, pending_causes
 from pykueue.engine import status as engine_status
-from pykueue.engine.state import Event
+from pykueue.engine.state import ADMITTED, CHECKS_PASSED, Event
 from pykueue.engine.workloads import Workload
 from pykueue.store.base import Key, Manifest
 
@@ -63,11 +63,36 @@ class Explanation:
 class StandaloneAdmission(AdmissionController):
     """The admission controller as standalone mode runs it."""
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._decisions: list[Event] = []
+        self._released: tuple[list[Event], int] = (self.state.events, 0)
+
+    async def reconcile(self) -> int:
+        written = await super().reconcile()
+        self._release()
+        return written
+
+    def _release(self) -> None:
+        """Pass on the decisions of the pass just written. An admission whose status write
+        found the Workload deleted (the job reconciler removed it meanwhile) is left out, as
+        upstream records its admission events only once the write succeeded: the engine has
+        already forgotten that workload."""
+        events = self.state.events
+        source, done = self._released
+        start = done if source is events else 0  # a sync starts a new list
+        for event in events[start:]:
+            if event.type in (ADMITTED, CHECKS_PASSED) and event.workload not in self.state.workloads:
+                continue
+            self._decisions.append(event)
+        self._released = (events, len(events))
+
     # ------------------------------------------------------------ reading
 
     @property
     def decisions(self) -> list[Event]:
-        return self.state.events
+        """The engine's decisions, once written (the console prints them)."""
+        return self._decisions
 
     def workload(self, namespace: str, name: str) -> Workload | None:
         return self.state.workloads.get(f"{namespace}/{name}")

@@ -23,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--socket", type=Path, default=None)
     parser.add_argument("--work-dir", type=Path, default=None)
+    # `up --demo` made the data and work folders for this run: they go when it stops.
+    parser.add_argument("--throwaway", action="store_true")
     args = parser.parse_args(argv)
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>` prints every thread's stack
     options = runtime.Options(
@@ -35,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         quiet=args.quiet,
         socket=args.socket,
         work_dir=args.work_dir,
+        throwaway=args.throwaway,
     )
     try:
         runtime.serve(options)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,6 +224,10 @@ def create_app(ctx: ServerContext) -> FastAPI:
         """The usage ledger's runs in the window, with prices and quotas (`pykueue report`)."""
         identity = await caller(request)
         end = time.time() if until is None else until
+        if not (math.isfinite(since) and math.isfinite(end)):
+            raise ApiError(
+                422, "the window is not a time", [f"query.since {since}, until {end}: seconds since 1970"]
+            )
         if since < 0 or end < since:
             raise ApiError(
                 422, "the window is empty", [f"query.since {since} must be 0 or more and before until {end}"]
@@ -353,7 +358,8 @@ def create_app(ctx: ServerContext) -> FastAPI:
         """A MultiKueue job's logs, from the worker running it (once it finished, they are kept here)."""
         meta = job["metadata"]
         namespace = str(meta.get("namespace") or "")
-        workload_name = jobframework.workload_name("Job", str(meta["name"]), str(meta.get("uid") or ""))
+        kind = str(job.get("kind") or "Job")  # a Workload's name carries its job's kind
+        workload_name = jobframework.workload_name(kind, str(meta["name"]), str(meta.get("uid") or ""))
         try:
             workload = await ctx.store.get("Workload", namespace, workload_name)
         except NotFound:

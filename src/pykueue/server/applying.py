@@ -1,7 +1,8 @@
 """``apply``: many documents, checked in full, then stored all at once or not at all.
 
     decode      each file's YAML (a List is read item by item)      -> ParseError: file: message
-    validate    manifests.parse_object, STRICT, every document      -> file#doc Kind/name path: message
+    validate    manifests.parse_object, SUBMITTED, every document   -> file#doc Kind/name path: message
+                (STRICT, and no unknown field inside a pod template or a Job/JobSet spec)
                 at most inputs.MAX_OBJECT_BYTES per object          -> TooLarge (413)
     authorize   auth.write_refusal for the caller                   -> 403, one line per object
                 a tenant's Workload priority is its class's value   -> 403
@@ -23,6 +24,7 @@ its spec cannot be changed once submitted (delete and submit again).
 
 from __future__ import annotations
 
+import copy
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,10 +32,11 @@ from typing import Any
 
 import yaml
 
-from pykueue.api import manifests
+from pykueue.api import governance, manifests
 from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
 from pykueue.controllers import integrations, local_jobset
 from pykueue.controllers.accounts import AccountError
+from pykueue.controllers.isolation import SERVER_ANNOTATION_PREFIX
 from pykueue.errors import FieldProblem, InputError, NotFound, ParseError, ValidationError
 from pykueue.server import auth, owners
 from pykueue.server.inputs import MAX_OBJECT_BYTES, object_size
@@ -102,13 +105,13 @@ def decode(files: Sequence[tuple[str, str]]) -> list[tuple[str, Any]]:
 
 
 def validate(raw: list[tuple[str, Any]]) -> list[Document]:
-    """Every document parsed STRICT; all problems of all documents raised together."""
+    """Every document parsed as submitted (`manifests.SUBMITTED`); all problems of all documents together."""
     problems: list[FieldProblem] = []
     too_large: list[str] = []
     documents: list[Document] = []
     for source, doc in raw:
         try:
-            parsed = manifests.parse_object(doc, source=source)
+            parsed = manifests.parse_object(doc, source=source, options=manifests.SUBMITTED)
         except ValidationError as exc:
             problems.extend(exc.problems)
             continue
@@ -341,8 +344,10 @@ async def store_all(store: Any, documents: list[Document]) -> ApplyResult:
                     ]
                 )
             else:
+                if key.kind == "Workload":
+                    _check_pod_sets(obj, current, doc.source)
                 update = dict(obj)
-                update["metadata"] = {**current["metadata"], **obj["metadata"]}
+                update["metadata"] = _merged_metadata(obj, current)
                 await store.update(update)
                 action = "configured"
             result.actions.append(
@@ -369,6 +374,61 @@ async def _generated_key(store: Any, obj: Manifest) -> Key:
     )
 
 
+def _user_metadata(obj: Manifest) -> dict[str, Any]:
+    """The labels and annotations the user writes: the server's own annotations left out."""
+    kept: Manifest = copy.deepcopy(obj.get("metadata") or {})
+    owners.strip_server_annotations({"kind": obj.get("kind"), "metadata": kept})
+    return {k: kept.get(k) or {} for k in ("labels", "annotations")}
+
+
+def _merged_metadata(new: Manifest, current: Manifest) -> Manifest:
+    """``current``'s metadata with the user's labels and annotations replaced by ``new``'s, as an
+    apply of the whole object does: one left out is removed (a policy annotation among them).
+    The server's own annotations stay."""
+    meta = {**current["metadata"], **new["metadata"]}
+    policies = governance.KEYS_BY_KIND.get(str(new.get("kind")), frozenset())
+    server_owned = {
+        k: v
+        for k, v in (current["metadata"].get("annotations") or {}).items()
+        if str(k).startswith(SERVER_ANNOTATION_PREFIX) and k not in policies
+    }
+    for name, value in (
+        ("labels", new["metadata"].get("labels")),
+        ("annotations", new["metadata"].get("annotations")),
+    ):
+        merged = {**(value or {}), **(server_owned if name == "annotations" else {})}
+        if merged:
+            meta[name] = merged
+        else:
+            meta.pop(name, None)
+    return meta
+
+
+def _check_pod_sets(new: Manifest, current: Manifest, source: str) -> None:
+    """A Workload's pod sets are fixed while it holds quota, as upstream's webhook keeps them:
+    the quota was reserved for those pods."""
+    if not _holds_quota(current):
+        return
+    if (new.get("spec") or {}).get("podSets") == (current.get("spec") or {}).get("podSets"):
+        return
+    message = (
+        "field is immutable while the Workload has quota reserved "
+        "(deactivate it, or delete it and submit it again)"
+    )
+    raise ValidationError([FieldProblem("spec.podSets", message, manifests.object_ref(new), source)])
+
+
+def _holds_quota(workload: Manifest) -> bool:
+    status = workload.get("status") or {}
+    if status.get("admission"):
+        return True
+    return any(
+        c.get("type") == "QuotaReserved" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+        if isinstance(c, dict)
+    )
+
+
 def _same(new: Manifest, current: Manifest) -> bool:
     if new.get("kind") == "JobSet":
         return _without_suspend(new) == _without_suspend(current)
@@ -378,6 +438,8 @@ def _same(new: Manifest, current: Manifest) -> bool:
         theirs = {k: v for k, v in (current.get("spec") or {}).items() if k not in ("suspend", "parallelism")}
         return mine == theirs
     keys = set(new) | set(current)
+    if _user_metadata(new) != _user_metadata(current):
+        return False
     return all(new.get(k) == current.get(k) for k in keys if k not in ("metadata", "status"))
 
 

@@ -59,7 +59,7 @@ from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.engine import configuration
 from pykueue.engine.config import EngineConfig
 from pykueue.errors import InputError, NotFound, PykueueError
-from pykueue.server import applying, auth, dashboard_data, owners
+from pykueue.server import applying, auth, dashboard_data, demo, owners
 from pykueue.server.app import ServerContext, create_app
 from pykueue.server.peer import PeerCredentialsProtocol, bind_unix_socket
 from pykueue.store.base import Key, Manifest
@@ -81,6 +81,7 @@ class Options:
     quiet: bool = False
     socket: Path | None = None  # default: paths.default_socket
     work_dir: Path | None = None  # default: isolation.default_work_root
+    throwaway: bool = False  # the data and work folders are this run's (a demo's): removed at the end
 
 
 @dataclass
@@ -388,7 +389,8 @@ async def _demo(
             console.record("demo", f"refused: {exc}")
     console.record(
         "demo",
-        "all demo jobs submitted; in another terminal try: pykueue get clusterqueues | pykueue get jobs"
+        "all demo jobs submitted; in another terminal, with PYKUEUE_SOCKET set as printed above, try:"
+        " pykueue get clusterqueues | pykueue get jobs"
         " | pykueue describe workload eval -n research | pykueue logs train-big -n research",
     )
 
@@ -439,9 +441,12 @@ async def _main(options: Options, config: Config) -> None:
         record=lambda message, namespace: console.record("executor", message, namespace),
         backoff=config.backoff,
     )
-    left = executor.kill_leftovers()
+    killed, left = executor.kill_leftovers()
     if left:
         raise PykueueError(f"{left} process(es) of an earlier server would not die; not starting")
+    leftovers = _leftovers_said(killed)
+    if leftovers:
+        console.record("executor", leftovers)
     client_paths = [p for p in (options.client_config, data_dir / "client.json") if p is not None]
     token = await ensure_admin(store, client_paths)
     owning = owners.Owners(
@@ -531,11 +536,18 @@ async def _main(options: Options, config: Config) -> None:
     # The token rides in the fragment, which a browser never sends: the page keeps it in its session.
     print(f"  dashboard: {url}/dashboard#token={token}", flush=True)
     print(f"  data: {data_dir}  (client config: {', '.join(map(str, client_paths))})", flush=True)
+    if options.demo and options.client_config is None:
+        print(f"  CLI, in another terminal: export PYKUEUE_SOCKET={socket_path}", flush=True)
+        print("    (the demo leaves your client config alone: without it the CLI talks to your server)")
+    if options.throwaway:
+        print("  the data and job folders are removed when the demo stops", flush=True)
     gpus = ", ".join(f"{f}: {len(d)}" for f, d in node.gpus.items()) or "none"
     print(
         f"  node: {node.cpus} CPUs, {node.memory // 2**20} MiB, GPUs {gpus} ({node.gpu_source})", flush=True
     )
     print(f"  jobs: folders under {work_root}", flush=True)
+    if leftovers:
+        print(f"  {leftovers}", flush=True)
     for line in fences.summary():
         print(f"  {line}", flush=True)
     serving = asyncio.create_task(server.serve(sockets=sockets), name="api")
@@ -554,6 +566,15 @@ async def _main(options: Options, config: Config) -> None:
         error = failed[0].exception()
         assert error is not None
         raise error
+
+
+def _leftovers_said(killed: int) -> str:
+    if not killed:
+        return ""
+    return (
+        f"killed {killed} process(es) an earlier server on this data left running (it was killed or "
+        "crashed); their jobs start again, with PYKUEUE_PREEMPTED=1"
+    )
 
 
 def keep_worker_logs(data_dir: Path, job: Manifest, text: str) -> None:
@@ -627,8 +648,15 @@ async def _freeze_when_loaded(admission: StandaloneAdmission, timeout: float = 3
 
 def serve(options: Options) -> None:
     """Run until stopped; raises PykueueError (shown as a message by the CLI) on bad input."""
-    config = Config.load(options.config)
-    gc_tuning.tune_for_service()
-    os.umask(0o077)  # the store, its journal and every log: the server's user's alone
-    with data_lock(options.data_dir):
-        asyncio.run(_main(options, config))
+    try:
+        config = Config.load(options.config)
+        gc_tuning.tune_for_service()
+        os.umask(0o077)  # the store, its journal and every log: the server's user's alone
+        with data_lock(options.data_dir):
+            if options.throwaway:
+                for folder in demo.sweep_stale(options.data_dir):
+                    print(f"removed the folder of an earlier demo: {folder}", flush=True)
+            asyncio.run(_main(options, config))
+    finally:
+        if options.throwaway:
+            demo.remove(options.data_dir, options.work_dir)

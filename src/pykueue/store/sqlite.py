@@ -425,7 +425,7 @@ class SQLiteStore:
     ) -> builtins.list[policy_history.Revision]:
         """Recorded policy changes, oldest first: all after ``after``, or the last ``limit``."""
         where: builtins.list[str] = ["rev > ?"]
-        args: builtins.list[object] = [after]
+        args: builtins.list[object] = [min(after, _MAX_INTEGER)]
         if kind:
             where.append("kind = ?")
             args.append(kind)
@@ -436,11 +436,13 @@ class SQLiteStore:
             f"SELECT {_REVISION_COLUMNS} FROM policy_revisions WHERE {' AND '.join(where)} ORDER BY rev DESC"
         )
         if limit is not None:
-            query += f" LIMIT {int(limit)}"
+            query += f" LIMIT {min(int(limit), _MAX_INTEGER)}"
         rows = self._read_conn().execute(query, args).fetchall()
         return [_revision(row) for row in reversed(rows)]
 
     def policy_revision(self, rev: int) -> policy_history.Revision:
+        if not 0 <= rev <= _MAX_INTEGER:
+            raise NotFound(f"policy revision {rev} not found")
         row = (
             self._read_conn()
             .execute(f"SELECT {_REVISION_COLUMNS} FROM policy_revisions WHERE rev = ?", (rev,))
@@ -451,6 +453,8 @@ class SQLiteStore:
         return _revision(row)
 
 
+# SQLite's integers are 64-bit: a larger one given as a parameter raises OverflowError (a 500).
+_MAX_INTEGER = 2**63 - 1
 _REVISION_COLUMNS = "rev, at, who, kind, namespace, name, operation, before, after"
 
 

@@ -84,3 +84,26 @@ def test_a_tenant_cannot_choose_its_workloads_priority(
 
     # An admin may.
     assert server.apply([_workload("chosen", 500, None)]).status_code == 200
+
+
+def test_a_tenant_cannot_rewrite_the_pod_sets_of_its_admitted_workload(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    server = two_teams(tmp_path, start_server)
+    alice = tenant(server, "alice", "research")
+    submitted = server.apply([job("small", "sleep 300", namespace="research", cpu="1")], token=alice)
+    assert submitted.status_code == 200, submitted.text
+
+    def admitted() -> dict[str, Any] | None:
+        found = server.api("GET", "/api/v1/objects/Workload", params={"namespace": "research"})
+        return found[0] if found and (found[0].get("status") or {}).get("admission") else None
+
+    stored = wait_until(admitted)
+    grown = copy.deepcopy(stored)
+    grown["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "64"
+    refused = server.apply([grown], token=alice)
+    assert refused.status_code == 422, refused.text
+    assert "spec.podSets: field is immutable while the Workload has quota reserved" in refused.text
+    name = stored["metadata"]["name"]
+    current = server.api("GET", f"/api/v1/objects/Workload/research/{name}")
+    assert current["spec"]["podSets"] == stored["spec"]["podSets"]
