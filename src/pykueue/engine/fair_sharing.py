@@ -41,6 +41,7 @@ from pykueue.engine.targets import (
     candidate_order_key,
     is_evicting,
     satisfies_policy,
+    usage_added,
     uses_resources,
 )
 from pykueue.engine.workloads import Workload
@@ -161,13 +162,11 @@ def _entry_shares(state: State, root: Node, remaining: dict[str, Entry]) -> dict
         entry = remaining.get(cq_node.name)
         if entry is None:
             continue
-        usage = entry.assignment.usage
-        cohort_tree.add_usages(cq_node, usage, +1)
-        share = share_of(cq_node)
-        for ancestor in cq_node.path_to_root():
-            shares[(ancestor.name, entry.workload.key)] = share
-            share = share_of(ancestor)
-        cohort_tree.add_usages(cq_node, usage, -1)
+        with usage_added(cq_node, entry.assignment.usage):
+            share = share_of(cq_node)
+            for ancestor in cq_node.path_to_root():
+                shares[(ancestor.name, entry.workload.key)] = share
+                share = share_of(ancestor)
     return shares
 
 
@@ -310,23 +309,19 @@ def fair_preemptions(
     if not candidates:
         return []
     node = state.nodes[cq_name]
-    cohort_tree.add_usages(node, requests, +1)
     strategies = state.config.fair_sharing.preemption_strategies or (
         LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
         LESS_THAN_INITIAL_SHARE,
     )
-    fits, targets, retry = _first_strategy(preemptor, node, candidates, frs, requests, strategies[0])
-    if not fits and len(strategies) > 1:
-        fits, targets = _second_strategy(preemptor, node, retry, requests, targets)
-    cohort_tree.add_usages(node, requests, -1)
-    if not fits:
-        for target in targets:
-            preemptor.restore(target.workload, target.cluster_queue)
-        return []
-    targets = preemptor.fill_back(targets, cq_name, requests, True)
-    for target in targets:
-        preemptor.restore(target.workload, target.cluster_queue)
-    return targets
+    with preemptor.undone():
+        # The shares are compared as if the preemptor were admitted.
+        with usage_added(node, requests):
+            fits, targets, retry = _first_strategy(preemptor, node, candidates, frs, requests, strategies[0])
+            if not fits and len(strategies) > 1:
+                fits, targets = _second_strategy(preemptor, node, retry, requests, targets)
+        if not fits:
+            return []
+        return preemptor.fill_back(targets, cq_name, requests, True)
 
 
 def _find_candidates(
@@ -383,10 +378,8 @@ def _borrowing_in(state: State, node: Node, frs: set[FlavorResource]) -> bool:
 
 
 def _fits_with_own_usage_removed(preemptor: Trial, node: Node, requests: Quantities) -> bool:
-    cohort_tree.add_usages(node, requests, -1)
-    fits = preemptor.fits(node.name, requests, True)
-    cohort_tree.add_usages(node, requests, +1)
-    return fits
+    with usage_added(node, requests, -1):
+        return preemptor.fits(node.name, requests, True)
 
 
 def _passes(strategy: str, preemptor_new: Share, target_old: Share, target_new: Share) -> bool:

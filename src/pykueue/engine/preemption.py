@@ -33,7 +33,7 @@ Fair sharing replaces step 2 and 3 with share-based strategies
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 from pykueue.engine import cohort_tree, contract, fair_sharing, specs
@@ -95,10 +95,6 @@ def frs_needing_preemption(assignment: Assignment) -> set[FlavorResource]:
 class Preemptor(Trial):
     """Preemption decisions over one state, for one scheduling cycle."""
 
-    # Nomination asks the same question twice (the oracle for one flavor-resource, then
-    # the targets for the whole assignment) against an unchanged state; answer it once.
-    _memo: dict[tuple[object, ...], list[Target]] = field(default_factory=dict)
-
     # -------------------------------------------------------------- entry points
 
     def simulate(self, cq_name: str, wl: Workload, fr: FlavorResource, value: int) -> tuple[Possibility, int]:
@@ -107,11 +103,10 @@ class Preemptor(Trial):
         if not targets:
             borrow, _ = cohort_tree.lowest_fitting_height(node, fr, value)
             return Possibility.NO_CANDIDATES, borrow
-        for target in targets:
-            self.remove(target.workload, target.cluster_queue)
-        borrow, _ = cohort_tree.lowest_fitting_height(node, fr, value)
-        for target in targets:
-            self.restore(target.workload, target.cluster_queue)
+        with self.undone():
+            for target in targets:
+                self.remove(target.workload, target.cluster_queue)
+            borrow, _ = cohort_tree.lowest_fitting_height(node, fr, value)
         if any(t.cluster_queue == cq_name for t in targets):
             return Possibility.PREEMPT, borrow
         return Possibility.RECLAIM, borrow
@@ -162,21 +157,17 @@ class Preemptor(Trial):
         else:
             attempts = [True, False]
         for allow_borrowing in attempts:
-            targets: list[Target] = []
-            for candidate in candidates:
-                if not self._valid(candidate, cq_name, frs, allow_borrowing):
-                    continue
-                self.remove(candidate.workload, candidate.cluster_queue)
-                targets.append(
-                    Target(candidate.workload, candidate.cluster_queue, candidate.variant.reason())
-                )
-                if self.fits(cq_name, requests, allow_borrowing):
-                    targets = self.fill_back(targets, cq_name, requests, allow_borrowing)
-                    for target in targets:
-                        self.restore(target.workload, target.cluster_queue)
-                    return targets
-            for target in targets:
-                self.restore(target.workload, target.cluster_queue)
+            with self.undone():
+                targets: list[Target] = []
+                for candidate in candidates:
+                    if not self._valid(candidate, cq_name, frs, allow_borrowing):
+                        continue
+                    self.remove(candidate.workload, candidate.cluster_queue)
+                    targets.append(
+                        Target(candidate.workload, candidate.cluster_queue, candidate.variant.reason())
+                    )
+                    if self.fits(cq_name, requests, allow_borrowing):
+                        return self.fill_back(targets, cq_name, requests, allow_borrowing)
         return []
 
     @staticmethod

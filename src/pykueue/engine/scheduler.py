@@ -518,13 +518,16 @@ class _Cycle:
         removed: dict[str, Target] = dict(self.preempted_keys)
         for target in targets:
             removed[target.workload.key] = target
-        for target in removed.values():
-            self._shift(target.cluster_queue, target.workload.usage(), -1)
-        node = self.state.nodes[cq_name]
-        fits = all(max(0, cohort_tree.available(node, fr)) >= value for fr, value in usage.items())
-        for target in removed.values():
-            self._shift(target.cluster_queue, target.workload.usage(), +1)
-        return fits
+        shifted: list[Target] = []
+        try:
+            for target in removed.values():
+                self._shift(target.cluster_queue, target.workload.usage(), -1)
+                shifted.append(target)
+            node = self.state.nodes[cq_name]
+            return all(max(0, cohort_tree.available(node, fr)) >= value for fr, value in usage.items())
+        finally:
+            for target in shifted:
+                self._shift(target.cluster_queue, target.workload.usage(), +1)
 
     def _shift(self, cq_name: str, usage: Quantities, sign: int) -> None:
         node = self.state.nodes.get(cq_name)

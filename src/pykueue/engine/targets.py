@@ -10,8 +10,9 @@ both search that way, so neither needs the other's module.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from pykueue.engine import cohort_tree, specs
 from pykueue.engine.resources import FlavorResource, Quantities
@@ -94,30 +95,56 @@ def uses_resources(wl: Workload, frs: set[FlavorResource]) -> bool:
 
 @dataclass(slots=True)
 class Trial:
-    """Removals tried on the live cohort tree of one state; every caller undoes its own."""
+    """Removals tried on the live cohort tree of one state.
+
+    Every search runs inside `undone`, which puts back on its way out whatever the search
+    removed and did not restore, an exception included: the tree is the live one, so a
+    removal left behind would be quota lost for every later decision.
+    """
 
     state: State
     # Set while targets are sought for a workload placed by topology: can it be placed
     # with the removals made so far (engine/topology_placement.py)? Quota alone is not
     # enough when the free quota sits on the wrong nodes.
     tas_fits: Callable[[], bool] | None = None
+    # What is removed now, oldest first: the undo log of `undone`.
+    _removed: list[tuple[Workload, str]] = field(default_factory=list)
 
     def lq_usage(self, wl: Workload, cq_name: str) -> float:
         return self.state.afs_usage(wl) if self.state.uses_afs(cq_name) else 0.0
 
     # ---------------------------------------------------------------- simulation
 
+    @contextmanager
+    def undone(self) -> Iterator[None]:
+        """Removals made inside are restored on the way out, however the block is left."""
+        mark = len(self._removed)
+        try:
+            yield
+        finally:
+            while len(self._removed) > mark:
+                wl, cq_name = self._removed[-1]
+                self.restore(wl, cq_name)
+
     def remove(self, wl: Workload, cq_name: str) -> None:
-        node = self.state.nodes.get(cq_name)
-        if node is not None:
-            cohort_tree.add_usages(node, wl.usage(), -1)
-        self.state.cluster.account(wl, -1)
+        self._count(wl, cq_name, -1)
+        self._removed.append((wl, cq_name))
 
     def restore(self, wl: Workload, cq_name: str) -> None:
+        for i in range(len(self._removed) - 1, -1, -1):
+            removed, name = self._removed[i]
+            if removed is wl and name == cq_name:
+                del self._removed[i]
+                break
+        else:
+            raise AssertionError(f"{wl.key} in {cq_name} is restored but was not removed")
+        self._count(wl, cq_name, +1)
+
+    def _count(self, wl: Workload, cq_name: str, sign: int) -> None:
         node = self.state.nodes.get(cq_name)
         if node is not None:
-            cohort_tree.add_usages(node, wl.usage(), +1)
-        self.state.cluster.account(wl, +1)
+            cohort_tree.add_usages(node, wl.usage(), sign)
+        self.state.cluster.account(wl, sign)
 
     def fits(self, cq_name: str, requests: Quantities, allow_borrowing: bool) -> bool:
         node = self.state.nodes[cq_name]
@@ -140,3 +167,13 @@ class Trial:
             else:
                 self.remove(targets[i].workload, targets[i].cluster_queue)
         return targets
+
+
+@contextmanager
+def usage_added(node: cohort_tree.Node, requests: Quantities, sign: int = +1) -> Iterator[None]:
+    """``requests`` counted on ``node`` (``sign`` -1: taken off) while the block runs, and no longer after."""
+    cohort_tree.add_usages(node, requests, sign)
+    try:
+        yield
+    finally:
+        cohort_tree.add_usages(node, requests, -sign)
