@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pykueue.cli.main import app
-from pykueue.sim import driver, federation, trace
+from pykueue.sim import driver, federation, simulation, trace
 from pykueue.sim.design import Design
 from pykueue.sim.trace import TraceError
 
@@ -112,7 +112,7 @@ def _run(
     design = Design.load(path)
     federation.attach(design, federation.load_workers(options))
     jobs = design.check(trace.parse_csv(csv_text, "trace.csv"))
-    run = driver.simulate(design, jobs, driver.Options(dispatch_latency=latency))
+    run = simulation.simulate(design, jobs, driver.Options(dispatch_latency=latency))
     return run, run.summary("trace.csv")
 
 
@@ -430,7 +430,7 @@ def _run_outage(
     design = Design.load(path)
     federation.attach(design, federation.load_workers(options))
     jobs = design.check(trace.parse_csv(csv_text, "trace.csv"))
-    run = driver.simulate(design, jobs, driver.Options(outages=outages))
+    run = simulation.simulate(design, jobs, driver.Options(outages=outages))
     return run, run.summary("trace.csv")
 
 
@@ -495,7 +495,7 @@ def test_no_quota_is_left_held_anywhere_at_the_end(outages: tuple[tuple[str, int
     pool = {f"worker{k}": Design.load(EXAMPLE / "workers" / f"worker{k}.yaml", f"worker{k}") for k in (1, 2)}
     federation.attach(design, pool)
     jobs = design.check(trace.load(EXAMPLE / "trace.csv", []))
-    run = driver.simulate(design, jobs, driver.Options(outages=outages, dispatch_latency=3 * S))
+    run = simulation.simulate(design, jobs, driver.Options(outages=outages, dispatch_latency=3 * S))
     assert run.clusters is not None
     assert run.recorder.finish.count(-1) == 0
     for record in run.clusters.records():

@@ -22,12 +22,16 @@ import http.client
 import json
 import os
 import socket
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlencode, urlsplit
 
 from pykueue import paths
+
+T = TypeVar("T")
 
 SOCKET_BASE_URL = "http://pykueue"
 
@@ -154,3 +158,28 @@ class Client:
 
     def delete(self, path: str) -> Any:
         return self.request("DELETE", path)
+
+
+# --- for the commands: a failure is printed for the terminal, never a traceback ----------------
+
+
+def fail(message: str, problems: list[str] | None = None) -> NoReturn:
+    """Print ``message`` (and each problem that says more) on stderr and exit 1."""
+    print(f"error: {message}", file=sys.stderr)
+    for problem in problems or []:
+        if problem != message:
+            print(f"  {problem}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def call(action: Callable[[], T]) -> T:
+    """Run one request; a failure is printed for the terminal (never a traceback) and exits 1."""
+    try:
+        return action()
+    except ClientError as exc:
+        fail(exc.message, exc.problems)
+
+
+def client(server: str | None, token: str | None, socket: str | None = None) -> Client:
+    """The client for these options (see `Client.resolve`), or a printed failure."""
+    return call(lambda: Client.resolve(server, token, socket))

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pykueue.cli.queries import CONNECTION, call, client, fail, table
+from pykueue.cli.client import call, client, fail
+from pykueue.cli.queries import CONNECTION, table
 
 if TYPE_CHECKING:
     import typer

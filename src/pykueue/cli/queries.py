@@ -18,9 +18,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pykueue.cli.client import Client, ClientError
+from pykueue.cli.client import call, client
 
 if TYPE_CHECKING:
     import typer
@@ -48,26 +48,6 @@ class Command:
 
 
 # ------------------------------------------------------------------ shared with the other commands
-
-
-def fail(message: str, problems: list[str] | None = None) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
-    for problem in problems or []:
-        if problem != message:
-            print(f"  {problem}", file=sys.stderr)
-    raise SystemExit(1)
-
-
-def call(action: Callable[[], T]) -> T:
-    """Run one request; a failure is printed for the terminal (never a traceback) and exits 1."""
-    try:
-        return action()
-    except ClientError as exc:
-        fail(exc.message, exc.problems)
-
-
-def client(server: str | None, token: str | None, socket: str | None = None) -> Client:
-    return call(lambda: Client.resolve(server, token, socket))
 
 
 def table(rows: list[list[str]], header: list[str]) -> None:

@@ -61,7 +61,7 @@ def _iso(seconds: float) -> str:
 
 
 def from_server(server: str | None, token: str | None, socket: str | None, since: float, until: float) -> Any:
-    from pykueue.cli.queries import call, client
+    from pykueue.cli.client import call, client
 
     api = client(server, token, socket)
     return call(lambda: api.get("/api/v1/usage", since=repr(since), until=repr(until)))
@@ -233,7 +233,7 @@ def run(
     token: str | None = None,
     socket: str | None = None,
 ) -> None:
-    from pykueue.cli.queries import fail
+    from pykueue.cli.client import fail
 
     try:
         if what not in REPORTS:

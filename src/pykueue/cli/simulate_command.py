@@ -26,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pykueue.api import manifests
 from pykueue.errors import EngineError, InputError
-from pykueue.sim import checker, driver, federation, generator, plan, report_html, tables, trace
+from pykueue.sim import checker, driver, federation, generator, plan, report_html, simulation, tables, trace
 from pykueue.sim.design import Design
 from pykueue.sim.jobs import SECOND, Job
 
@@ -324,9 +324,9 @@ def simulate(
         )
         if bar is not None:
             with bar:
-                run = driver.simulate(design, checked, options)
+                run = simulation.simulate(design, checked, options)
         else:
-            run = driver.simulate(design, checked, options)
+            run = simulation.simulate(design, checked, options)
         run.notes.extend(notes)
         summary = run.summary(source)
         if out is not None:

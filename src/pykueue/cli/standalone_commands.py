@@ -25,6 +25,7 @@ from typing import Any
 
 import typer
 
+from pykueue.cli import client as apiclient
 from pykueue.cli import queries
 from pykueue.cli.client import ClientError
 from pykueue.errors import ParseError
@@ -152,7 +153,7 @@ def submit(
     more with --env KEY=VALUE.
     """
     variables = _environment(env or [])
-    api = queries.client(server, token, socket)
+    api = apiclient.client(server, token, socket)
     job_name = (
         name
         or f"{Path(command[0]).name.lower().replace('_', '-').replace('.', '-')[:40]}-{secrets.token_hex(3)}"
@@ -176,7 +177,7 @@ def submit(
     import yaml  # only here and in delete -f: `get` and `describe` do not pay for it
 
     text = yaml.safe_dump(manifest, sort_keys=False)
-    result = queries.call(lambda: api.post("/api/v1/apply", {"files": [{"name": "submit", "text": text}]}))
+    result = apiclient.call(lambda: api.post("/api/v1/apply", {"files": [{"name": "submit", "text": text}]}))
     _print_results(result["results"])
     if wait <= 0:
         return
@@ -260,9 +261,9 @@ def apply(
     socket: str = SOCKET,
 ) -> None:
     """Create or update every object of the files, all at once or none at all."""
-    api = queries.client(server, token, socket)
+    api = apiclient.client(server, token, socket)
     payload = _read_files(files)
-    result = queries.call(lambda: api.post("/api/v1/apply", {"files": payload}))
+    result = apiclient.call(lambda: api.post("/api/v1/apply", {"files": payload}))
     _print_results(result["results"])
 
 
@@ -276,7 +277,7 @@ def delete(
     socket: str = SOCKET,
 ) -> None:
     """Delete one object (KIND NAME) or every object of -f files."""
-    api = queries.client(server, token, socket)
+    api = apiclient.client(server, token, socket)
     targets: list[tuple[str, str, str]] = []
     if files:
         import yaml
@@ -293,7 +294,7 @@ def delete(
                     ns = meta.get("namespace") or ("default" if _namespaced(doc["kind"]) else "_")
                     targets.append((doc["kind"], ns, meta.get("name", "")))
     elif kind and name and _kind(kind) == "Identity":
-        result = queries.call(lambda: api.delete(f"/api/v1/identities/{name}"))
+        result = apiclient.call(lambda: api.delete(f"/api/v1/identities/{name}"))
         typer.echo(f"{result['deleted']} deleted")
         return
     elif kind and name:
@@ -304,7 +305,7 @@ def delete(
         raise typer.Exit(1)
     for real, ns, obj_name in targets:
         path = f"/api/v1/objects/{real}/{ns}/{obj_name}"
-        result = queries.call(lambda path=path: api.delete(path))  # type: ignore[misc]
+        result = apiclient.call(lambda path=path: api.delete(path))  # type: ignore[misc]
         typer.echo(f"{result['deleted']} deleted")
 
 
@@ -353,8 +354,8 @@ def _set_active(
     if kind is None:
         typer.echo(f"error: cannot {verb} {what!r}: choose workload or clusterqueue", err=True)
         raise typer.Exit(1)
-    api = queries.client(server, token, socket)
-    result = queries.call(
+    api = apiclient.client(server, token, socket)
+    result = apiclient.call(
         lambda: api.post(f"/api/v1/{verb}", {"kind": kind, "namespace": namespace, "name": name})
     )
     typer.echo(" ".join(f"{k}={v}" for k, v in result.items()))
@@ -413,9 +414,9 @@ def token(
     if action != "list" and not name:
         typer.echo(f"error: token {action} needs a NAME", err=True)
         raise typer.Exit(1)
-    api = queries.client(server, token, socket)
+    api = apiclient.client(server, token, socket)
     if action == "list":
-        rows = queries.call(lambda: api.get("/api/v1/identities"))
+        rows = apiclient.call(lambda: api.get("/api/v1/identities"))
         queries.table(
             [
                 [
@@ -431,7 +432,7 @@ def token(
         )
         return
     if action == "revoke":
-        result = queries.call(lambda: api.post(f"/api/v1/identities/{name}/revoke", {}))
+        result = apiclient.call(lambda: api.post(f"/api/v1/identities/{name}/revoke", {}))
         typer.echo(f"the token of {result['revoked']} is revoked")
         return
     body: dict[str, Any] = {
@@ -442,5 +443,5 @@ def token(
     }
     if unix_user:
         body["unixUser"] = unix_user
-    result = queries.call(lambda: api.post("/api/v1/identities", body))
+    result = apiclient.call(lambda: api.post("/api/v1/identities", body))
     typer.echo(result["token"])

@@ -24,10 +24,10 @@ may borrow, capped by the whole cohort tree).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pykueue.api import manifests, quantity
 from pykueue.api.manifests import KubeObject
@@ -40,9 +40,6 @@ from pykueue.errors import InputError
 from pykueue.sim.generator import CLASS_LABEL
 from pykueue.sim.jobs import Job
 from pykueue.sim.trace import TraceError
-
-if TYPE_CHECKING:
-    from pykueue.sim.federation import Federation
 
 QUEUE_KINDS = frozenset(
     {
@@ -62,6 +59,19 @@ QUEUE_KINDS = frozenset(
 MULTIKUEUE_KINDS = frozenset({"MultiKueueConfig", "MultiKueueCluster"})
 
 
+class Workers(Protocol):
+    """What a design needs of its workers (`pykueue.sim.federation.Federation` has it)."""
+
+    @property
+    def workers(self) -> Mapping[str, Design]:
+        """The worker designs, by MultiKueueCluster name."""
+        ...
+
+    def check(self, manager: State, jobs: list[Job]) -> list[str]:
+        """The problems of ``jobs`` that only the workers can see."""
+        ...
+
+
 @dataclass(slots=True)
 class Design:
     """The queue objects of one design, with a name to show in reports."""
@@ -75,7 +85,7 @@ class Design:
     # upstream's Configuration ``multiKueue`` section, as written (a manager's dispatcher)
     multikueue_section: dict[str, Any] = field(default_factory=dict)
     # a manager's workers, once `pykueue.sim.federation.attach` gave it some
-    federation: Federation | None = None
+    federation: Workers | None = None
 
     @classmethod
     def load(cls, path: Path, name: str | None = None) -> Design:

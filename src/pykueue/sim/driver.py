@@ -141,13 +141,12 @@ class _Running:
 
 
 def simulate(design: Design, jobs: list[Job], options: Options | None = None) -> Run:
-    """Run ``jobs`` (already checked against ``design``) to the end and return the run."""
+    """Run ``jobs`` (already checked against ``design``, a single cluster) to the end and return the run.
+
+    A MultiKueue manager's design runs through `pykueue.sim.simulation.simulate`."""
     options = options or Options()
     if design.federation is not None:
-        # imported here: the multi-cluster loop builds on this module's Options and Run
-        from pykueue.sim import multicluster
-
-        return multicluster.simulate(design, jobs, options)
+        raise ValueError(f"design {design.name} has workers: run it with pykueue.sim.simulation.simulate")
     loop = _Loop(design, jobs, options)
     gc.collect()
     gc.freeze()  # the loaded design and the job list are long-lived: keep them out of collections

@@ -110,7 +110,7 @@ class _Federated:
     """The state of one run over several clusters."""
 
     def __init__(self, design: Design, jobs: list[Job], options: Options) -> None:
-        assert design.federation is not None
+        assert isinstance(design.federation, Federation)
         self.federation: Federation = design.federation
         self.options = options
         self.latency = options.dispatch_latency

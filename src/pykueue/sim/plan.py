@@ -31,7 +31,7 @@ from typing import Any
 
 from rich.table import Table
 
-from pykueue.sim import driver, svg
+from pykueue.sim import driver, simulation, svg
 from pykueue.sim.design import Design
 from pykueue.sim.jobs import SECOND, Job
 from pykueue.sim.report_html import (
@@ -100,7 +100,7 @@ def run_all(
         runs = []
         for k in range(max(1, seeds)):
             seed = options.seed + k
-            run = driver.simulate(
+            run = simulation.simulate(
                 design, jittered(design_jobs, seed, jitter), dataclasses.replace(options, seed=seed)
             )
             runs.append((run, run.summary(source)))
