@@ -525,6 +525,12 @@ class Registry:
                 registry._remote[integration.kind] = integration.multikueue()
         return registry
 
+    def framework_of(self, job: Manifest) -> str:
+        """The framework name (``batch/job``, ...) of a job of an enabled kind; "" for none."""
+        api_version, kind = str(job.get("apiVersion") or ""), str(job.get("kind") or "")
+        found = (i.name for i in self.integrations if (i.api_version, i.kind) == (api_version, kind))
+        return next(found, "")
+
     def multikueue(self, kind: str) -> MultiKueueAdapter | None:
         """How MultiKueue dispatches ``kind``, if it can."""
         return self._remote.get(kind)
