@@ -9,8 +9,8 @@ It prints the kubeconfig to use and serves until Ctrl-C, then stops everything i
 started; when one of its components (a kind's controller too) exits, it says which, with
 the end of its log, and stops everything (exit code 1). pykueue's webhooks and visibility
 API are served on this machine's non-loopback address: the API server refuses a loopback
-one as the visibility API's endpoint. It is the control plane the kube tests run on (`pykueue.devcluster`), so what
-works here works there. Nothing is downloaded prebuilt: the first run builds the
+one as the visibility API's endpoint. It is the control plane the kube tests run on
+(`pykueue.devcluster`), so what works here works there. Nothing is downloaded prebuilt: the first run builds the
 binaries from Go modules (see docs/testing.md), later runs start in seconds.
 """
 
