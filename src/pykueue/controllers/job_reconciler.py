@@ -546,7 +546,9 @@ class JobReconciler:
         upstream does with a job it cannot start, the Workload finishes (FailedToStart), which gives
         its quota back; a Warning on the job and on the Workload says why."""
         key = Key.of(job)
-        message = f"{key.kind} {key.namespace}/{key.name} refused its admission update: {exc}"
+        # The problems without the object each names: the message names it once.
+        said = "; ".join(f"{p.path}: {p.message}" if p.path else p.message for p in exc.problems)
+        message = f"{key.kind} {key.namespace}/{key.name} refused its admission update: {said}"
         log.warning("%s: %s", Key.of(workload), message)
         self._event(job, FAILED_TO_START, message, kind="Warning")
         self._event(workload, FAILED_TO_START, message, kind="Warning")
