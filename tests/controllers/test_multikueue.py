@@ -16,6 +16,7 @@ from pykueue.api import configuration
 from pykueue.controllers import integrations, multikueue, multikueue_clusters
 from pykueue.controllers.integrations import batch_job, jobset
 from pykueue.errors import ValidationError
+from pykueue.store.base import Key
 from pykueue.store.memory import MemoryStore
 
 
@@ -172,6 +173,47 @@ def test_an_inactive_cluster_says_what_failed_with_which_worker_and_how(tmp_path
     )
     assert messages["w-auth"].startswith("worker w-auth (http://127.0.0.1:")
     assert messages["w-auth"].endswith(" refused GET /version: HTTP 401 Unauthorized")
+
+
+def test_a_polled_check_names_the_config_cluster_that_does_not_exist(tmp_path: Path) -> None:
+    closed = socket.socket()  # bound, never listening: the existing cluster is inactive
+    closed.bind(("127.0.0.1", 0))
+    down = f"https://127.0.0.1:{closed.getsockname()[1]}"
+    check = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "mk"},
+        "spec": {
+            "controllerName": multikueue.CONTROLLER_NAME,
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "mk"},
+        },
+    }
+    config = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "MultiKueueConfig",
+        "metadata": {"name": "mk"},
+        "spec": {"clusters": ["w-down", "w-missing"]},
+    }
+
+    async def scenario() -> dict[str, object]:
+        store = MemoryStore()
+        stored = await store.create(check)
+        await store.create(config)
+        await store.create(_worker_cluster("w-down", _kubeconfig_file(tmp_path / "down", down)))
+        controller = multikueue.MultiKueueController(
+            store, integrations.registry(("batch/job",)), {Key.of(stored): stored}, lambda uid: None
+        )
+        try:
+            await controller.poll()
+        finally:
+            await controller.clusters.close()
+        [active] = (await store.get("AdmissionCheck", "", "mk"))["status"]["conditions"]
+        return dict(active)
+
+    with closed:
+        active = asyncio.run(scenario())
+    assert (active["status"], active["reason"]) == ("False", "NoUsableClusters")
+    assert active["message"] == "Missing clusters: [w-missing], Inactive clusters: [w-down]"
 
 
 def _secret(doc: object) -> dict[str, object]:
