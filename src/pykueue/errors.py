@@ -70,6 +70,10 @@ class StoreError(PykueueError):
     """An object store refused or failed a request."""
 
     retryable = False
+    # The API server's answer when it refused with an HTTP status (0: it did not answer).
+    http_status = 0
+    http_reason = ""
+    http_message = ""
 
 
 class NotFound(StoreError):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.events import PER_OBJECT_BURST, EventRecorder, workload_events
+from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine import state as engine_state
 from pykueue.engine.state import Event
 from pykueue.store.memory import MemoryStore
@@ -50,6 +52,38 @@ def test_an_event_names_its_object_reason_and_component() -> None:
         "resourceVersion": "",
     }
     assert event["source"] == {"component": "kueue-admission"}
+
+
+def test_a_jobs_events_are_reported_by_its_frameworks_job_controller() -> None:
+    # Upstream's job reconcilers record with `<framework>-kueue-controller` (jobframework/setup.go);
+    # only the scheduler's decisions on Workloads are `kueue-admission`'s.
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "team", "labels": {jobframework.QUEUE_NAME_LABEL: "main"}},
+        "spec": {
+            "suspend": True,
+            "parallelism": 1,
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}},
+        },
+    }
+
+    async def run() -> list[dict[str, object]]:
+        store = MemoryStore()
+        manager = KubeManager(
+            store, registry=integrations.registry(("batch/job",)), events=EventRecorder(store, clock=Clock())
+        )
+        await store.create(job)
+        await manager.jobs.sync()
+        await manager.jobs.reconcile()
+        assert manager.events is not None
+        await manager.events.drain()
+        return await _events(store)
+
+    (event,) = asyncio.run(run())
+    assert (event["reason"], event["involvedObject"]["kind"]) == ("CreatedWorkload", "Job")  # type: ignore[index]
+    assert event["source"] == {"component": "batch/job-kueue-controller"}
+    assert event["reportingComponent"] == "batch/job-kueue-controller"
 
 
 def test_the_same_event_is_written_once_in_ten_minutes() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,9 @@ def test_trainjob_pod_sets_come_from_its_runtime_and_admission_goes_into_a_runti
     assert not adapter.is_suspended(job)
     [patch] = job["spec"]["runtimePatches"]
     assert patch["manager"] == "kueue.x-k8s.io/manager"
+    # Its time is set, so the trainer's defaulting webhook changes nothing (it would re-encode
+    # spec.trainer's integer quantities as strings, which its immutability rule refuses).
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", patch["time"])
     [replicated] = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     assert replicated["name"] == "node"
     assert replicated["template"]["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "a100"}
@@ -237,8 +241,17 @@ def test_trainjob_pod_sets_come_from_its_runtime_and_admission_goes_into_a_runti
     )  # runtime untouched
     adapter.suspend(job)
     assert adapter.restore_pod_sets(job, [])
-    assert job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"] == {}
+    assert "runtimePatches" not in job["spec"]  # removed, so the next admission adds it anew
     assert not adapter.restore_pod_sets(job, [])
+    others = {"manager": "example.com/tuner"}
+    job["spec"]["runtimePatches"] = [others]
+    adapter.run_with_pod_sets(job, [PodSetInfo("node", 2, FLAVOR.node_selector, FLAVOR.tolerations)])
+    assert [p["manager"] for p in job["spec"]["runtimePatches"]] == [
+        "example.com/tuner",
+        "kueue.x-k8s.io/manager",
+    ]
+    assert adapter.restore_pod_sets(job, [])
+    assert job["spec"]["runtimePatches"] == [others]
 
     job["status"] = {"jobsStatus": [{"name": "node", "ready": 1, "active": 1}]}
     assert adapter.is_active(job) and adapter.pods_ready(job)

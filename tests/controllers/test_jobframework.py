@@ -15,7 +15,7 @@ from pykueue.api.meta import LabelSelector, LabelSelectorRequirement
 from pykueue.cli import controller_command
 from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.job_reconciler import JobReconciler
-from pykueue.errors import ValidationError
+from pykueue.errors import FieldProblem, ValidationError
 from pykueue.store.base import WatchEvent
 from pykueue.store.memory import MemoryStore
 
@@ -113,6 +113,75 @@ def test_manage_jobs_without_queue_name_holds_every_job() -> None:
     assert held["spec"]["suspend"] is True
     assert len(workloads) == 1
     assert "queueName" not in workloads[0]["spec"]  # waits until the job names a queue
+
+
+def test_requests_reencoded_by_the_jobs_controller_keep_its_workload() -> None:
+    # The trainer's webhook writes a TrainJob's `cpu: 1` back as "1": the same request, so the
+    # waiting job keeps its Workload (and its place in the queue) instead of being queued anew.
+    store = MemoryStore()
+    reconciler = JobReconciler(store, integrations.registry(), dict)
+    integer = job("j", labels=QUEUED)
+    integer["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {
+        "cpu": 1,
+        "memory": 1073741824,
+    }
+
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        [first] = await reconcile(store, reconciler, integer)
+        stored = await store.get("Job", "team-a", "j")
+        stored["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {
+            "cpu": "1000m",
+            "memory": "1Gi",
+        }
+        updated = await store.update(stored)
+        reconciler.handle(WatchEvent("MODIFIED", updated, str(updated["metadata"]["resourceVersion"])))
+        await reconciler.reconcile()
+        return [first], (await store.list("Workload"))[0]
+
+    before, after = asyncio.run(scenario())
+    assert [w["metadata"]["uid"] for w in after] == [w["metadata"]["uid"] for w in before]
+
+
+class RefusingStore(MemoryStore):
+    """Refuses to unsuspend a Job, as an API server answers 422 to an update its rules forbid
+    (a TrainJob's CEL `spec.trainer: self == oldSelf`; the trainer is not in this unit test)."""
+
+    async def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj["kind"] == "Job" and obj["spec"].get("suspend") is False:
+            raise ValidationError(
+                [FieldProblem("spec.trainer", 'Invalid value: "object": field is immutable')]
+            )
+        return await super().update(obj)
+
+
+def test_a_job_refusing_its_admission_update_finishes_its_workload_and_says_why() -> None:
+    store = RefusingStore()
+    said: list[tuple[str, str, str, str]] = []
+    reconciler = JobReconciler(store, integrations.registry(), dict)
+    reconciler.on_event = lambda obj, kind, reason, message: said.append((obj["kind"], kind, reason, message))
+
+    async def scenario() -> dict[str, Any]:
+        [workload] = await reconcile(store, reconciler, job("j", labels=QUEUED))
+        workload["status"] = {
+            "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "flavors": {}}]},
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True"},
+                {"type": "Admitted", "status": "True"},
+            ],
+        }
+        admitted = await store.update_status(workload)
+        reconciler.handle(WatchEvent("MODIFIED", admitted, str(admitted["metadata"]["resourceVersion"])))
+        await reconciler.reconcile()
+        return await store.get("Workload", "team-a", workload["metadata"]["name"])
+
+    finished = asyncio.run(scenario())
+    [condition] = [c for c in finished["status"]["conditions"] if c["type"] == "Finished"]
+    assert (condition["status"], condition["reason"]) == ("True", "FailedToStart")
+    assert condition["message"] == (
+        'Job team-a/j refused its admission update: spec.trainer: Invalid value: "object": field is immutable'
+    )
+    warnings = [(kind, reason) for kind, level, reason, _ in said if level == "Warning"]
+    assert warnings == [("Job", "FailedToStart"), ("Workload", "FailedToStart")]
 
 
 def test_namespace_selector_leaves_other_namespaces_alone() -> None:

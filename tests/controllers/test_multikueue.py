@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
-from datetime import timedelta
+import socket
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from pykueue.api import configuration
 from pykueue.controllers import integrations, multikueue, multikueue_clusters
 from pykueue.controllers.integrations import batch_job, jobset
 from pykueue.errors import ValidationError
+from pykueue.store.base import Key
+from pykueue.store.memory import MemoryStore
 
 
 def _reserved(at: str) -> dict[str, object]:
@@ -70,7 +76,7 @@ def test_the_check_is_active_while_one_cluster_is() -> None:
     assert multikueue.check_active(check, configs, {"w2"}) == (
         True,
         "SomeActiveClusters",
-        "Inactive clusters: ['w1']",
+        "Inactive clusters: [w1]",
     )
     assert multikueue.check_active(check, configs, set())[0:2] == (False, "NoUsableClusters")
     assert multikueue.check_active(check, {}, {"w1"})[1] == "BadParametersRef"
@@ -80,6 +86,134 @@ def test_the_check_is_active_while_one_cluster_is() -> None:
         }
     }
     assert multikueue.check_active(wrong, configs, {"w1"})[1] == "BadParametersRef"
+
+
+def test_a_config_naming_a_missing_cluster_says_which() -> None:
+    check = {"spec": {"parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "mk"}}}
+    configs = {"mk": {"spec": {"clusters": ["w1", "w2", "w3"]}}}
+    assert multikueue.check_active(check, configs, {"w2"}, known={"w1", "w2"}) == (
+        True,
+        "SomeActiveClusters",
+        "Missing clusters: [w3], Inactive clusters: [w1]",
+    )
+    assert multikueue.check_active(check, configs, set(), known={"w1", "w2"}) == (
+        False,
+        "NoUsableClusters",
+        "Missing clusters: [w3], Inactive clusters: [w1 w2]",
+    )
+
+
+def _worker_cluster(name: str, kubeconfig: Path) -> dict[str, object]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "MultiKueueCluster",
+        "metadata": {"name": name},
+        "spec": {"clusterSource": {"kubeConfig": {"locationType": "Path", "location": str(kubeconfig)}}},
+    }
+
+
+def _kubeconfig_file(path: Path, server: str) -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "wrong"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return path
+
+
+async def _unauthorized(request: web.Request) -> web.Response:
+    # What a worker's API server answers a token it does not know.
+    status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "Unauthorized",
+              "reason": "Unauthorized", "code": 401}  # fmt: skip
+    return web.json_response(status, status=401)
+
+
+def test_an_inactive_cluster_says_what_failed_with_which_worker_and_how(tmp_path: Path) -> None:
+    closed = socket.socket()  # bound, never listening: connections to it are refused
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+
+    async def scenario() -> dict[str, str]:
+        app = web.Application()
+        app.router.add_get("/version", _unauthorized)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        refusing = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        down = f"https://127.0.0.1:{port}"
+        store = MemoryStore()
+        await store.create(_worker_cluster("w-down", _kubeconfig_file(tmp_path / "down", down)))
+        await store.create(_worker_cluster("w-auth", _kubeconfig_file(tmp_path / "auth", refusing)))
+        connections = multikueue_clusters.ClusterConnections(
+            store, "kueue-system", clock=lambda: datetime(2026, 1, 1, tzinfo=UTC)
+        )
+        try:
+            await connections.refresh()
+        finally:
+            await connections.close()
+            await runner.cleanup()
+        found = {}
+        for cluster in (await store.list("MultiKueueCluster"))[0]:
+            [active] = cluster["status"]["conditions"]
+            assert (active["status"], active["reason"]) == ("False", "ClientConnectionFailed")
+            found[cluster["metadata"]["name"]] = active["message"]
+        return found
+
+    with closed:
+        messages = asyncio.run(scenario())
+    assert messages["w-down"] == (
+        f"cannot reach worker w-down (https://127.0.0.1:{port}): "
+        f"GET /version: cannot connect to 127.0.0.1:{port} (Connection refused)"
+    )
+    assert messages["w-auth"].startswith("worker w-auth (http://127.0.0.1:")
+    assert messages["w-auth"].endswith(" refused GET /version: HTTP 401 Unauthorized")
+
+
+def test_a_polled_check_names_the_config_cluster_that_does_not_exist(tmp_path: Path) -> None:
+    closed = socket.socket()  # bound, never listening: the existing cluster is inactive
+    closed.bind(("127.0.0.1", 0))
+    down = f"https://127.0.0.1:{closed.getsockname()[1]}"
+    check = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "mk"},
+        "spec": {
+            "controllerName": multikueue.CONTROLLER_NAME,
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "mk"},
+        },
+    }
+    config = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "MultiKueueConfig",
+        "metadata": {"name": "mk"},
+        "spec": {"clusters": ["w-down", "w-missing"]},
+    }
+
+    async def scenario() -> dict[str, object]:
+        store = MemoryStore()
+        stored = await store.create(check)
+        await store.create(config)
+        await store.create(_worker_cluster("w-down", _kubeconfig_file(tmp_path / "down", down)))
+        controller = multikueue.MultiKueueController(
+            store, integrations.registry(("batch/job",)), {Key.of(stored): stored}, lambda uid: None
+        )
+        try:
+            await controller.poll()
+        finally:
+            await controller.clusters.close()
+        [active] = (await store.get("AdmissionCheck", "", "mk"))["status"]["conditions"]
+        return dict(active)
+
+    with closed:
+        active = asyncio.run(scenario())
+    assert (active["status"], active["reason"]) == ("False", "NoUsableClusters")
+    assert active["message"] == "Missing clusters: [w-missing], Inactive clusters: [w-down]"
 
 
 def _secret(doc: object) -> dict[str, object]:

@@ -2,12 +2,15 @@
 
 A process of its own (its own control plane, fake GPU nodes, pykueue in it): the
 kubeconfig it prints works, a queued Job asking for GPUs is admitted and runs on the
-labelled nodes, and Ctrl-C stops every component.
+labelled nodes, the visibility API answers through the API server, Ctrl-C stops every
+component, and a component that exits stops dev-cluster with its name and log.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -16,7 +19,9 @@ from pathlib import Path
 
 import yaml
 
-from .controlplane import find_bin_dir
+from pykueue.cli import devcluster_command
+
+from .controlplane import KubeCluster, find_bin_dir
 
 QUEUES = """\
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -86,13 +91,30 @@ def _wait_line(proc: subprocess.Popen[str], text: str, timeout: float, seen: lis
     raise AssertionError(f"no {text!r} after {timeout}s:\n{''.join(seen)}")
 
 
-def test_dev_cluster_runs_a_gpu_job_and_stops_on_ctrl_c(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    command = [
+def _dev_cluster(tmp_path: Path, kubeconfig: Path) -> list[str]:
+    return [
         str(Path(sys.executable).parent / "pykueue"), "dev-cluster", "--nodes", "2", "--gpus", "4",
         "--label", "pool=gpu-a", "--controllers", "none", "--dir", str(tmp_path / "state"),
         "--kubeconfig", str(kubeconfig),
     ]  # fmt: skip
+
+
+def _visibility_summary(kubectl: list[str]) -> dict[str, object]:
+    """The pending workloads of ClusterQueue gpus, read through the API server's aggregation layer."""
+    path = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/gpus/pendingworkloads"
+    deadline = time.monotonic() + 60
+    while True:
+        read = subprocess.run([*kubectl, "get", "--raw", path], capture_output=True, text=True)
+        if read.returncode == 0:
+            return dict(json.loads(read.stdout))
+        # Until the APIService is Available the API server answers 503 (or, unregistered, 404).
+        assert time.monotonic() < deadline, read.stderr
+        time.sleep(0.5)
+
+
+def test_dev_cluster_runs_a_gpu_job_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    command = _dev_cluster(tmp_path, kubeconfig)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen: list[str] = []
     kubectl = [str(find_bin_dir() / "kubectl"), f"--kubeconfig={kubeconfig}"]
@@ -127,6 +149,8 @@ def test_dev_cluster_runs_a_gpu_job_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, f"job not complete: {job['status']}"
             time.sleep(0.5)
         assert job["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "gpu-a"}
+        summary = _visibility_summary(kubectl)
+        assert summary["kind"] == "PendingWorkloadsSummary" and summary["items"] == []
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
@@ -134,3 +158,52 @@ def test_dev_cluster_runs_a_gpu_job_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     assert "stopped." in out
     gone = subprocess.run([*kubectl, "get", "nodes", "--request-timeout=3s"], capture_output=True, text=True)
     assert gone.returncode != 0  # the API server is gone with it
+
+
+def _pid_of(binary: str, kubeconfig: Path) -> int:
+    """The process running ``binary`` against ``kubeconfig`` (this test's cluster, no other)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(f"/{binary}".encode()) and f"={kubeconfig}".encode() in b" ".join(argv):
+            return int(entry.name)
+    raise AssertionError(f"no {binary} process for {kubeconfig}")
+
+
+def test_dev_cluster_stops_and_says_which_component_exited(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = subprocess.Popen(
+        _dev_cluster(tmp_path, kubeconfig), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    seen: list[str] = []
+    try:
+        _wait_line(proc, "pykueue is managing the cluster", 240, seen)
+        # As a kind's controller that gives up: kwok is one of the same child processes.
+        os.kill(_pid_of("kwok", tmp_path / "state" / "kubeconfig"), signal.SIGKILL)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
+    assert proc.returncode == 1, "".join(seen) + out
+    assert "error: kwok exited with code -9" in out
+    assert "dev-cluster stops" in out and "stopped." in out
+
+
+def test_watch_components_returns_the_component_that_exited(tmp_path: Path) -> None:
+    cluster = KubeCluster(tmp_path, tmp_path)
+    lasting = cluster._spawn("kube-apiserver", ["sleep", "600"])
+    try:
+        gone = cluster._spawn("lws", ["sh", "-c", "echo 'timed out waiting for cache to be synced'; exit 1"])
+        stop = asyncio.Event()
+        found = asyncio.run(devcluster_command.watch_components(cluster, stop, interval=0.05))
+        assert found is gone and stop.is_set()
+        assert "lws exited with code 1" in found.exit_message()
+        assert "timed out waiting for cache to be synced" in found.exit_message()
+    finally:
+        cluster.stop()
+    assert not lasting.running()

@@ -6,14 +6,18 @@
     pykueue's CRDs, controller and webhooks                                  (in this process)
 
 It prints the kubeconfig to use and serves until Ctrl-C, then stops everything it
-started. It is the control plane the kube tests run on (`pykueue.devcluster`), so what
-works here works there. Nothing is downloaded prebuilt: the first run builds the
+started; when one of its components (a kind's controller too) exits, it says which, with
+the end of its log, and stops everything (exit code 1). pykueue's webhooks and visibility
+API are served on this machine's non-loopback address: the API server refuses a loopback
+one as the visibility API's endpoint. It is the control plane the kube tests run on
+(`pykueue.devcluster`), so what works here works there. Nothing is downloaded prebuilt: the first run builds the
 binaries from Go modules (see docs/testing.md), later runs start in seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import signal
 import tempfile
@@ -25,7 +29,14 @@ from pykueue.api import crd
 from pykueue.cli import controller_command
 from pykueue.controllers import integrations
 from pykueue.devcluster import kinds, running
-from pykueue.devcluster.controlplane import ControlPlaneError, KubeCluster, NodeSpec, find_bin_dir
+from pykueue.devcluster.controlplane import (
+    ControlPlaneError,
+    KubeCluster,
+    NodeSpec,
+    Process,
+    find_bin_dir,
+    host_address,
+)
 from pykueue.errors import PykueueError
 from pykueue.store import kubernetes
 
@@ -64,17 +75,45 @@ async def _install_crds(cluster: KubeCluster) -> None:
         await store.close()
 
 
-async def _serve(local: running.LocalPykueue) -> None:
+async def watch_components(
+    cluster: KubeCluster, stop: asyncio.Event, interval: float = 1.0
+) -> Process | None:
+    """The first component of ``cluster`` to exit (``stop`` is then set), or None once ``stop`` is set.
+
+    A kind's controller can exit long after its start (controller-runtime gives up on a
+    watched kind whose cache does not sync after two minutes): the cluster is then not
+    what dev-cluster said it was."""
+    while not stop.is_set():
+        gone = cluster.exited()
+        if gone:
+            stop.set()
+            return gone[0]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=interval)
+    return None
+
+
+async def _serve(local: running.LocalPykueue, cluster: KubeCluster) -> None:
     stop, ready = asyncio.Event(), asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    watcher = asyncio.create_task(watch_components(cluster, stop))
     task = asyncio.create_task(local.run(stop, ready))
     waiter = asyncio.create_task(ready.wait())
     await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    if ready.is_set():
+    if ready.is_set() and not watcher.done():
         typer.echo("pykueue is managing the cluster; Ctrl-C stops everything.")
-    await task
+    try:
+        await task
+    finally:
+        waiter.cancel()
+        stop.set()
+    gone = await watcher
+    if gone is not None:
+        raise ControlPlaneError(
+            f"{gone.exit_message()}\ndev-cluster stops: the cluster is not whole without it."
+        )
 
 
 def dev_cluster(
@@ -130,13 +169,22 @@ def dev_cluster(
         typer.echo(f"{nodes} node(s) with {capacity}" + (f", labels {node_labels}" if node_labels else ""))
         typer.echo(f"logs: {cluster.logs_dir}")
         typer.echo(f"export KUBECONFIG={kubeconfig_out.resolve()}")
+        address = host_address()
+        if address is None:
+            typer.echo(
+                "note: this machine has no non-loopback IPv4 address, so the visibility API "
+                "(kubectl get --raw /apis/visibility.kueue.x-k8s.io/..., kueuectl's positions) is not served",
+                err=True,
+            )
         local = running.LocalPykueue(
             kubernetes.load_kubeconfig(cluster.kubeconfig),
             webhook_namespace="pykueue-system",
             frameworks=tuple(dict.fromkeys(frameworks)),
             resync_seconds=1.0,
+            webhook_host=address or "127.0.0.1",
+            visibility=address is not None,
         )
-        asyncio.run(_serve(local))
+        asyncio.run(_serve(local, cluster))
     except (ControlPlaneError, PykueueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -5,6 +5,11 @@
                     EvictedDueTo<Reason>[DueTo<UnderlyingCause>], PodsReady
     on a job        CreatedWorkload, Started, Suspended, Stopped, FinishedWorkload, DeletedWorkload
 
+Each names the component that reports it as upstream's do: the scheduler's decisions on a
+Workload ``kueue-admission``, a job's events its framework's job reconciler
+(``<framework>-kueue-controller``, e.g. ``batch/job-kueue-controller``), and the deletion of a
+finished Workload the workload controller (``kueue-workload-controller``).
+
 Events never hold a decision back and never flood the API server, as
 client-go's event broadcaster: they are written in the background, one at a
 time and in order, so a busy API server that answers slowly gets fewer; at
@@ -43,6 +48,14 @@ PER_OBJECT_BURST = 25
 PER_OBJECT_REFILL_SECONDS = 300.0
 MAX_MESSAGE = 1024
 REMEMBERED = 10_000  # objects whose recent events are remembered, at most
+# Upstream's event recorders (cmd/kueue/main.go, pkg/controller/core, jobframework/setup.go).
+ADMISSION = "kueue-admission"
+WORKLOAD_CONTROLLER = "kueue-workload-controller"
+
+
+def job_controller(framework: str) -> str:
+    """The component of a job reconciler's events: upstream names it after the framework."""
+    return f"{framework}-kueue-controller"
 
 
 @dataclass
@@ -56,7 +69,7 @@ class EventRecorder:
     """Writes core/v1 Events about objects through a store, rate-limited."""
 
     store: Store
-    component: str = "kueue-admission"
+    component: str = ADMISSION
     qps: float = 10.0
     burst: int = 50
     # Events waiting for the writer, at most (client-go's broadcaster keeps 1,000 too).
@@ -71,8 +84,9 @@ class EventRecorder:
     _writer: asyncio.Task[None] | None = None
     _in_flight: bool = False
 
-    def record(self, obj: Manifest, kind: str, reason: str, message: str) -> bool:
-        """Queue one event about ``obj``; False when a limit or the dedup dropped it."""
+    def record(self, obj: Manifest, kind: str, reason: str, message: str, component: str = "") -> bool:
+        """Queue one event about ``obj`` (reported by ``component``, else the recorder's);
+        False when a limit or the dedup dropped it."""
         meta = obj.get("metadata") or {}
         uid = str(meta.get("uid") or Key.of(obj))
         now = self.clock()
@@ -84,7 +98,7 @@ class EventRecorder:
             return False
         self._recent[fingerprint] = now
         self._forget_old(now)
-        self._queue.append(self._event(obj, kind, reason, message))
+        self._queue.append(self._event(obj, kind, reason, message, component or self.component))
         if self._writer is None:
             self._writer = asyncio.ensure_future(self._write_queued())
         return True
@@ -107,7 +121,7 @@ class EventRecorder:
         if len(self._per_object) > REMEMBERED:
             self._per_object = {k: b for k, b in self._per_object.items() if b.tokens < PER_OBJECT_BURST - 1}
 
-    def _event(self, obj: Manifest, kind: str, reason: str, message: str) -> Manifest:
+    def _event(self, obj: Manifest, kind: str, reason: str, message: str, component: str) -> Manifest:
         meta = obj.get("metadata") or {}
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         return {
@@ -128,9 +142,9 @@ class EventRecorder:
             "reason": reason,
             "message": message[:MAX_MESSAGE],
             "type": kind,
-            "source": {"component": self.component},
-            "reportingComponent": self.component,
-            "reportingInstance": self.component,
+            "source": {"component": component},
+            "reportingComponent": component,
+            "reportingInstance": component,
             "firstTimestamp": stamp,
             "lastTimestamp": stamp,
             "count": 1,

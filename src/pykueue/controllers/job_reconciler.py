@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 
 from pykueue.controllers import dra, jobframework
 from pykueue.controllers.jobframework import JOB_UID_LABEL, JobAdapter, PodSetInfo, Registry
-from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, StoreError
+from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, StoreError, ValidationError
 from pykueue.store.base import Key, Manifest, Store, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -78,6 +78,8 @@ def _with_check_updates(info: PodSetInfo, workload: Manifest) -> PodSetInfo:
 
 
 # As upstream finishes a pre-built Workload that does not describe its job.
+# Upstream's Finished reason for a job that cannot be started (jobframework's FailedToStart).
+FAILED_TO_START = "FailedToStart"
 OUT_OF_SYNC = jobframework.Finished(
     False, "The prebuilt workload is out of sync with its user job", cause=jobframework.OUT_OF_SYNC
 )
@@ -481,7 +483,10 @@ class JobReconciler:
             )
             for a in workload["status"]["admission"].get("podSetAssignments") or []
         ]
-        written = await self._write_job(job, lambda j: adapter.run_with_pod_sets(j, infos))
+        try:
+            written = await self._write_job(job, lambda j: adapter.run_with_pod_sets(j, infos))
+        except ValidationError as exc:
+            return await self._failed_to_start(job, workload, exc)
         if written:
             log.info("started %s as %s admits it", Key.of(job), Key.of(workload))
             cluster_queue = workload["status"]["admission"].get("clusterQueue", "")
@@ -531,9 +536,23 @@ class JobReconciler:
             return 1
         return 0
 
-    def _event(self, job: Manifest, reason: str, message: str) -> None:
+    def _event(self, job: Manifest, reason: str, message: str, kind: str = "Normal") -> None:
         if self.on_event is not None:
-            self.on_event(job, "Normal", reason, message)
+            self.on_event(job, kind, reason, message)
+
+    async def _failed_to_start(self, job: Manifest, workload: Manifest, exc: ValidationError) -> int:
+        """The API server refuses the admission's update of the job as invalid (its own rules, such
+        as a TrainJob's immutable spec.trainer): the same update would be refused for ever, so, as
+        upstream does with a job it cannot start, the Workload finishes (FailedToStart), which gives
+        its quota back; a Warning on the job and on the Workload says why."""
+        key = Key.of(job)
+        # The problems without the object each names: the message names it once.
+        said = "; ".join(f"{p.path}: {p.message}" if p.path else p.message for p in exc.problems)
+        message = f"{key.kind} {key.namespace}/{key.name} refused its admission update: {said}"
+        log.warning("%s: %s", Key.of(workload), message)
+        self._event(job, FAILED_TO_START, message, kind="Warning")
+        self._event(workload, FAILED_TO_START, message, kind="Warning")
+        return await self._finish(workload, jobframework.Finished(False, message, cause=FAILED_TO_START))
 
     async def _write_job(self, job: Manifest, change: Callable[[Manifest], object]) -> int:
         updated = copy.deepcopy(job)

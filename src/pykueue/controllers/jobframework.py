@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pykueue.api import quantity
 from pykueue.api.meta import LabelSelector, dns_subdomain_errors
 from pykueue.errors import FieldProblem
 from pykueue.store.base import Manifest
@@ -525,6 +526,12 @@ class Registry:
                 registry._remote[integration.kind] = integration.multikueue()
         return registry
 
+    def framework_of(self, job: Manifest) -> str:
+        """The framework name (``batch/job``, ...) of a job of an enabled kind; "" for none."""
+        api_version, kind = str(job.get("apiVersion") or ""), str(job.get("kind") or "")
+        found = (i.name for i in self.integrations if (i.api_version, i.kind) == (api_version, kind))
+        return next(found, "")
+
     def multikueue(self, kind: str) -> MultiKueueAdapter | None:
         """How MultiKueue dispatches ``kind``, if it can."""
         return self._remote.get(kind)
@@ -698,8 +705,23 @@ def workload_for(
     }
 
 
+def _by_value(requests: Any) -> Any:
+    """Requests as quantities, so ``1``, ``"1"`` and ``"1000m"`` are the same request (as upstream's
+    semantic comparison): a job's controller may re-encode them (the trainer's webhook writes a
+    TrainJob's integer quantities back as strings) without the job having changed."""
+    if not isinstance(requests, Mapping):
+        return requests
+    out: dict[str, Any] = {}
+    for name, value in requests.items():
+        try:
+            out[name] = quantity.parse_exact(value)
+        except quantity.QuantityError:
+            out[name] = value
+    return out
+
+
 def equivalent_pod_sets(workload: Manifest, pod_sets: list[Manifest]) -> bool:
-    """Whether a Workload still describes the job's pod sets (names, counts, requests)."""
+    """Whether a Workload still describes the job's pod sets (names, counts, requests by value)."""
 
     def shape(items: list[Manifest]) -> list[tuple[Any, ...]]:
         return [
@@ -708,7 +730,7 @@ def equivalent_pod_sets(workload: Manifest, pod_sets: list[Manifest]) -> bool:
                 ps.get("count"),
                 ps.get("minCount"),
                 [
-                    (c.get("name"), (c.get("resources") or {}).get("requests"))
+                    (c.get("name"), _by_value((c.get("resources") or {}).get("requests")))
                     for c in ((ps.get("template") or {}).get("spec") or {}).get("containers") or []
                 ],
             )

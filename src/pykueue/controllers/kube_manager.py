@@ -45,7 +45,7 @@ from typing import ClassVar
 from pykueue.api import manifests
 from pykueue.controllers import admission, integrations, jobframework, multikueue, retention, workload_status
 from pykueue.controllers.admission import AdmissionController
-from pykueue.controllers.events import EventRecorder, record_decisions
+from pykueue.controllers.events import WORKLOAD_CONTROLLER, EventRecorder, job_controller, record_decisions
 from pykueue.controllers.job_reconciler import JobReconciler
 from pykueue.controllers.node_failures import NodeFailures
 from pykueue.controllers.pod_groups import PodGroupReconciler
@@ -149,7 +149,7 @@ class KubeManager:
         )
         self.jobs.on_job_stopped = self.admission.complete_eviction
         if self.events is not None:
-            self.jobs.on_event = self.events.record
+            self.jobs.on_event = self._job_event
         if self.config.wait_for_pods_ready is not None:
             # As upstream's job reconciler: PodsReady is kept only with waitForPodsReady.
             self.jobs.on_pods_ready = self.admission.report_pods_ready
@@ -171,7 +171,22 @@ class KubeManager:
         if self.retention_policy.enabled:
             self.retainer = retention.WorkloadRetention(self.store, self.retention_policy, self.clock)
             if self.events is not None:
-                self.retainer.on_event = self.events.record
+                self.retainer.on_event = self._retention_event
+
+    def _job_event(self, job: Manifest, kind: str, reason: str, message: str) -> None:
+        """An event about a job, reported as upstream's reconciler of its framework reports it."""
+        assert self.events is not None
+        framework = self.registry.framework_of(job)
+        component = job_controller(framework) if framework else ""
+        self.events.record(job, kind, reason, message, component)
+
+    def _retention_event(self, target: Manifest, kind: str, reason: str, message: str) -> None:
+        """A deleted finished Workload (upstream's workload controller) or deactivated job."""
+        if target.get("kind") == "Workload":
+            assert self.events is not None
+            self.events.record(target, kind, reason, message, WORKLOAD_CONTROLLER)
+        else:
+            self._job_event(target, kind, reason, message)
 
     def _runs_on_a_worker(self, workload: Manifest) -> bool:
         """A Workload with a MultiKueue check runs on a worker cluster: its pods never start here

@@ -46,7 +46,7 @@ from typing import Literal
 
 from pykueue.api import configuration
 from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
-from pykueue.controllers import jobframework
+from pykueue.controllers import jobframework, multikueue_messages
 from pykueue.controllers.multikueue_clusters import ClusterConnections, WorkerStore
 from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError
 from pykueue.store.base import Key, Manifest, Store
@@ -129,8 +129,11 @@ def config_name(check: Manifest) -> str | None:
     return str(params.get("name") or "") or None
 
 
-def check_active(check: Manifest, configs: Mapping[str, Manifest], active: set[str]) -> tuple[bool, str, str]:
-    """(status, reason, message) of one of our AdmissionChecks' Active condition."""
+def check_active(
+    check: Manifest, configs: Mapping[str, Manifest], active: set[str], known: set[str] | None = None
+) -> tuple[bool, str, str]:
+    """(status, reason, message) of one of our AdmissionChecks' Active condition; ``known``: the
+    MultiKueueClusters that exist (a config's other clusters are missing), None: all exist."""
     name = config_name(check)
     if name is None:
         return False, "BadParametersRef", "spec.parameters must name a kueue.x-k8s.io MultiKueueConfig"
@@ -138,11 +141,13 @@ def check_active(check: Manifest, configs: Mapping[str, Manifest], active: set[s
     if config is None:
         return False, "BadParametersRef", f'multikueueconfigs.kueue.x-k8s.io "{name}" not found'
     clusters = list((config.get("spec") or {}).get("clusters") or [])
-    inactive = [c for c in clusters if c not in active]
-    if len(inactive) == len(clusters):
-        return False, "NoUsableClusters", f"Inactive clusters: {inactive}"
-    if inactive:
-        return True, "SomeActiveClusters", f"Inactive clusters: {inactive}"
+    missing = [c for c in clusters if known is not None and c not in known]
+    inactive = [c for c in clusters if c not in active and c not in missing]
+    message = multikueue_messages.unusable_clusters(missing, inactive)
+    if len(missing) + len(inactive) == len(clusters):
+        return False, "NoUsableClusters", message
+    if missing or inactive:
+        return True, "SomeActiveClusters", message
     return True, "Active", "The admission check is active"
 
 
@@ -287,8 +292,9 @@ class MultiKueueController:
         await self.clusters.refresh()
         active = {name for name, c in self.clusters.connections.items() if c.active}
         configs = {str(c["metadata"]["name"]): c for c in (await self.store.list(CONFIG_KIND))[0]}
+        known = set(self.clusters.connections)
         for check in checks.values():
-            await self._write_check_active(check, configs, active)
+            await self._write_check_active(check, configs, active, known)
         remote: dict[str, Remote] = {}
         for name in sorted(active):
             seen = await self._observe(name)
@@ -635,9 +641,9 @@ class MultiKueueController:
         log.info("multikueue: %s: check %s %s (%s)", Key.of(workload), entry.get("name"), state, message)
 
     async def _write_check_active(
-        self, check: Manifest, configs: Mapping[str, Manifest], active: set[str]
+        self, check: Manifest, configs: Mapping[str, Manifest], active: set[str], known: set[str]
     ) -> None:
-        status, reason, message = check_active(check, configs, active)
+        status, reason, message = check_active(check, configs, active, known)
         text = "True" if status else "False"
         conditions = _conditions(check)
         current = condition(check, "Active")

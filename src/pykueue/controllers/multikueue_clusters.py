@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from pykueue.controllers import multikueue_messages
 from pykueue.errors import NotFound, StoreError
 from pykueue.store import kubernetes
 from pykueue.store.base import Manifest, Store
@@ -180,7 +181,9 @@ class ClusterConnections:
         try:
             await self._probe(connection.store)
         except StoreError as exc:
-            self._mark(connection, False, "ClientConnectionFailed", f"cannot reach the worker: {exc}")
+            server = str(getattr(config, "server", "") or "")
+            message = multikueue_messages.worker_failed(connection.name, server, exc)
+            self._mark(connection, False, "ClientConnectionFailed", message)
             return
         self._mark(connection, True, "Active", "Connected")
 

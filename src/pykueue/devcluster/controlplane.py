@@ -109,6 +109,22 @@ def free_ports(count: int) -> list[int]:
         return ports
 
 
+def host_address() -> str | None:
+    """This machine's IPv4 address on its first non-loopback route, or None when it has none.
+
+    What the API server can be given as an endpoint: it refuses loopback addresses there.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        # A UDP "connect" sends nothing; it only picks the outgoing interface.
+        for target in ("192.0.2.1", "10.255.255.255", "8.8.8.8"):
+            with contextlib.suppress(OSError):
+                probe.connect((target, 9))
+                address = str(probe.getsockname()[0])
+                if not address.startswith("127.") and address != "0.0.0.0":
+                    return address
+    return None
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nobody listens on right now."""
     return free_ports(1)[0]
@@ -200,12 +216,19 @@ class Process:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
 
+    def exited(self) -> bool:
+        return self.popen is not None and self.popen.poll() is not None
+
+    def exit_message(self) -> str:
+        assert self.popen is not None
+        return (
+            f"{self.name} exited with code {self.popen.returncode}; last lines of {self.log_path}:\n"
+            f"{self.log_tail()}"
+        )
+
     def check_running(self) -> None:
-        if self.popen is not None and self.popen.poll() is not None:
-            raise ControlPlaneError(
-                f"{self.name} exited with code {self.popen.returncode}; last lines of {self.log_path}:\n"
-                f"{self.log_tail()}"
-            )
+        if self.exited():
+            raise ControlPlaneError(self.exit_message())
 
     def stop(self, grace: float = 10.0) -> None:
         """SIGTERM to the whole process group, then SIGKILL if it has not exited after ``grace``."""
@@ -669,6 +692,10 @@ class KubeCluster:
     def running(self, name: str) -> bool:
         proc = self.processes.get(name)
         return proc is not None and proc.running()
+
+    def exited(self) -> list[Process]:
+        """The components (kind controllers included) that have exited, in the order they started."""
+        return [proc for proc in self.processes.values() if proc.exited()]
 
     # -- talking to the apiserver ------------------------------------------------------------
 

@@ -2,9 +2,14 @@
 
 In a real cluster the webhook server sits behind a Service and the API server calls it by
 DNS name. On a control plane running on this machine there is no Service network, so the
-webhook configurations are registered by URL (``https://127.0.0.1:<port>``) with the
-server's own CA, and removed again when it stops. The kube tests' controller fixture and
-``pykueue dev-cluster`` both run pykueue this way.
+webhook configurations are registered by URL (``https://<host>:<port>``, 127.0.0.1 unless
+told otherwise) with the server's own CA, and removed again when it stops. The kube tests'
+controller fixture and ``pykueue dev-cluster`` both run pykueue this way.
+
+With ``visibility`` the same server answers the visibility API, registered as the
+APIServices behind a selector-less Service whose EndpointSlice holds the host's address
+(`controller_command.register_local_visibility`): the API server refuses loopback addresses
+there, so the host must be one of this machine's other addresses (dev-cluster's is).
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ import contextlib
 from dataclasses import dataclass, field
 
 from pykueue.api import crd
+from pykueue.cli.controller_command import LOCAL_VISIBILITY_SERVICE, register_local_visibility
 from pykueue.controllers import integrations, jobframework, multikueue
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig
 from pykueue.errors import NotFound
-from pykueue.server import certs, deploy, webhooks
+from pykueue.server import certs, deploy, visibility_api, webhooks
 from pykueue.store import kubernetes
 from pykueue.store.base import Key, Manifest
 
@@ -44,6 +50,10 @@ class LocalPykueue:
     resync_seconds: float = 0.3
     manager: KubeManager | None = None
     webhook_port: int = 0
+    # Where the webhooks are served and registered; not loopback for the visibility API.
+    webhook_host: str = "127.0.0.1"
+    # Serve and register the visibility API (`kubectl get --raw /apis/visibility...`, kueuectl's positions).
+    visibility: bool = False
     # As a MultiKueue manager (`pykueue.controllers.multikueue`); None answers no such check.
     multikueue: multikueue.Settings | None = None
     # Where policy revisions are kept (ConfigMaps); "": not recorded.
@@ -67,19 +77,33 @@ class LocalPykueue:
             await self.manager.run(stop, ready)
         finally:
             if server is not None:
-                for kind, name in WEBHOOK_CONFIGURATIONS:
+                for kind, name in self._registrations():
                     with contextlib.suppress(NotFound):
                         await store.delete(kind, "", name)
                 await server.stop()
             await store.close()
 
+    def _registrations(self) -> list[tuple[str, str]]:
+        """The cluster-wide objects pointing at the server, removed when it stops (an APIService
+        whose server is gone breaks discovery)."""
+        found = list(WEBHOOK_CONFIGURATIONS)
+        if self.visibility:
+            found += [("APIService", doc["metadata"]["name"]) for doc in deploy.api_services("", "")]
+        return found
+
     async def _start_webhooks(
         self, store: kubernetes.KubernetesStore, manager: KubeManager
     ) -> webhooks.WebhookServer:
+        host = self.webhook_host
+        # The API server checks an APIService's certificate for its Service's name.
+        service_name = f"{LOCAL_VISIBILITY_SERVICE}.{self.webhook_namespace}.svc"
         config = webhooks.WebhookConfig(
-            host="127.0.0.1",
+            host=host,
             port=self.webhook_port,
-            certs=certs.CertConfig(namespace=self.webhook_namespace, hosts=("127.0.0.1", "localhost")),
+            certs=certs.CertConfig(
+                namespace=self.webhook_namespace,
+                hosts=tuple(dict.fromkeys((host, "127.0.0.1", "localhost", service_name))),
+            ),
             frameworks=self.frameworks,
             manage_jobs_without_queue_name=self.settings.manage_jobs_without_queue_name,
         )
@@ -103,12 +127,22 @@ class LocalPykueue:
                 return None
             return found
 
+        source = None
+        if self.visibility:
+            # As `pykueue controller`: answers from the engine once a pass ran.
+            source = visibility_api.Source(
+                state=lambda: manager.admission.state if manager.passes else None,
+                authorizer=visibility_api.subject_access_reviewer(store.request),
+            )
         on_review = manager.policy.note_request if manager.policy is not None else None
-        server = webhooks.WebhookServer(config, store, exists, rotate=False, on_review=on_review, objects=get)
+        server = webhooks.WebhookServer(
+            config, store, exists, rotate=False, on_review=on_review, objects=get, visibility=source
+        )
         await server.start()
         assert server.certificates is not None
+        bracketed = f"[{host}]" if ":" in host else host
         client = crd.WebhookClientConfig(
-            url=f"https://127.0.0.1:{server.port}", ca_bundle=server.certificates.ca_bundle
+            url=f"https://{bracketed}:{server.port}", ca_bundle=server.certificates.ca_bundle
         )
         await store.apply(
             deploy.mutating_webhook_configuration(client, self.webhook_namespace, self.frameworks)
@@ -116,4 +150,8 @@ class LocalPykueue:
         await store.apply(
             deploy.validating_webhook_configuration(client, self.webhook_namespace, self.frameworks)
         )
+        if source is not None:
+            await register_local_visibility(
+                store, host, server.port, self.webhook_namespace, server.certificates.ca_bundle
+            )
         return server

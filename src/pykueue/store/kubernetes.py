@@ -479,7 +479,7 @@ class KubernetesStore:
             ) as response:
                 return Answer(response.status, await response.read(), response.headers.get("Retry-After"))
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise Unavailable(f"{method} {path}: {exc!r}") from exc
+            raise Unavailable(f"{method} {path}: {transport_problem(exc)}") from exc
 
     async def request(
         self,
@@ -763,8 +763,38 @@ def _error_of(answer: Answer, what: str, method: str) -> PykueueError:
     return _status_error(status, what, method)
 
 
+def transport_problem(exc: BaseException) -> str:
+    """A failure to exchange with the server, in a few words (an aiohttp error's repr dumps its
+    connection key and nested exceptions into every message that quotes it)."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        cause = exc.certificate_error
+        detail = getattr(cause, "verify_message", "") or str(cause)
+        return f"the TLS certificate of {exc.host}:{exc.port} is not trusted ({detail})"
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return f"cannot resolve host {exc.host} ({exc.os_error.strerror or exc.os_error})"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        error = exc.os_error
+        errno = error.errno if isinstance(error.errno, int) and error.errno > 0 else 0
+        detail = os.strerror(errno) if errno else (error.strerror or str(error))
+        return f"cannot connect to {exc.host}:{exc.port} ({detail})"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    return str(exc) or type(exc).__name__
+
+
 def _status_error(status: Mapping[str, Any], what: str, method: str = "") -> PykueueError:
-    """A metav1.Status as the matching error of `pykueue.errors`."""
+    """A metav1.Status as the matching error of `pykueue.errors`, carrying the answer's code and reason."""
+    error = _status_error_of(status, what, method)
+    if isinstance(error, StoreError):
+        error.http_status = int(status.get("code") or 0)
+        error.http_reason = str(status.get("reason") or "")
+        error.http_message = str(status.get("message") or "")
+    return error
+
+
+def _status_error_of(status: Mapping[str, Any], what: str, method: str) -> PykueueError:
     code = int(status.get("code") or 0)
     message = f"{what}: {status.get('message') or status.get('reason') or code}"
     if code == 404:

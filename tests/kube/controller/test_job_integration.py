@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..conftest import NodeFactory
+from ..controlplane import ApiError
 from .conftest import ControllerThread, Kueue, condition, is_true, job_manifest, wait
 
 
@@ -308,3 +309,103 @@ def test_a_failed_job_finishes_its_workload_and_releases_the_quota(
     assert is_true(kueue.job(ns, "failing"), "Failed")
     after = kueue.create_job(ns, job_manifest("after", "queue", parallelism=2))
     wait(lambda: _admitted(kueue, after), 30, "the next job admitted on the released quota")
+
+
+def _refuse_start(ns: str) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy refusing (422 Invalid) to unsuspend the labelled Jobs of ``ns``:
+    an admission update the API server will never take, as a TrainJob's immutable spec.trainer."""
+    api = "admissionregistration.k8s.io/v1"
+    policy = {
+        "apiVersion": api,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": f"{ns}-refuse-start"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": ["batch"],
+                        "apiVersions": ["v1"],
+                        "operations": ["UPDATE"],
+                        "resources": ["jobs"],
+                    }
+                ]
+            },
+            "validations": [
+                {
+                    "expression": "object.spec.suspend == true",
+                    "message": "this job may not start",
+                    "reason": "Invalid",
+                }
+            ],
+        },
+    }
+    binding = {
+        "apiVersion": api,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": f"{ns}-refuse-start"},
+        "spec": {
+            "policyName": f"{ns}-refuse-start",
+            "validationActions": ["Deny"],
+            "matchResources": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "objectSelector": {"matchLabels": {"pykueue.test/refuse-start": "true"}},
+            },
+        },
+    }
+    return [policy, binding]
+
+
+def test_a_job_refusing_its_admission_update_gives_its_quota_back_and_says_why(
+    kueue: Kueue, controller: ControllerThread, fake_nodes: NodeFactory, kube_namespace: str
+) -> None:
+    fake_nodes(1)
+    ns = kube_namespace
+    for doc in _refuse_start(ns):
+        kueue.apply(doc)
+    # The policy takes effect a moment after it is made: an unqueued probe Job shows when.
+    probe = job_manifest("probe", None)
+    probe["metadata"]["labels"]["pykueue.test/refuse-start"] = "true"
+    kueue.create_job(ns, probe)
+
+    def refused() -> bool:
+        try:
+            kueue.cluster.request(
+                "PATCH",
+                f"/apis/batch/v1/namespaces/{ns}/jobs/probe",
+                {"spec": {"suspend": False}},
+                content_type="application/merge-patch+json",
+            )
+        except ApiError as exc:
+            return exc.status == 422
+        kueue.cluster.request(
+            "PATCH",
+            f"/apis/batch/v1/namespaces/{ns}/jobs/probe",
+            {"spec": {"suspend": True}},
+            content_type="application/merge-patch+json",
+        )
+        return False
+
+    wait(refused, 30, "the policy to refuse unsuspending a labelled Job")
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-cq", f"{ns}-flavor", "1"))
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
+    manifest = job_manifest("refused", "queue")
+    manifest["metadata"]["labels"]["pykueue.test/refuse-start"] = "true"
+    refused_job = kueue.create_job(ns, manifest)
+
+    def failed_to_start() -> dict[str, Any] | None:
+        workload = kueue.workload_of(refused_job)
+        finished = condition(workload, "Finished")
+        return workload if finished and finished["reason"] == "FailedToStart" else None
+
+    workload = wait(failed_to_start, 60, "the Workload finished as FailedToStart")
+    message = condition(workload, "Finished")["message"]  # type: ignore[index]
+    assert message.startswith(f"Job {ns}/refused refused its admission update: ")
+    assert "this job may not start" in message
+    warned = [(t, r) for t, r, _ in kueue.events_of(refused_job)]
+    assert ("Warning", "FailedToStart") in warned
+    assert ("Warning", "FailedToStart") in [(t, r) for t, r, _ in kueue.events_of(workload)]
+    # Its quota is free again: a Job the policy lets start is admitted and runs.
+    kueue.create_job(ns, job_manifest("next", "queue"))
+    wait(lambda: _running(kueue, ns, "next"), 60, "the next job running in the freed quota")

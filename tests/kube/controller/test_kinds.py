@@ -15,7 +15,7 @@ import pytest
 
 from pykueue.devcluster import kinds as kind_controllers
 
-from ..controlplane import KubeCluster
+from ..controlplane import KubeCluster, wait_for
 from ..ray_dashboard import host_address, ray_dashboard
 from ..upstream_examples import example
 from .conftest import Kueue, is_true, wait
@@ -302,6 +302,24 @@ def test_upstream_sample_appwrapper(
         cluster.delete(path)
         wait(lambda: workload_of(cluster, kube_namespace, uid) is None, 60, "the Workload deleted")
         wait(lambda: quota_released(kueue, setup), 60, "quota released")
+
+
+def test_lws_controller_syncs_every_kind_it_watches(lws_controller: KubeCluster) -> None:
+    # lws v0.9 runs a DisaggregatedSet controller too: without that CRD its informer never
+    # syncs and controller-runtime stops the whole manager two minutes after the start. Its
+    # workers start only after the sync, so the wait ends either way (watch: the exit fails it).
+    proc = lws_controller.processes["lws"]
+
+    def started() -> bool:
+        return any(
+            "Starting workers" in line and "disaggregatedset" in line
+            for line in proc.log_path.read_text(errors="replace").splitlines()
+        )
+
+    wait_for(started, timeout=300, what="the lws DisaggregatedSet controller's workers", watch=[proc])
+    assert lws_controller.get_or_none(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/disaggregatedsets.disaggregatedset.x-k8s.io"
+    )
 
 
 def test_upstream_sample_leaderworkerset(

@@ -102,3 +102,37 @@ def test_trainjob_is_queued_preempted_resumed_and_finishes(
             == "Succeeded"
         )
         wait(lambda: quota_released(kueue, setup), 30, "quota released")
+
+
+def test_a_trainjob_with_integer_quantities_is_started_and_stopped(
+    trainer: KubeCluster, kueue: Kueue, kube_namespace: str, fake_nodes: object
+) -> None:
+    # `cpu: 1` as a number: the trainer's webhook re-encodes spec.trainer whenever it changes the
+    # TrainJob, and the CRD's `self == oldSelf` rule then refuses the update ("field is immutable").
+    cluster = trainer
+    setup = queues(kueue, kube_namespace, cpu="2", nodes=fake_nodes)
+    body = _trainjob("integers")
+    body["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": 1, "memory": "2Gi"}}
+    with controller_for(cluster, "trainer.kubeflow.org/trainjob"):
+        job = cluster.create(TRAINJOBS.format(ns=kube_namespace), body)
+        assert job["spec"]["trainer"]["resourcesPerNode"]["requests"]["cpu"] == 1
+        uid = job["metadata"]["uid"]
+        path = f"{TRAINJOBS.format(ns=kube_namespace)}/integers"
+        wait(lambda: cluster.get(path)["spec"].get("suspend") is False, 60, "the TrainJob started")
+        workload = workload_of(cluster, kube_namespace, uid)
+        assert workload is not None and is_true(workload, "Admitted") and not is_true(workload, "Finished")
+        assert _patch_templates(cluster.get(path)), "the flavor is in pykueue's runtime patch"
+        # Preempted by a higher priority: stopped, its patch removed, then admitted again.
+        lifecycle(
+            cluster,
+            kueue,
+            setup,
+            path=path,
+            uid=uid,
+            selector="jobset.sigs.k8s.io/jobset-name%3Dintegers",
+            pod_count=2,
+            suspended=lambda o: bool(o["spec"].get("suspend")),
+            preemptor_cpu="2",
+            templates=_patch_templates,
+        )
+        assert cluster.get(path)["spec"]["trainer"]["resourcesPerNode"]["requests"]["cpu"] == 1

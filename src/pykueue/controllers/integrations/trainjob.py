@@ -23,7 +23,13 @@ queued on its own.
 
 Admission does not touch the runtime nor the TrainJob's trainer section: it writes a
 runtime patch owned by ``kueue.x-k8s.io/manager`` (as upstream), which the trainer merges
-into the JobSet's pod templates; stopping empties that patch again. No partial admission.
+into the JobSet's pod templates; stopping removes that patch again. No partial admission.
+
+The patch is added with its ``time`` already set, and removed (not emptied) on stop, so
+the trainer's defaulting webhook has nothing to change in an admission: when it changes
+anything (a changed patch gets a new time) it re-encodes the whole TrainJob, turning an
+integer quantity of ``spec.trainer`` (``cpu: 1``) into a string (``"1"``), and the CRD's
+``spec.trainer: self == oldSelf`` rule then refuses the update as changing an immutable field.
 
 MultiKueue dispatches a TrainJob (``spec.managedBy``) as upstream: the copy is the spec
 without Kueue's runtime patch (the worker's Kueue writes its own at its admission); the
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from pykueue.controllers.jobframework import Finished, Integration, PodSetInfo, SpecMultiKueue, queue_name_of
@@ -143,7 +150,8 @@ class TrainJobAdapter:
         for patch in patches:
             if patch.get("manager") == KUEUE_PATCH_MANAGER:
                 return patch
-        patch = {"manager": KUEUE_PATCH_MANAGER}
+        # A new patch with its time set is left as it is by the trainer's webhook (see above).
+        patch = {"manager": KUEUE_PATCH_MANAGER, "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
         patches.append(patch)
         return patch
 
@@ -170,15 +178,17 @@ class TrainJobAdapter:
         self._kueue_patch(job)["trainingRuntimeSpec"] = {"template": {"spec": {"replicatedJobs": replicated}}}
 
     def restore_pod_sets(self, job: Manifest, infos: list[PodSetInfo]) -> bool:
-        # What admission added lives only in our runtime patch: emptying it restores the job.
-        for patch in (job.get("spec") or {}).get("runtimePatches") or []:
-            if patch.get("manager") != KUEUE_PATCH_MANAGER:
-                continue
-            spec = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
-            if spec.get("replicatedJobs"):
-                patch["trainingRuntimeSpec"] = {"template": {"spec": {}}}
-                return True
-        return False
+        # What admission added lives only in our runtime patch: removing it restores the job.
+        spec = job.get("spec") or {}
+        patches = spec.get("runtimePatches") or []
+        kept = [patch for patch in patches if patch.get("manager") != KUEUE_PATCH_MANAGER]
+        if len(kept) == len(patches):
+            return False
+        if kept:
+            spec["runtimePatches"] = kept
+        else:
+            spec.pop("runtimePatches", None)
+        return True
 
     def _condition(self, job: Manifest, kind: str) -> Manifest | None:
         for cond in (job.get("status") or {}).get("conditions") or []:
