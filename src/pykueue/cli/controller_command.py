@@ -1,7 +1,7 @@
 """`pykueue controller` runs pykueue as a Kubernetes controller; `pykueue install` applies its manifests.
 
-``controller`` connects with ``--kubeconfig`` (or the pod's service account when
-none is given), lists and watches the queueing kinds, Workloads and Jobs, and runs
+``controller`` connects with ``--kubeconfig`` (else $KUBECONFIG, the pod's service
+account or ~/.kube/config), lists and watches the queueing kinds, Workloads and Jobs, and runs
 `pykueue.controllers.kube_manager.KubeManager` until SIGTERM or SIGINT. With
 ``--webhooks`` (what the Deployment of ``pykueue manifests`` passes) the webhook
 server of `pykueue.server.webhooks` runs in the same event loop; its "does this
@@ -50,6 +50,7 @@ from pykueue.engine import intake
 from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import AlreadyExists, PykueueError, StoreError
 from pykueue.server import certs, deploy, health, visibility_api, webhooks
+from pykueue.store import kubeconfig as kubeconfig_reader
 from pykueue.store import kubernetes
 from pykueue.store.base import Key, Manifest
 
@@ -59,8 +60,11 @@ log = logging.getLogger(__name__)
 def connect(
     kubeconfig: Path | None, context: str | None, qps: float = 0.0, burst: int = 10
 ) -> kubernetes.KubernetesStore:
-    config = kubernetes.load_kubeconfig(kubeconfig, context) if kubeconfig else kubernetes.in_cluster_config()
-    return kubernetes.KubernetesStore(config, qps=qps, burst=burst)
+    """A store of the cluster of ``kubeconfig``, else $KUBECONFIG, the pod's service account or
+    ~/.kube/config (controller-runtime's order; `pykueue.store.kubeconfig.default_config`)."""
+    return kubernetes.KubernetesStore(
+        kubeconfig_reader.default_config(kubeconfig, context), qps=qps, burst=burst
+    )
 
 
 @dataclass(frozen=True)
@@ -395,7 +399,9 @@ async def _run_controller(
 
 def controller(
     kubeconfig: Path | None = typer.Option(
-        None, "--kubeconfig", help="kubeconfig file; without it, the pod's service account is used."
+        None,
+        "--kubeconfig",
+        help="kubeconfig file; without it $KUBECONFIG, else the pod's service account, else ~/.kube/config.",
     ),
     context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: current)."),
     resync: float = typer.Option(1.0, "--resync-seconds", help="Seconds between passes without events."),
@@ -620,7 +626,9 @@ async def apply_all(
 
 def install(
     kubeconfig: Path | None = typer.Option(
-        None, "--kubeconfig", help="kubeconfig file (default: in-cluster)."
+        None,
+        "--kubeconfig",
+        help="kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config).",
     ),
     context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: current)."),
     filenames: list[Path] = typer.Option(
