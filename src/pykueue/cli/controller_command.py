@@ -323,6 +323,20 @@ async def _run_controller(
     )
     # The policy history takes the user of a change from the webhook's request when it saw it.
     on_review = manager.policy.note_request if manager.policy is not None else None
+    # The probes' ports listen before the API server answers: /healthz 200 and /readyz 503
+    # meanwhile, so a pod that starts during an API outage is not restarted by its liveness probe.
+    side = None
+    if ops.metrics_port:
+        app = health.create_app(
+            registry,
+            state=lambda: manager.admission.state if manager.passes else None,
+            ready=lambda: ready.is_set() or (elector is not None and elector.standing_by),
+            authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
+            workloads=lambda: [m for k, m in manager.admission.cache.items() if k.kind == "Workload"],
+            estimated=estimates.estimated_start,
+        )
+        side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
+        await side.start()
     server: webhooks.WebhookServer | None = None
     if webhook_config is not None:
         # Webhooks first (on every replica): Jobs created while the controller lists are already suspended.
@@ -334,8 +348,12 @@ async def _run_controller(
             objects=cached_objects(manager, store),
             on_review=on_review,
         )
-        await _until_reachable(server.start, stop, "start the webhook server")
+        await server.listen()
+        await _until_reachable(server.connect, stop, "get the webhook certificate")
         if stop.is_set():
+            await server.stop()
+            if side is not None:
+                await side.stop()
             await store.close()
             return True
     elif local_webhooks is not None:
@@ -357,18 +375,6 @@ async def _run_controller(
             )
 
         await _until_reachable(start_local, stop, "register the local webhooks")
-    side = None
-    if ops.metrics_port:
-        app = health.create_app(
-            registry,
-            state=lambda: manager.admission.state if manager.passes else None,
-            ready=lambda: ready.is_set() or (elector is not None and not elector.leading),
-            authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
-            workloads=lambda: [m for k, m in manager.admission.cache.items() if k.kind == "Workload"],
-            estimated=estimates.estimated_start,
-        )
-        side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
-        await side.start()
 
     async def lead() -> None:
         task = asyncio.create_task(manager.run(stop, ready))
