@@ -330,3 +330,19 @@ def test_an_oidc_id_token_is_sent_until_it_expires(tmp_path: Path) -> None:
         kubeconfig.KubeconfigError, match=r"users\[u\]\.user\.auth-provider\.config\.id-token expired at 2020"
     ):
         asyncio.run(config.auth.credential())
+
+
+def test_requests_go_through_the_proxy_url(tmp_path: Path) -> None:
+    """The API server's name does not resolve: only the proxy (the scripted server) can answer."""
+    hosts: list[str] = []
+
+    def proxy(request: web.Request) -> web.Response:
+        hosts.append(request.headers.get("Host", ""))
+        return web.json_response({"metadata": {"name": "n", "resourceVersion": "1"}})
+
+    def load(url: str) -> kubeconfig.KubeConfig:
+        doc = _doc("http://api.pykueue-test.invalid:6443", {"token": GOOD}, **{"proxy-url": url})
+        return kubeconfig.load_kubeconfig(_write(tmp_path / "config", doc))
+
+    _against(proxy, load, _get_namespace)
+    assert hosts == ["api.pykueue-test.invalid:6443"]

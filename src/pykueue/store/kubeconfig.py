@@ -163,11 +163,6 @@ def kubeconfig_files() -> list[Path]:
     return [default]
 
 
-def has_kubeconfig() -> bool:
-    """Whether $KUBECONFIG is set or ~/.kube/config exists (what a command falls back to)."""
-    return bool(os.environ.get(KUBECONFIG_ENV)) or DEFAULT_PATH.expanduser().is_file()
-
-
 def _read(file: Path) -> Mapping[str, Any]:
     try:
         doc = yaml.safe_load(file.read_text()) or {}
@@ -507,7 +502,7 @@ class ExecAuthenticator:
 
     async def _run(self) -> tuple[Credential, datetime.datetime | None]:
         plugin = self.plugin
-        interactive = plugin.interactive_mode != "Never" and sys.stdin.isatty()
+        interactive = plugin.interactive_mode != "Never" and sys.stdin is not None and sys.stdin.isatty()
         if plugin.interactive_mode == "Always" and not interactive:
             raise KubeconfigError(
                 f"{plugin.where}.interactiveMode: Always, but pykueue has no terminal to give the plugin"
