@@ -34,7 +34,10 @@ runs = state / "runs"
 done = runs.read_text().splitlines() if runs.exists() else []
 runs.write_text("run\\n" * (len(done) + 1))
 tokens = (state / "tokens").read_text().split()
-answer = {{"token": tokens[min(len(done), len(tokens) - 1)]}}
+answer = {{"token": tokens[min(len(done), len(tokens) - 1)]}} if tokens else {{}}
+if (state / "tls.crt").exists():
+    answer["clientCertificateData"] = (state / "tls.crt").read_text()
+    answer["clientKeyData"] = (state / "tls.key").read_text()
 if (state / "expiry").exists():
     answer["expirationTimestamp"] = (state / "expiry").read_text().strip()
 api = json.loads(os.environ["KUBERNETES_EXEC_INFO"])["apiVersion"]
@@ -143,6 +146,22 @@ def test_an_exec_plugins_expired_token_is_asked_for_again(
     config = kubeconfig.load_kubeconfig(_with_user(kube_apiserver, {"exec": exec_section}, tmp_path / "kc"))
     assert _run(config, lambda store: _who(store, 3)) == "pykueue-admin"
     assert _runs(folder) == 4
+
+
+def test_an_exec_plugins_client_certificate_is_presented(kube_apiserver: KubeCluster, tmp_path: Path) -> None:
+    folder = tmp_path / "plugin"
+    script = _plugin(folder, [])
+    assert kube_apiserver.creds is not None
+    (folder / "tls.crt").write_bytes(kube_apiserver.creds.admin_cert.read_bytes())
+    (folder / "tls.key").write_bytes(kube_apiserver.creds.admin_key.read_bytes())
+    exec_section = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": str(script),
+        "interactiveMode": "Never",
+    }
+    config = kubeconfig.load_kubeconfig(_with_user(kube_apiserver, {"exec": exec_section}, tmp_path / "kc"))
+    assert _run(config, lambda store: _who(store, 2)) == "pykueue-admin"
+    assert _runs(folder) == 1
 
 
 def test_kubeconfig_env_files_are_merged_and_a_context_chosen(
