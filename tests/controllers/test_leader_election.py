@@ -148,3 +148,18 @@ async def _until(probe: object) -> None:
 def test_timing_must_be_ordered() -> None:
     with pytest.raises(ValueError):
         leader.LeaseTiming(lease_duration=10, renew_deadline=10, retry_period=2)
+
+
+def test_a_replica_stands_by_only_once_it_has_seen_the_lease() -> None:
+    """/readyz of a follower is 200 while it stands by; one that never reached the API server is not."""
+
+    async def scenario() -> None:
+        store, clock = MemoryStore(now=lambda: NOW), Clock()
+        a, b = _elector(store, "a", clock), _elector(store, "b", clock)
+        assert not b.standing_by  # started, the API server not asked yet
+        assert await a.try_acquire_or_renew()
+        assert not a.standing_by  # leading
+        assert not await b.try_acquire_or_renew()
+        assert b.standing_by
+
+    _run(scenario())

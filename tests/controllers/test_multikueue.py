@@ -233,7 +233,9 @@ def _kubeconfig(user: dict[str, object]) -> dict[str, object]:
 def test_a_secret_kubeconfig_must_carry_its_credentials_inline() -> None:
     config = multikueue_clusters.kubeconfig_from_secret(_secret(_kubeconfig({"token": "t"})))
     assert (config.server, config.token) == ("https://w1:6443", "t")
-    with pytest.raises(multikueue_clusters.BadConfig, match=r"users\[u\]\.client-key: files are not allowed"):
+    with pytest.raises(
+        multikueue_clusters.BadConfig, match=r"users\[u\]\.user\.client-key: files are not allowed"
+    ):
         multikueue_clusters.kubeconfig_from_secret(_secret(_kubeconfig({"client-key": "/etc/key"})))
     with pytest.raises(
         multikueue_clusters.BadConfig, match=r"Secret kueue-system/w1: data\.kubeconfig is missing"

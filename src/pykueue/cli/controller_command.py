@@ -1,7 +1,7 @@
 """`pykueue controller` runs pykueue as a Kubernetes controller; `pykueue install` applies its manifests.
 
-``controller`` connects with ``--kubeconfig`` (or the pod's service account when
-none is given), lists and watches the queueing kinds, Workloads and Jobs, and runs
+``controller`` connects with ``--kubeconfig`` (else $KUBECONFIG, the pod's service
+account or ~/.kube/config), lists and watches the queueing kinds, Workloads and Jobs, and runs
 `pykueue.controllers.kube_manager.KubeManager` until SIGTERM or SIGINT. With
 ``--webhooks`` (what the Deployment of ``pykueue manifests`` passes) the webhook
 server of `pykueue.server.webhooks` runs in the same event loop; its "does this
@@ -50,6 +50,7 @@ from pykueue.engine import intake
 from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import AlreadyExists, PykueueError, StoreError
 from pykueue.server import certs, deploy, health, local_registration, visibility_api, webhooks
+from pykueue.store import kubeconfig as kubeconfig_reader
 from pykueue.store import kubernetes
 from pykueue.store.base import Key, Manifest
 
@@ -59,8 +60,11 @@ log = logging.getLogger(__name__)
 def connect(
     kubeconfig: Path | None, context: str | None, qps: float = 0.0, burst: int = 10
 ) -> kubernetes.KubernetesStore:
-    config = kubernetes.load_kubeconfig(kubeconfig, context) if kubeconfig else kubernetes.in_cluster_config()
-    return kubernetes.KubernetesStore(config, qps=qps, burst=burst)
+    """A store of the cluster of ``kubeconfig``, else $KUBECONFIG, the pod's service account or
+    ~/.kube/config (controller-runtime's order; `pykueue.store.kubeconfig.default_config`)."""
+    return kubernetes.KubernetesStore(
+        kubeconfig_reader.default_config(kubeconfig, context), qps=qps, burst=burst
+    )
 
 
 @dataclass(frozen=True)
@@ -350,6 +354,20 @@ async def _run_controller(
     )
     # The policy history takes the user of a change from the webhook's request when it saw it.
     on_review = manager.policy.note_request if manager.policy is not None else None
+    # The probes' ports listen before the API server answers: /healthz 200 and /readyz 503
+    # meanwhile, so a pod that starts during an API outage is not restarted by its liveness probe.
+    side = None
+    if ops.metrics_port:
+        app = health.create_app(
+            registry,
+            state=lambda: manager.admission.state if manager.passes else None,
+            ready=lambda: ready.is_set() or (elector is not None and elector.standing_by),
+            authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
+            workloads=lambda: [m for k, m in manager.admission.cache.items() if k.kind == "Workload"],
+            estimated=estimates.estimated_start,
+        )
+        side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
+        await side.start()
     server: webhooks.WebhookServer | None = None
     registering: asyncio.Task[None] | None = None
     if webhook_config is not None:
@@ -362,8 +380,12 @@ async def _run_controller(
             objects=cached_objects(manager, store),
             on_review=on_review,
         )
-        await _until_reachable(server.start, stop, "start the webhook server")
+        await server.listen()
+        await _until_reachable(server.connect, stop, "get the webhook certificate")
         if stop.is_set():
+            await server.stop()
+            if side is not None:
+                await side.stop()
             await store.close()
             return True
     elif local_webhooks is not None:
@@ -390,18 +412,6 @@ async def _run_controller(
             # The first check registers this replica unless a live one is registered already.
             await _until_reachable(registration.first_check, stop, "register the local webhooks")
             registering = asyncio.create_task(registration.run(stop))
-    side = None
-    if ops.metrics_port:
-        app = health.create_app(
-            registry,
-            state=lambda: manager.admission.state if manager.passes else None,
-            ready=lambda: ready.is_set() or (elector is not None and not elector.leading),
-            authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
-            workloads=lambda: [m for k, m in manager.admission.cache.items() if k.kind == "Workload"],
-            estimated=estimates.estimated_start,
-        )
-        side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
-        await side.start()
 
     async def lead() -> None:
         task = asyncio.create_task(manager.run(stop, ready))
@@ -434,7 +444,9 @@ async def _run_controller(
 
 def controller(
     kubeconfig: Path | None = typer.Option(
-        None, "--kubeconfig", help="kubeconfig file; without it, the pod's service account is used."
+        None,
+        "--kubeconfig",
+        help="kubeconfig file; without it $KUBECONFIG, else the pod's service account, else ~/.kube/config.",
     ),
     context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: current)."),
     resync: float = typer.Option(1.0, "--resync-seconds", help="Seconds between passes without events."),
@@ -659,7 +671,9 @@ async def apply_all(
 
 def install(
     kubeconfig: Path | None = typer.Option(
-        None, "--kubeconfig", help="kubeconfig file (default: in-cluster)."
+        None,
+        "--kubeconfig",
+        help="kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config).",
     ),
     context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: current)."),
     filenames: list[Path] = typer.Option(

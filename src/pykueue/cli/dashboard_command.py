@@ -28,7 +28,9 @@ def register(app: typer.Typer) -> None:
 
 def dashboard(
     kubeconfig: Path | None = typer.Option(
-        None, "--kubeconfig", help="kubeconfig file; without it, the pod's service account is used."
+        None,
+        "--kubeconfig",
+        help="kubeconfig file; without it $KUBECONFIG, else the pod's service account, else ~/.kube/config.",
     ),
     context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: current)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to serve the dashboard on."),

@@ -103,6 +103,11 @@ class LeaderElector:
     def leading(self) -> bool:
         return self.may_write()
 
+    @property
+    def standing_by(self) -> bool:
+        """Not leading, and the API server answered with someone's lease (not merely unreachable)."""
+        return not self.leading and self._observed is not None
+
     def may_write(self) -> bool:
         """True while this replica holds the lease and its last renew is within the deadline."""
         if self._renewed_at is None:

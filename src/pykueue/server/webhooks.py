@@ -465,7 +465,7 @@ class WebhookServer:
     """The HTTPS webhook server inside an asyncio program.
 
     server = WebhookServer(config, kube, queues=lookup)
-    await server.start()        # certificate ensured + published, socket bound, serving
+    await server.start()        # socket bound, serving; certificate ensured + published
     ...                         # server.port, server.certificates.ca_bundle
     await server.stop()
     """
@@ -519,10 +519,23 @@ class WebhookServer:
         log.info("webhook server certificate valid until %s", certificates.serving.not_after)
 
     async def start(self) -> None:
-        """Get the certificate, bind the port (0 picks a free one) and serve in the background."""
-        await self.rotator.refresh()
-        if self.visibility is not None:
-            await self._trust_front_proxy()
+        """Bind the port (0 picks a free one), serve, and get the certificate from the cluster;
+        when that fails, the port is closed again (the caller may start a new server)."""
+        await self.listen()
+        try:
+            await self.connect()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def listen(self) -> None:
+        """Bind the port and serve, before the API server answers: /healthz answers 200 and
+        /readyz 503 meanwhile (the kubelet's probes do not check the certificate), so a pod
+        started during an API outage is not restarted by its liveness probe. Until `connect`
+        the port presents a throwaway self-signed certificate no webhook client trusts."""
+        if self._server is not None:
+            return
+        certs.renew(self.config.certs, None).load_into(self.ssl_context)
         family = socket.AF_INET6 if ":" in self.config.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -541,14 +554,21 @@ class WebhookServer:
         )
         self._server = _Server(uv_config)
         self._tasks.append(asyncio.create_task(self._server.serve(sockets=[sock]), name="webhook-server"))
-        if self.rotate:
-            self._tasks.append(asyncio.create_task(self.rotator.run(), name="webhook-cert-rotation"))
         while not self._server.started:
             if self._tasks[0].done():
                 self._tasks[0].result()  # raises what stopped it
                 raise RuntimeError("webhook server stopped during start-up")
             await asyncio.sleep(0.02)
         log.info("webhook server listening on https://%s:%d", self.config.host, self.port)
+
+    async def connect(self) -> None:
+        """Get (or make) the certificate in the cluster and publish it; /readyz answers 200 from
+        then on. Retryable errors while the API server is unreachable; call again."""
+        await self.rotator.refresh()
+        if self.visibility is not None:
+            await self._trust_front_proxy()
+        if self.rotate and len(self._tasks) == 1:
+            self._tasks.append(asyncio.create_task(self.rotator.run(), name="webhook-cert-rotation"))
 
     async def _trust_front_proxy(self) -> None:
         """Read the API server's front-proxy settings; without them the webhooks still serve."""

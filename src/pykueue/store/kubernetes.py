@@ -22,9 +22,11 @@ turns the difference into events: every object now stored arrives as ``MODIFIED`
 arrives as ``DELETED``. It knows them from the store's last list of the kind and
 from its own stream, so a watcher started right after a list misses nothing.
 
-Credentials come from a kubeconfig (client certificates, bearer tokens, CA data or
-files, inline or on disk) or from the in-cluster service account; see `KubeConfig`.
-A plain ``http://`` server (the tests' scripted fault server) is reached without TLS.
+Credentials come from a kubeconfig or the in-cluster service account
+(`pykueue.store.kubeconfig`). One that may change (an exec plugin's) is asked for before each
+request; a 401 answer to it makes the store ask again and send the request once more. A new
+client certificate from a plugin opens a new connection pool. A plain ``http://`` server (the
+tests' scripted fault server) is reached without TLS.
 
 Connections are kept alive and shared by every request and watch of one store, so a
 busy controller pays the TLS handshake once per connection, not once per write
@@ -34,7 +36,6 @@ busy controller pays the TLS handshake once per connection, not once per write
 from __future__ import annotations
 
 import asyncio
-import base64
 import builtins
 import contextlib
 import heapq
@@ -42,16 +43,12 @@ import itertools
 import logging
 import os
 import random
-import ssl
-import tempfile
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
-import yaml
 
 from pykueue.errors import (
     AlreadyExists,
@@ -65,12 +62,20 @@ from pykueue.errors import (
 )
 from pykueue.store import base
 from pykueue.store.base import EventType, Key, Manifest, WatchEvent
+from pykueue.store.kubeconfig import (
+    Credential,
+    KubeConfig,
+    in_cluster_config,
+    load_kubeconfig,
+    parse_kubeconfig,
+)
+
+__all__ = ["KubeConfig", "KubernetesStore", "in_cluster_config", "load_kubeconfig", "parse_kubeconfig"]
 
 log = logging.getLogger(__name__)
 
 KUEUE = "kueue.x-k8s.io"
 KUEUE_VERSION = "v1beta2"
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,121 +180,6 @@ def resource_of(kind: str) -> Resource:
         return RESOURCES[kind]
     except KeyError:
         raise StoreError(f"the Kubernetes store does not know kind {kind}") from None
-
-
-# ------------------------------------------------------------------ credentials
-
-
-@dataclass(frozen=True, slots=True)
-class KubeConfig:
-    """How to reach and authenticate to one API server."""
-
-    server: str
-    ca_file: str | None = None
-    ca_data: bytes | None = None
-    cert_data: bytes | None = None  # PEM client certificate
-    key_data: bytes | None = None  # PEM client key
-    token: str | None = None
-    token_file: str | None = None  # re-read on every connection (projected tokens rotate)
-    insecure: bool = False
-
-    def ssl_context(self) -> ssl.SSLContext:
-        if self.insecure:
-            ctx = ssl.create_default_context()
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        elif self.ca_data is not None:
-            ctx = ssl.create_default_context(cadata=self.ca_data.decode())
-        else:
-            ctx = ssl.create_default_context(cafile=self.ca_file)
-        if self.cert_data is not None and self.key_data is not None:
-            # ssl only loads a chain from files: write them to a private folder for the call.
-            with tempfile.TemporaryDirectory(prefix="pykueue-cert-") as folder:
-                cert, key = Path(folder, "tls.crt"), Path(folder, "tls.key")
-                cert.write_bytes(self.cert_data)
-                key.touch(mode=0o600)
-                key.write_bytes(self.key_data)
-                ctx.load_cert_chain(str(cert), str(key))
-        return ctx
-
-    def bearer_token(self) -> str | None:
-        if self.token_file:
-            return Path(self.token_file).read_text().strip()
-        return self.token
-
-
-def _data_or_file(entry: Mapping[str, Any], name: str, base: Path) -> bytes | None:
-    if entry.get(f"{name}-data"):
-        return base64.b64decode(entry[f"{name}-data"])
-    if entry.get(name):
-        return (base / str(entry[name])).read_bytes()
-    return None
-
-
-def load_kubeconfig(path: str | Path, context: str | None = None) -> KubeConfig:
-    """Read one context of a kubeconfig file (the current one unless named)."""
-    path = Path(path).expanduser()
-    doc = yaml.safe_load(path.read_text()) or {}
-    return parse_kubeconfig(doc, str(path), path.parent, context)
-
-
-def parse_kubeconfig(
-    doc: Mapping[str, Any], source: str, base: Path | None, context: str | None = None
-) -> KubeConfig:
-    """One context of a kubeconfig document; ``base`` None forbids references to files
-    (a kubeconfig read from a Secret must carry its credentials inline)."""
-    path = source
-    if not isinstance(doc, Mapping):
-        raise StoreError(f"{source}: not a kubeconfig document")
-    if base is None:
-        base = Path("/nonexistent")
-        for section in ("clusters", "users"):
-            for item in doc.get(section) or []:
-                inner = item.get(section[:-1]) or {}
-                for key in ("certificate-authority", "client-certificate", "client-key", "tokenFile"):
-                    if inner.get(key):
-                        raise StoreError(
-                            f"{source}: {section}[{item.get('name')}].{key}: files are not allowed here"
-                        )
-
-    def named(section: str, name: str) -> dict[str, Any]:
-        for item in doc.get(section) or []:
-            if item.get("name") == name:
-                return dict(item.get(section[:-1]) or {})
-        raise StoreError(f"{path}: no {section[:-1]} named {name!r}")
-
-    ctx = named("contexts", context or str(doc.get("current-context") or ""))
-    cluster = named("clusters", str(ctx.get("cluster", "")))
-    user = named("users", str(ctx.get("user", ""))) if ctx.get("user") else {}
-    if user.get("exec") or user.get("auth-provider"):
-        raise StoreError(f"{path}: exec and auth-provider credentials are not supported; use a token or cert")
-    ca_file = cluster.get("certificate-authority")
-    return KubeConfig(
-        server=str(cluster["server"]).rstrip("/"),
-        ca_file=str(base / ca_file) if ca_file else None,
-        ca_data=base64.b64decode(cluster["certificate-authority-data"])
-        if cluster.get("certificate-authority-data")
-        else None,
-        cert_data=_data_or_file(user, "client-certificate", base),
-        key_data=_data_or_file(user, "client-key", base),
-        token=user.get("token"),
-        token_file=str(base / user["tokenFile"]) if user.get("tokenFile") else None,
-        insecure=bool(cluster.get("insecure-skip-tls-verify")),
-    )
-
-
-def in_cluster_config() -> KubeConfig:
-    """The pod's service account, as client-go's rest.InClusterConfig."""
-    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
-    if not host or not port:
-        raise StoreError("not running in a cluster: KUBERNETES_SERVICE_HOST/PORT are not set")
-    if ":" in host:
-        host = f"[{host}]"
-    return KubeConfig(
-        server=f"https://{host}:{port}",
-        ca_file=str(SERVICE_ACCOUNT_DIR / "ca.crt"),
-        token_file=str(SERVICE_ACCOUNT_DIR / "token"),
-    )
 
 
 # ----------------------------------------------------------------------- store
@@ -414,6 +304,10 @@ class KubernetesStore:
     max_connections: int = 256
     _session: aiohttp.ClientSession | None = field(default=None, init=False, repr=False)
     _session_loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
+    # The client certificate the session's connections present (an exec plugin's), and the
+    # sessions opened with an earlier one, closed with the store.
+    _session_cert: tuple[bytes, bytes] | None = field(default=None, init=False, repr=False)
+    _retired: builtins.list[aiohttp.ClientSession] = field(default_factory=list, init=False, repr=False)
     # The keys (and versions) of each kind as last listed, for the 410 re-list diff.
     _listed: dict[str, dict[Key, str]] = field(default_factory=dict, init=False, repr=False)
     _relisted_at: dict[str, str] = field(default_factory=dict, init=False, repr=False)
@@ -428,11 +322,13 @@ class KubernetesStore:
             # Opened under an event loop that has ended (one `asyncio.run` per CLI call or
             # test): its connections belong to that loop, so start afresh.
             self._session = None
+            self._retired.clear()
         if self._session is None:
             self._session_loop = loop
             plain = self.config.server.startswith("http://")
             connector = aiohttp.TCPConnector(
-                ssl=False if plain else self.config.ssl_context(), limit=self.max_connections
+                ssl=False if plain else self.config.ssl_context(self._session_cert),
+                limit=self.max_connections,
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,
@@ -443,9 +339,11 @@ class KubernetesStore:
         return self._session
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        sessions = [*self._retired, *([self._session] if self._session is not None else [])]
+        self._session = None
+        self._retired.clear()
+        for session in sessions:
+            await session.close()
 
     async def __aenter__(self) -> KubernetesStore:
         return self
@@ -453,9 +351,40 @@ class KubernetesStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _headers(self, content_type: str = "") -> dict[str, str]:
-        token = self.config.bearer_token()
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async def _credential(self) -> Credential:
+        """What the next request authenticates with (an exec plugin runs when its answer expired)."""
+        auth = self.config.auth
+        if auth is None:
+            return Credential(token=self.config.bearer_token())
+        credential = await auth.credential()
+        cert = credential.client_cert
+        if cert != self._session_cert:
+            # The TLS client certificate belongs to the connection pool: new certificate, new
+            # pool. Requests under way finish on the old one, closed with the store.
+            if self._session is not None:
+                self._retired.append(self._session)
+                self._session = None
+            self._session_cert = cert
+        if credential.token is None:
+            return Credential(self.config.bearer_token(), credential.cert_data, credential.key_data)
+        return credential
+
+    def _rejected(self, status: int, credential: Credential) -> bool:
+        """A 401 to a credential that may change: forget it; True to send the request again."""
+        auth = self.config.auth
+        return status == 401 and auth is not None and auth.rejected(credential)
+
+    def _connection_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if self.config.tls_server_name:
+            options["server_hostname"] = self.config.tls_server_name
+        if self.config.proxy_url:
+            options["proxy"] = self.config.proxy_url
+        return options
+
+    @staticmethod
+    def _headers(credential: Credential, content_type: str = "") -> dict[str, str]:
+        headers = {"Authorization": f"Bearer {credential.token}"} if credential.token else {}
         if content_type:
             headers["Content-Type"] = content_type
         return headers
@@ -468,18 +397,27 @@ class KubernetesStore:
         params: Mapping[str, str] | None,
         content_type: str = "application/json",
     ) -> Answer:
-        """One HTTP exchange, read whole; transport failures are `Unavailable`."""
-        try:
-            async with self.session.request(
-                method,
-                self.config.server + path,
-                data=data,
-                params=dict(params or {}),
-                headers=self._headers(content_type if data is not None else ""),
-            ) as response:
-                return Answer(response.status, await response.read(), response.headers.get("Retry-After"))
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise Unavailable(f"{method} {path}: {transport_problem(exc)}") from exc
+        """One HTTP exchange, read whole; transport failures are `Unavailable`. A 401 to a
+        credential that may change is answered by sending the request once more with a new one."""
+        for first in (True, False):
+            credential = await self._credential()
+            try:
+                async with self.session.request(
+                    method,
+                    self.config.server + path,
+                    data=data,
+                    params=dict(params or {}),
+                    headers=self._headers(credential, content_type if data is not None else ""),
+                    **self._connection_options(),
+                ) as response:
+                    answer = Answer(
+                        response.status, await response.read(), response.headers.get("Retry-After")
+                    )
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise Unavailable(f"{method} {path}: {transport_problem(exc)}") from exc
+            if not (first and self._rejected(answer.status, credential)):
+                break
+        return answer
 
     async def request(
         self,
@@ -688,11 +626,19 @@ class KubernetesStore:
             sock_connect=self.request_timeout_seconds,
             sock_read=self.watch_timeout_seconds + 30.0,
         )
+        credential = await self._credential()
         async with self.session.get(
-            self.config.server + path, params=dict(params), headers=self._headers(), timeout=timeout
+            self.config.server + path,
+            params=dict(params),
+            headers=self._headers(credential),
+            timeout=timeout,
+            **self._connection_options(),
         ) as response:
             if response.status == 410:
                 raise Gone(path)
+            if self._rejected(response.status, credential):
+                # The watch loop starts again, with a new credential.
+                raise Unavailable(f"WATCH {path}: credentials refused (401); asking for new ones")
             if response.status >= 300:
                 answer = Answer(response.status, await response.read(), response.headers.get("Retry-After"))
                 raise _error_of(answer, path, "WATCH")

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -29,7 +29,14 @@ PYKUEUE = str(Path(sys.executable).parent / "pykueue")
 class Controller:
     """One `pykueue controller` process with its log and its metrics port."""
 
-    def __init__(self, cluster: KubeCluster, log_path: Path, *args: str) -> None:
+    def __init__(
+        self,
+        cluster: KubeCluster,
+        log_path: Path,
+        *args: str,
+        kubeconfig: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.log_path = log_path
         self._log = log_path.open("w")
@@ -38,7 +45,7 @@ class Controller:
                 PYKUEUE,
                 "controller",
                 "--kubeconfig",
-                str(cluster.kubeconfig),
+                str(kubeconfig or cluster.kubeconfig),
                 "--resync-seconds",
                 "0.3",
                 "--metrics-host",
@@ -50,6 +57,7 @@ class Controller:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             text=True,
+            env={**os.environ, **(env or {})},
         )
         self.identity = f"{socket.gethostname()}_{self.process.pid}"
 
@@ -105,9 +113,11 @@ class Controllers:
         self.directory = directory
         self.started: list[Controller] = []
 
-    def start(self, *args: str) -> Controller:
+    def start(
+        self, *args: str, kubeconfig: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> Controller:
         log_path = self.directory / f"controller-{len(self.started)}.log"
-        controller = Controller(self.cluster, log_path, *args)
+        controller = Controller(self.cluster, log_path, *args, kubeconfig=kubeconfig, env=env)
         self.started.append(controller)
         return controller
 
