@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import ipaddress
 import logging
 import os
 import signal
@@ -50,6 +49,8 @@ from pykueue.engine import intake
 from pykueue.engine.config import EngineConfig, FairSharing
 from pykueue.errors import AlreadyExists, PykueueError, StoreError
 from pykueue.server import certs, deploy, health, local_registration, visibility_api, webhooks
+from pykueue.server.deploy import INSTALL_FIELD_MANAGER
+from pykueue.server.local_registration import LOCAL_VISIBILITY_SERVICE, register_local_visibility
 from pykueue.store import kubeconfig as kubeconfig_reader
 from pykueue.store import kubernetes
 from pykueue.store.base import Key, Manifest
@@ -142,11 +143,6 @@ def cached_objects(manager: KubeManager, store: kubernetes.KubernetesStore) -> w
     return get
 
 
-# The selector-less Service (and its EndpointSlice) through which the API server reaches the
-# visibility API of a controller outside the cluster.
-LOCAL_VISIBILITY_SERVICE = "pykueue-local-visibility"
-
-
 async def serve_local_webhooks(
     store: kubernetes.KubernetesStore,
     queues: webhooks.LocalQueueLookup,
@@ -219,37 +215,6 @@ async def register_local_webhooks(
     log.info("local webhooks registered at %s", client.url)
     if server.visibility is not None:
         await register_local_visibility(store, server.config.host, server.port, namespace, client.ca_bundle)
-
-
-async def register_local_visibility(
-    store: kubernetes.KubernetesStore, host: str, port: int, namespace: str, ca_bundle: bytes
-) -> None:
-    """Point the visibility APIServices at ``host:port``.
-
-    An EndpointSlice holds IP addresses, and the API server refuses loopback ones: with a
-    name or a loopback ``host`` the API is left unregistered, with a warning saying why.
-    """
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        log.warning(
-            "the visibility API is not registered with the API server: --webhook-host %s is not an "
-            "IP address (an EndpointSlice holds addresses)",
-            host,
-        )
-        return
-    if loopback:
-        log.warning(
-            "the visibility API is not registered with the API server: --webhook-host %s is a loopback "
-            "address, which the API server refuses as an endpoint (give the host's address to serve it)",
-            host,
-        )
-        return
-    for doc in deploy.external_endpoint(LOCAL_VISIBILITY_SERVICE, namespace, host, port):
-        await store.apply(doc, field_manager=INSTALL_FIELD_MANAGER)
-    for doc in deploy.api_services(LOCAL_VISIBILITY_SERVICE, namespace, ca_bundle=ca_bundle):
-        await store.apply(doc, field_manager=INSTALL_FIELD_MANAGER)
-    log.info("visibility API registered at https://%s:%d", host, port)
 
 
 def _local_registration(
@@ -609,12 +574,6 @@ def default_manifests(
         return [*crd.crds(v1beta1_served=False), *deploy.user_roles()]
     config = deploy.DeployConfig(namespace=namespace, image=image or deploy.DEFAULT_IMAGE)
     return deploy.render(config)
-
-
-# `kubectl apply --server-side`'s own default field manager: an install followed by the
-# documented `kubectl apply --server-side -f pykueue.yaml` (or the other way round) is one
-# manager changing its own fields, never a conflict.
-INSTALL_FIELD_MANAGER = "kubectl"
 
 
 def read_manifests(paths: list[Path]) -> list[dict[str, Any]]:

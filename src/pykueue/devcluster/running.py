@@ -8,7 +8,7 @@ controller fixture and ``pykueue dev-cluster`` both run pykueue this way.
 
 With ``visibility`` the same server answers the visibility API, registered as the
 APIServices behind a selector-less Service whose EndpointSlice holds the host's address
-(`controller_command.register_local_visibility`): the API server refuses loopback addresses
+(`local_registration.register_local_visibility`): the API server refuses loopback addresses
 there, so the host must be one of this machine's other addresses (dev-cluster's is).
 """
 
@@ -19,13 +19,13 @@ import contextlib
 from dataclasses import dataclass, field
 
 from pykueue.api import crd
-from pykueue.cli.controller_command import LOCAL_VISIBILITY_SERVICE, register_local_visibility
 from pykueue.controllers import integrations, jobframework, multikueue
 from pykueue.controllers.events import EventRecorder
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig
 from pykueue.errors import NotFound
 from pykueue.server import certs, deploy, visibility_api, webhooks
+from pykueue.server.local_registration import LOCAL_VISIBILITY_SERVICE, register_local_visibility
 from pykueue.store import kubernetes
 from pykueue.store.base import Key, Manifest
 

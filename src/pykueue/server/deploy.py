@@ -119,6 +119,12 @@ class DeployConfig:
         )
 
 
+# `kubectl apply --server-side`'s own default field manager: an install followed by the
+# documented `kubectl apply --server-side -f pykueue.yaml` (or the other way round) is one
+# manager changing its own fields, never a conflict.
+INSTALL_FIELD_MANAGER = "kubectl"
+
+
 def _meta(name: str, namespace: str = "") -> Doc:
     meta: Doc = {"name": name, "labels": dict(LABELS)}
     if namespace:

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from pykueue.errors import NotFound, StoreError
 from pykueue.server import deploy
+from pykueue.store import kubernetes
 from pykueue.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -34,6 +36,10 @@ CHECK_SECONDS = 2.0
 PROBE_TIMEOUT_SECONDS = 2.0
 
 Probe = Callable[[str], Awaitable[bool]]
+
+# The selector-less Service (and its EndpointSlice) through which the API server reaches the
+# visibility API of a controller outside the cluster.
+LOCAL_VISIBILITY_SERVICE = "pykueue-local-visibility"
 
 
 async def accepts_connections(url: str) -> bool:
@@ -112,3 +118,34 @@ class LocalRegistration:
                 log.warning("cannot check the webhooks' registration (%s); retrying", exc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self.interval)
+
+
+async def register_local_visibility(
+    store: kubernetes.KubernetesStore, host: str, port: int, namespace: str, ca_bundle: bytes
+) -> None:
+    """Point the visibility APIServices at ``host:port``.
+
+    An EndpointSlice holds IP addresses, and the API server refuses loopback ones: with a
+    name or a loopback ``host`` the API is left unregistered, with a warning saying why.
+    """
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        log.warning(
+            "the visibility API is not registered with the API server: --webhook-host %s is not an "
+            "IP address (an EndpointSlice holds addresses)",
+            host,
+        )
+        return
+    if loopback:
+        log.warning(
+            "the visibility API is not registered with the API server: --webhook-host %s is a loopback "
+            "address, which the API server refuses as an endpoint (give the host's address to serve it)",
+            host,
+        )
+        return
+    for doc in deploy.external_endpoint(LOCAL_VISIBILITY_SERVICE, namespace, host, port):
+        await store.apply(doc, field_manager=deploy.INSTALL_FIELD_MANAGER)
+    for doc in deploy.api_services(LOCAL_VISIBILITY_SERVICE, namespace, ca_bundle=ca_bundle):
+        await store.apply(doc, field_manager=deploy.INSTALL_FIELD_MANAGER)
+    log.info("visibility API registered at https://%s:%d", host, port)

@@ -31,7 +31,7 @@ from pykueue.controllers import integrations, jobframework, multikueue
 from pykueue.controllers.kube_manager import KubeManager
 from pykueue.devcluster import running
 from pykueue.engine.config import EngineConfig
-from pykueue.server import deploy
+from pykueue.server import deploy, local_registration
 from pykueue.store import kubernetes
 
 from ..controlplane import ApiError, KubeCluster
@@ -476,7 +476,7 @@ def visibility_controller(
             detail = [line for line in services.splitlines() if "visibility" in line or "message" in line]
             raise AssertionError(f"{exc}\n{detail}\n{log_path.read_text()[-3000:]}") from None
         slice_ = kwok_cluster.get(
-            f"/apis/discovery.k8s.io/v1/namespaces/{system}/endpointslices/{controller_command.LOCAL_VISIBILITY_SERVICE}"
+            f"/apis/discovery.k8s.io/v1/namespaces/{system}/endpointslices/{local_registration.LOCAL_VISIBILITY_SERVICE}"
         )
         yield LocalController(process, log_path, address, int(slice_["ports"][0]["port"]))
 
