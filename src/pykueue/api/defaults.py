@@ -42,7 +42,10 @@ def is_namespaced(kind: str) -> bool:
 
 
 def gate_enabled(feature_gates: Mapping[str, bool] | None, name: str) -> bool:
-    """A feature gate's value, or upstream's default for it."""
+    """A feature gate's value, or upstream's default for it (a gate the API layer does not
+    consult is a bug in the caller, so it raises rather than read as off)."""
+    if name not in DEFAULT_FEATURE_GATES:
+        raise KeyError(f"feature gate {name!r} is not one the API layer consults (api/defaults.py)")
     if feature_gates is not None and name in feature_gates:
         return bool(feature_gates[name])
     return DEFAULT_FEATURE_GATES.get(name, False)

@@ -221,4 +221,8 @@ class EngineConfig:
     async_evictions: bool = False
 
     def gate(self, name: str) -> bool:
+        """The gate's value here, or its default; a name no Kueue release has is a bug in the
+        caller (a misspelt gate would otherwise read as off for ever), so it raises."""
+        if name not in KNOWN_GATES:
+            raise KeyError(f"unknown feature gate {name!r} (engine/config.py KNOWN_GATES)")
         return self.feature_gates.get(name, DEFAULT_GATES.get(name, False))
