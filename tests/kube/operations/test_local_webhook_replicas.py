@@ -53,12 +53,14 @@ def create_job(kueue: Kueue, ns: str, name: str) -> dict[str, Any] | str:
 
 
 @pytest.fixture
-def lease_namespace(kwok_cluster: KubeCluster) -> Iterator[str]:
+def lease_namespace(kwok_cluster: KubeCluster, controllers: Controllers) -> Iterator[str]:
     """The replicas' namespace; afterwards no webhook configuration points at a stopped replica."""
     name = f"pykueue-ha-{secrets.token_hex(3)}"
     try:
         yield name
     finally:
+        # Every replica first: one still running would register itself again within a check.
+        controllers.stop_all()
         for kind, config in WEBHOOK_CONFIGURATIONS:
             kwok_cluster.delete(f"/apis/admissionregistration.k8s.io/v1/{kind.lower()}s/{config}")
         # The CRDs' conversion pointed at the replicas too: back to the session's CRDs.
