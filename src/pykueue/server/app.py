@@ -63,6 +63,7 @@ from pykueue.errors import (
     ValidationError,
 )
 from pykueue.server import applying, auth, dashboard, dashboard_data, inputs, owners, policy, views
+from pykueue.server.limits import Limits
 from pykueue.server.peer import PEER_STATE_KEY, Peer
 from pykueue.store.base import Key, Manifest, authored_by
 
@@ -94,6 +95,7 @@ class ServerContext:
     history: dashboard_data.UsageHistory = field(default_factory=dashboard_data.UsageHistory)
     # Estimated start times of pending workloads (refreshed in the background); None: off.
     estimates: StartEstimates | None = None
+    limits: Limits = field(default_factory=Limits)
 
 
 class ApiError(inputs.InputRefused):
@@ -273,7 +275,7 @@ def create_app(ctx: ServerContext) -> FastAPI:
         identity = await caller(request)
         body = await inputs.read_body(request, inputs.ApplyRequest)
         files = [(f.name, f.text) for f in body.files]
-        result = await applying.apply(ctx.store, identity, files, ctx.owners)
+        result = await applying.apply(ctx.store, identity, files, ctx.owners, limits=ctx.limits)
         return {"results": result.actions}
 
     async def find_job(namespace: str, name: str) -> Manifest | None:

@@ -5,6 +5,8 @@
                 at most inputs.MAX_OBJECT_BYTES per object          -> TooLarge (413)
     authorize   auth.write_refusal for the caller                   -> 403, one line per object
                 a tenant's Workload priority is its class's value   -> 403
+    limit       `job_limits`: containers without requests get the   -> file#doc Kind/name spec.parallelism: ...
+                config's defaults; at most limits.maxPodsPerJob pods per job
     check       references a user would otherwise wait on forever:  -> file#doc Kind/name: message
                 a Job or JobSet names a LocalQueue that exists (here or in the same apply),
                 a priority class that exists; a JobSet is one this machine can run
@@ -35,8 +37,9 @@ from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
 from pykueue.controllers import integrations, local_jobset
 from pykueue.controllers.accounts import AccountError
 from pykueue.errors import FieldProblem, InputError, NotFound, ParseError, ValidationError
-from pykueue.server import auth, owners
+from pykueue.server import auth, job_limits, owners
 from pykueue.server.inputs import MAX_OBJECT_BYTES, object_size
+from pykueue.server.limits import Limits
 from pykueue.store.base import Key, Manifest, authored_by
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -404,6 +407,7 @@ async def apply(
     files: Sequence[tuple[str, str]],
     owning: owners.Owners,
     author: str | None = None,
+    limits: Limits | None = None,
 ) -> ApplyResult:
     """The whole pipeline; raises InputError (400/413/422) or Refused (403) with every problem.
 
@@ -411,6 +415,7 @@ async def apply(
     """
     documents = validate(decode(files))
     authorize(identity, documents)
+    job_limits.apply_limits(documents, limits or Limits())
     await check_priorities(store, identity, documents)
     await check_references(store, documents)
     await hand_over(store, documents)
