@@ -96,6 +96,17 @@ def test_a_job_over_the_pod_cap_is_refused_naming_the_field(
     assert server.jobs() == {}
 
 
+def test_only_resources_the_queue_covers_are_defaulted(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    # A memory request on a CPU-only queue could never be admitted there.
+    server = start_server(_config(tmp_path, _queue({"cpu": "2"})))
+    assert server.apply([_bare("bare", 2)]).status_code == 200
+    stored = server.api("GET", "/api/v1/objects/Job/default/bare")
+    assert stored["spec"]["template"]["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "100m"}}
+    wait_until(lambda: _used(server).get("cpu") == "200m", 60)
+
+
 def test_the_limits_are_read_from_the_config(tmp_path: Path, start_server: Callable[..., Server]) -> None:
     config = _config(
         tmp_path, _queue({"cpu": "2", "memory": "8Gi"}), maxPodsPerJob=4, defaultRequests={"cpu": "250m"}

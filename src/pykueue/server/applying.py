@@ -7,7 +7,8 @@
     authorize   auth.write_refusal for the caller                   -> 403, one line per object
                 a tenant's Workload priority is its class's value   -> 403
     limit       `job_limits`: containers without requests get the   -> file#doc Kind/name spec.parallelism: ...
-                config's defaults; at most limits.maxPodsPerJob pods per job
+                config's defaults (for what their ClusterQueue covers);
+                at most limits.maxPodsPerJob pods per job
                 `tenant_limits`: a tenant's namespace holds at most  -> 429
                 limits.maxObjects Jobs, JobSets and Workloads
     check       references a user would otherwise wait on forever:  -> file#doc Kind/name: message
@@ -426,7 +427,7 @@ async def apply(
         files, lambda raw: tenant_limits.check_document_count(identity, raw, limits)
     )
     authorize(identity, documents)
-    job_limits.apply_limits(documents, limits)
+    await job_limits.apply_limits(store, documents, limits)
     await tenant_limits.check_room(store, identity, (d.manifest for d in documents), limits)
     await check_priorities(store, identity, documents)
     await check_references(store, documents)

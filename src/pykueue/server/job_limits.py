@@ -1,9 +1,10 @@
 """What ``apply`` does to a job's pods under the config's ``limits`` (`pykueue.server.limits`).
 
     defaults   a container (or init container) of a Job, JobSet or Workload pod template that
-               names neither a request nor a limit for a resource of ``defaultRequests`` gets
-               that request written into the stored object, as a LimitRange's defaultRequest
-               would: without it a pod asks for nothing, so uses no quota however many run
+               names neither a request nor a limit for a resource of ``defaultRequests`` that
+               its ClusterQueue covers gets that request written into the stored object, as a
+               LimitRange's defaultRequest would: without it a pod asks for nothing, so uses
+               no quota however many run
     pod cap    a Job's parallelism, a JobSet's replicas x parallelism summed over its
                replicated jobs, a Workload's pod set counts summed: at most ``maxPodsPerJob``
                -> 422 naming the field
@@ -18,24 +19,67 @@ from collections.abc import Iterator
 from typing import Any
 
 from pykueue.api import manifests
-from pykueue.errors import FieldProblem, ValidationError
+from pykueue.api.batch import QUEUE_NAME_LABEL
+from pykueue.errors import FieldProblem, NotFound, ValidationError
 from pykueue.server.limits import Limits
+from pykueue.store.base import Key
 
 Manifest = dict[str, Any]
 
 
-def apply_limits(documents: list[Any], limits: Limits) -> None:
+async def apply_limits(store: Any, documents: list[Any], limits: Limits) -> None:
     """Fill in default requests, then refuse every job over the pod cap (all at once)."""
+    incoming = {Key.of(d.manifest): d.manifest for d in documents}
+    covered: dict[tuple[str, str], frozenset[str]] = {}
     problems: list[FieldProblem] = []
     for doc in documents:
-        for pod_spec in _pod_specs(doc.manifest):
-            _default_requests(pod_spec, limits.default_requests)
+        pod_specs = list(_pod_specs(doc.manifest))
+        if pod_specs and limits.default_requests:
+            queue = _queue_of(doc.manifest)
+            if queue not in covered:
+                covered[queue] = await _covered(store, incoming, *queue)
+            defaults = {n: v for n, v in limits.default_requests.items() if n in covered[queue]}
+            for pod_spec in pod_specs:
+                _default_requests(pod_spec, defaults)
         problem = _over_cap(doc.manifest, limits.max_pods_per_job)
         if problem is not None:
             path, message = problem
             problems.append(FieldProblem(path, message, manifests.object_ref(doc.manifest), doc.source))
     if problems:
         raise ValidationError(problems)
+
+
+def _queue_of(obj: Manifest) -> tuple[str, str]:
+    """(namespace, LocalQueue name) a job or Workload is submitted to."""
+    meta = obj.get("metadata") or {}
+    if obj.get("kind") == "Workload":
+        name = (obj.get("spec") or {}).get("queueName")
+    else:
+        name = (meta.get("labels") or {}).get(QUEUE_NAME_LABEL)
+    return str(meta.get("namespace") or "default"), str(name or "")
+
+
+async def _covered(store: Any, incoming: dict[Key, Manifest], namespace: str, queue: str) -> frozenset[str]:
+    """The resources the ClusterQueue behind a LocalQueue covers, as this apply leaves them.
+
+    A default only for these: a request for a resource the queue does not cover keeps a
+    workload from ever being admitted there (a bare job to a GPU-only queue must still run).
+    """
+    local = await _current(store, incoming, Key("LocalQueue", namespace, queue)) if queue else None
+    cq_name = str(((local or {}).get("spec") or {}).get("clusterQueue") or "")
+    cq = await _current(store, incoming, Key("ClusterQueue", "", cq_name)) if cq_name else None
+    groups = ((cq or {}).get("spec") or {}).get("resourceGroups") or []
+    return frozenset(str(r) for g in groups if isinstance(g, dict) for r in g.get("coveredResources") or [])
+
+
+async def _current(store: Any, incoming: dict[Key, Manifest], key: Key) -> Manifest | None:
+    if key in incoming:
+        return incoming[key]
+    try:
+        found: Manifest = await store.get(key.kind, key.namespace, key.name)
+    except NotFound:
+        return None
+    return found
 
 
 def _pod_specs(obj: Manifest) -> Iterator[Manifest]:
