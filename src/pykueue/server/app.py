@@ -63,7 +63,18 @@ from pykueue.errors import (
     StoreError,
     ValidationError,
 )
-from pykueue.server import applying, auth, dashboard, dashboard_data, inputs, owners, policy, views
+from pykueue.server import (
+    applying,
+    auth,
+    dashboard,
+    dashboard_data,
+    inputs,
+    owners,
+    policy,
+    tenant_limits,
+    views,
+)
+from pykueue.server.limits import Limits
 from pykueue.server.peer import PEER_STATE_KEY, Peer
 from pykueue.store.base import Key, Manifest, authored_by
 
@@ -95,6 +106,12 @@ class ServerContext:
     history: dashboard_data.UsageHistory = field(default_factory=dashboard_data.UsageHistory)
     # Estimated start times of pending workloads (refreshed in the background); None: off.
     estimates: StartEstimates | None = None
+    limits: Limits = field(default_factory=Limits)
+    rates: tenant_limits.RateLimiter | None = None  # made from ``limits`` when None
+
+    def __post_init__(self) -> None:
+        if self.rates is None:
+            self.rates = tenant_limits.RateLimiter(self.limits)
 
 
 class ApiError(inputs.InputRefused):
@@ -109,6 +126,13 @@ def _handlers(app: FastAPI) -> None:
     async def refused_at_boundary(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, inputs.InputRefused)
         return _error(exc.status, exc.message, exc.problems)
+
+    async def too_many(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, tenant_limits.TooManyRequests)
+        response = _error(exc.status, exc.message, exc.problems)
+        if exc.retry_after:
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
 
     async def refused(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, applying.Refused)
@@ -147,6 +171,7 @@ def _handlers(app: FastAPI) -> None:
         return _error(500, "internal error: the server's log has the details")
 
     app.add_exception_handler(inputs.InputRefused, refused_at_boundary)
+    app.add_exception_handler(tenant_limits.TooManyRequests, too_many)
     app.add_exception_handler(applying.Refused, refused)
     app.add_exception_handler(applying.TooLarge, too_large)
     app.add_exception_handler(InputError, input_error)
@@ -173,6 +198,8 @@ def create_app(ctx: ServerContext) -> FastAPI:
                     f"Unix user uid {peer.uid} has no pykueue identity; an admin can map one: "
                     f"pykueue token create NAME --unix-user USER -n NAMESPACE",
                 )
+            assert ctx.rates is not None
+            ctx.rates.admit(identity)
             return identity
         header = request.headers.get("authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else ""
@@ -181,6 +208,8 @@ def create_app(ctx: ServerContext) -> FastAPI:
         identity = await ctx.authenticator.identify(token)
         if identity is None:
             raise ApiError(401, "unknown or revoked token")
+        assert ctx.rates is not None
+        ctx.rates.admit(identity)
         return identity
 
     def need_admin(identity: auth.Identity, what: str) -> None:
@@ -278,7 +307,7 @@ def create_app(ctx: ServerContext) -> FastAPI:
         identity = await caller(request)
         body = await inputs.read_body(request, inputs.ApplyRequest)
         files = [(f.name, f.text) for f in body.files]
-        result = await applying.apply(ctx.store, identity, files, ctx.owners)
+        result = await applying.apply(ctx.store, identity, files, ctx.owners, limits=ctx.limits)
         return {"results": result.actions}
 
     async def find_job(namespace: str, name: str) -> Manifest | None:

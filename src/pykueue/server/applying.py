@@ -1,11 +1,17 @@
 """``apply``: many documents, checked in full, then stored all at once or not at all.
 
     decode      each file's YAML (a List is read item by item)      -> ParseError: file: message
+                (with validate: in worker threads, in chunks, `apply_parsing`)
     validate    manifests.parse_object, SUBMITTED, every document   -> file#doc Kind/name path: message
                 (STRICT, and no unknown field inside a pod template or a Job/JobSet spec)
                 at most inputs.MAX_OBJECT_BYTES per object          -> TooLarge (413)
     authorize   auth.write_refusal for the caller                   -> 403, one line per object
                 a tenant's Workload priority is its class's value   -> 403
+    limit       `job_limits`: containers without requests get the   -> file#doc Kind/name spec.parallelism: ...
+                config's defaults (for what their ClusterQueue covers);
+                at most limits.maxPodsPerJob pods per job
+                `tenant_limits`: a tenant's namespace holds at most  -> 429
+                limits.maxObjects Jobs, JobSets and Workloads
     check       references a user would otherwise wait on forever:  -> file#doc Kind/name: message
                 a Job or JobSet names a LocalQueue that exists (here or in the same apply),
                 a priority class that exists; a JobSet is one this machine can run
@@ -38,14 +44,16 @@ from pykueue.controllers import integrations, local_jobset
 from pykueue.controllers.accounts import AccountError
 from pykueue.controllers.isolation import SERVER_ANNOTATION_PREFIX
 from pykueue.errors import FieldProblem, InputError, NotFound, ParseError, ValidationError
-from pykueue.server import auth, owners
+from pykueue.server import auth, job_limits, owners, tenant_limits
 from pykueue.server.inputs import MAX_OBJECT_BYTES, object_size
+from pykueue.server.limits import Limits
 from pykueue.store.base import Key, Manifest, authored_by
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_KINDS = ("WorkloadPriorityClass", "PriorityClass")
 JOB_KINDS = ("Job", "JobSet")  # what runs on this machine, queued with the queue label
+NOTHING_TO_APPLY = "nothing to apply: the input holds no documents"
 
 
 class Refused(Exception):
@@ -100,7 +108,7 @@ def decode(files: Sequence[tuple[str, str]]) -> list[tuple[str, Any]]:
             else:
                 out.append((f"{name}#{index}", doc))
     if not out:
-        raise ParseError("nothing to apply: the input holds no documents")
+        raise ParseError(NOTHING_TO_APPLY)
     return out
 
 
@@ -466,13 +474,23 @@ async def apply(
     files: Sequence[tuple[str, str]],
     owning: owners.Owners,
     author: str | None = None,
+    limits: Limits | None = None,
 ) -> ApplyResult:
-    """The whole pipeline; raises InputError (400/413/422) or Refused (403) with every problem.
+    """The whole pipeline; raises InputError (400/413/422), Refused (403) or, for a tenant
+    over ``limits``, TooManyRequests (429) with every problem.
 
     ``author`` is whom policy history records the changes as made by (default: the identity).
     """
-    documents = validate(decode(files))
+    # Decode and validate off the event loop, a chunk at a time; that module builds on this one.
+    from pykueue.server import apply_parsing
+
+    limits = limits or Limits()
+    documents = await apply_parsing.parse(
+        files, lambda raw: tenant_limits.check_document_count(identity, raw, limits)
+    )
     authorize(identity, documents)
+    await job_limits.apply_limits(store, documents, limits)
+    await tenant_limits.check_room(store, identity, (d.manifest for d in documents), limits)
     await check_priorities(store, identity, documents)
     await check_references(store, documents)
     await hand_over(store, documents)

@@ -60,6 +60,7 @@ from pykueue.engine import configuration
 from pykueue.engine.config import EngineConfig
 from pykueue.errors import InputError, NotFound, PykueueError
 from pykueue.server import applying, auth, dashboard_data, demo, owners
+from pykueue.server import limits as limits_config
 from pykueue.server.app import ServerContext, create_app
 from pykueue.server.peer import PeerCredentialsProtocol, bind_unix_socket
 from pykueue.store.base import Key, Manifest
@@ -101,6 +102,8 @@ class Config:
     multikueue: multikueue.Settings = field(default_factory=multikueue.Settings)
     # objectRetentionPolicies.workloads, as in Kubernetes mode (`pykueue.controllers.retention`).
     retention: retention.Policy = field(default_factory=retention.Policy)
+    # What one tenant or one job may take (`pykueue.server.limits`).
+    limits: limits_config.Limits = field(default_factory=limits_config.Limits)
 
     @staticmethod
     def load(path: Path | None) -> Config:
@@ -120,6 +123,7 @@ class Config:
             "executor",
             "multiKueue",
             "objectRetentionPolicies",
+            limits_config.SECTION,
             *configuration.ENGINE_KEYS,
         }
         if unknown:
@@ -152,6 +156,7 @@ class Config:
             engine=engine,
             multikueue=_multikueue(path, raw.get("multiKueue")),
             retention=_retention(path, raw.get("objectRetentionPolicies")),
+            limits=limits_config.load(path, raw.get(limits_config.SECTION)),
         )
 
 
@@ -357,14 +362,19 @@ class _Server(uvicorn.Server):
 
 
 async def _apply_files(
-    store: SQLiteStore, admin: auth.Identity, paths: list[Path], console: Console, owning: owners.Owners
+    store: SQLiteStore,
+    admin: auth.Identity,
+    paths: list[Path],
+    console: Console,
+    owning: owners.Owners,
+    limits: limits_config.Limits,
 ) -> None:
     try:
         files = [(str(p), p.read_text(encoding="utf-8")) for p in paths]
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read a manifest of the config: {exc}") from None
     author = f"{auth.author(admin)}, from the server's config"
-    result = await applying.apply(store, admin, files, owning, author=author)
+    result = await applying.apply(store, admin, files, owning, author=author, limits=limits)
     for action in result.actions:
         where = f"{action['namespace']}/" if action["namespace"] else ""
         console.record(
@@ -378,13 +388,14 @@ async def _demo(
     phases: list[tuple[float, Path]],
     console: Console,
     owning: owners.Owners,
+    limits: limits_config.Limits,
 ) -> None:
     started = time.monotonic()
     for after, path in phases:
         await asyncio.sleep(max(0.0, started + after - time.monotonic()))
         console.record("demo", f"applying {path.name}")
         try:
-            await _apply_files(store, admin, [path], console, owning)
+            await _apply_files(store, admin, [path], console, owning, limits)
         except PykueueError as exc:
             console.record("demo", f"refused: {exc}")
     console.record(
@@ -457,7 +468,7 @@ async def _main(options: Options, config: Config) -> None:
     )
     itself = auth.local_admin(os.getuid())  # the config is the server owner's word
     if config.manifests:
-        await _apply_files(store, itself, config.manifests, console, owning)
+        await _apply_files(store, itself, config.manifests, console, owning, config.limits)
     elif not (await store.list("ClusterQueue"))[0]:
         await applying.apply(
             store,
@@ -499,6 +510,7 @@ async def _main(options: Options, config: Config) -> None:
         owners=owning,
         events=events,
         estimates=estimates,
+        limits=config.limits,
     )
     socket_path = options.socket or paths.default_socket(data_dir)
     try:
@@ -528,7 +540,11 @@ async def _main(options: Options, config: Config) -> None:
         asyncio.create_task(estimates.run(stop), name="estimates"),
     ]
     if options.demo and config.demo:
-        helpers.append(asyncio.create_task(_demo(store, itself, config.demo, console, owning), name="demo"))
+        helpers.append(
+            asyncio.create_task(
+                _demo(store, itself, config.demo, console, owning, config.limits), name="demo"
+            )
+        )
     for path in client_paths:
         write_client_config(path, url, token, socket_path)
     print(f"pykueue is serving {url} and {socket_path}", flush=True)

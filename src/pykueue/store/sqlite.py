@@ -170,6 +170,14 @@ class SQLiteStore:
                 conn.execute("COMMIT")
         return [json.loads(body) for (body,) in rows], str(version)
 
+    def count(self, kind: str, namespace: str, unowned_only: bool = False) -> int:
+        """How many ``kind`` objects ``namespace`` holds (``unowned_only``: without an owner
+        reference, i.e. not made by a controller for another object); no body is decoded."""
+        query = "SELECT COUNT(*) FROM objects WHERE kind = ? AND namespace = ?"
+        if unowned_only:
+            query += " AND json_extract(body, '$.metadata.ownerReferences') IS NULL"
+        return int(self._read_conn().execute(query, (kind, namespace)).fetchone()[0])
+
     # ----------------------------------------------------------------- writing
 
     @contextlib.asynccontextmanager
