@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from pykueue.api import manifests
+from pykueue.api import manifests, semantic
 from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
 from pykueue.controllers import integrations, local_jobset
 from pykueue.controllers.accounts import AccountError
@@ -370,15 +370,16 @@ async def _generated_key(store: Any, obj: Manifest) -> Key:
 
 
 def _same(new: Manifest, current: Manifest) -> bool:
+    # Semantic equality: `cpu: 1` applied again over a stored "1" is no change.
     if new.get("kind") == "JobSet":
-        return _without_suspend(new) == _without_suspend(current)
+        return semantic.equal(_without_suspend(new), _without_suspend(current))
     if new.get("kind") == "Job":
         # The adapter owns suspend and parallelism (partial admission): compare the user's part.
         mine = {k: v for k, v in (new.get("spec") or {}).items() if k not in ("suspend", "parallelism")}
         theirs = {k: v for k, v in (current.get("spec") or {}).items() if k not in ("suspend", "parallelism")}
-        return mine == theirs
+        return semantic.equal(mine, theirs)
     keys = set(new) | set(current)
-    return all(new.get(k) == current.get(k) for k in keys if k not in ("metadata", "status"))
+    return all(semantic.equal(new.get(k), current.get(k)) for k in keys if k not in ("metadata", "status"))
 
 
 def _without_suspend(obj: Manifest) -> Manifest:
