@@ -67,10 +67,15 @@ class Worker:
         return None
 
 
-class OneWorker(ClusterConnections):
-    def __init__(self, worker: Worker) -> None:
+class Workers(ClusterConnections):
+    """Connections to workers held in memory, every one active (a name per MultiKueueCluster)."""
+
+    def __init__(self, workers: dict[str, Worker]) -> None:
         super().__init__(MemoryStore(), "kueue-system", lambda: datetime.now(UTC))
-        self.connections = {"w1": Connection("w1", store=worker, active=True, reason="Active")}
+        self.connections = {
+            name: Connection(name, store=worker, active=True, reason="Active")
+            for name, worker in workers.items()
+        }
 
     async def refresh(self) -> None:
         return None
@@ -140,12 +145,16 @@ def _sent(finished: dict[str, str] | None) -> Manifest:
     }
 
 
-def _poll(worker: Worker) -> tuple[Manifest, list[tuple[str, str, str]]]:
-    """One poll of the manager with w1 holding what ``worker`` holds: the Workload's check, the Events."""
+def _poll(
+    worker: Worker, workers: dict[str, Worker] | None = None, clusters: tuple[str, ...] = ("w1",)
+) -> tuple[Manifest, list[tuple[str, str, str]]]:
+    """One poll of the manager with w1 holding what ``worker`` holds (or the MultiKueueClusters
+    ``workers``, its config listing ``clusters``): the Workload's check entry, the Events."""
 
     async def run() -> tuple[Manifest, list[tuple[str, str, str]]]:
         manager = MemoryStore()
-        objects = [await manager.create(obj) for obj in (CHECK, CONFIG, _job(), _workload())]
+        config = {**CONFIG, "spec": {"clusters": list(clusters)}}
+        objects = [await manager.create(obj) for obj in (CHECK, config, _job(), _workload())]
         cache = {Key.of(obj): obj for obj in objects}
         job = objects[2]
         events: list[tuple[str, str, str]] = []
@@ -156,7 +165,7 @@ def _poll(worker: Worker) -> tuple[Manifest, list[tuple[str, str, str]]]:
             lambda uid: job if uid == "job-uid" else None,
             on_event=lambda obj, kind, reason, message: events.append((kind, reason, message)),
         )
-        controller.clusters = OneWorker(worker)
+        controller.clusters = Workers(workers or {"w1": worker})
         await controller.poll()
         stored = await manager.get("Workload", NS, "job-j")
         entry: Manifest = stored["status"]["admissionChecks"][0]
@@ -165,8 +174,10 @@ def _poll(worker: Worker) -> tuple[Manifest, list[tuple[str, str, str]]]:
     return asyncio.run(run())
 
 
-def _with_copy(sent: Manifest) -> Worker:
+def _with_copy(sent: Manifest, cluster: str = "w1") -> Worker:
+    """A worker holding the job copy and ``sent``, with uids of its own (an API server's are random)."""
     worker = Worker()
+    sent = {**sent, "metadata": {**sent["metadata"], "uid": f"{cluster}-workload"}}
 
     async def fill() -> None:
         job: dict[str, Any] = {
@@ -175,6 +186,7 @@ def _with_copy(sent: Manifest) -> Worker:
             "metadata": {
                 "name": "j",
                 "namespace": NS,
+                "uid": f"{cluster}-job",
                 "labels": {**ORIGIN, jobframework.PREBUILT_WORKLOAD_KEY: "job-j"},
                 "annotations": {jobframework.MULTIKUEUE_WORKLOAD_ANNOTATION: "job-j"},
             },

@@ -322,7 +322,7 @@ class MultiKueueController:
                 pass  # a newer object is on its way through the watch; next poll
             except StoreError as exc:
                 log.warning("multikueue: %s: %s", key, exc)
-        await self._collect(remote, checks)
+        await self._collect(remote, checks, configs)
 
     def _entry(self, workload: Manifest, checks: Mapping[str, Manifest]) -> Manifest | None:
         for entry in (workload.get("status") or {}).get("admissionChecks") or []:
@@ -712,16 +712,45 @@ class MultiKueueController:
 
     # -------------------------------------------------------------- collect
 
-    async def _collect(self, remote: Mapping[str, Remote], checks: Mapping[str, Manifest]) -> None:
+    async def _collect(
+        self, remote: Mapping[str, Remote], checks: Mapping[str, Manifest], configs: Mapping[str, Manifest]
+    ) -> None:
         for cluster, seen in remote.items():
             # A pre-built Workload may be there without a job (a loser's, or the job not sent yet).
             for key in sorted(set(seen.jobs) | set(seen.workloads), key=str):
-                workload = self.cache.get(key)
-                entry = None if workload is None else self._entry(workload, checks)
-                state = None if entry is None else entry.get("state")
-                if copy_wanted(workload, cluster, None if state is None else str(state)):
-                    continue
-                await self._delete_copy(cluster, key, seen.jobs.get(key, []), seen.workloads.get(key))
+                if self._unwanted(key, cluster, remote, checks, configs):
+                    await self._delete_copy(cluster, key, seen.jobs.get(key, []), seen.workloads.get(key))
+
+    def _unwanted(
+        self,
+        key: Key,
+        cluster: str,
+        remote: Mapping[str, Remote],
+        checks: Mapping[str, Manifest],
+        configs: Mapping[str, Manifest],
+    ) -> bool:
+        """Whether the copy ``cluster`` shows of the manager's Workload ``key`` is to be deleted.
+
+        As upstream: when the Workload is gone (or not MultiKueue's); else only through a worker
+        of its check's MultiKueueConfig, when it no longer wants a copy there (finished, evicted,
+        assigned to another worker). A worker is known by its objects, not its name: two
+        MultiKueueClusters may reach the same API server (a worker being renamed), and the
+        copy one of them shows may be the very object the elected one runs.
+        """
+        workload = self.cache.get(key)
+        entry = None if workload is None else self._entry(workload, checks)
+        if workload is None or entry is None:
+            return True
+        config = configs.get(config_name(checks[str(entry["name"])]) or "")
+        if cluster not in ((config or {}).get("spec") or {}).get("clusters", []):
+            return False  # not a worker of its config: another name's business, or an orphan later
+        if copy_wanted(workload, cluster, str(entry.get("state"))):
+            return False
+        elected = str((workload.get("status") or {}).get("clusterName") or "")
+        if elected and elected != cluster and elected in remote:
+            # The elected worker under another name: its own pass decides for this object.
+            return not _uids(remote[elected], key) & _uids(remote[cluster], key)
+        return True
 
     async def _delete_copy(
         self, cluster: str, key: Key, jobs: list[Manifest], workload: Manifest | None
@@ -767,6 +796,12 @@ async def _create_on(
         log.warning("multikueue: %s: cannot create its %s in %s: %s", key, body.get("kind"), cluster, exc)
         return False
     return True
+
+
+def _uids(seen: Remote, key: Key) -> set[str]:
+    """The uids of the objects a worker holds for the manager's Workload ``key``."""
+    found = [*seen.jobs.get(key, []), *([seen.workloads[key]] if key in seen.workloads else [])]
+    return {str(obj["metadata"].get("uid")) for obj in found if (obj.get("metadata") or {}).get("uid")}
 
 
 def _annotation(job: Manifest, name: str) -> Key | None:
