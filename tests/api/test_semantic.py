@@ -40,3 +40,11 @@ def test_missing_null_and_empty_are_alike() -> None:
 def test_a_bad_quantity_is_compared_as_written() -> None:
     assert semantic.same_resources({"cpu": "lots"}, {"cpu": "lots"})
     assert not semantic.same_resources({"cpu": "lots"}, {"cpu": "1"})
+
+
+def test_canonical_resources_for_hashing() -> None:
+    assert semantic.canonical_resources({"cpu": 1.5, "memory": "1024Mi", "odd": "lots"}) == {
+        "cpu": "1500m",
+        "memory": "1Gi",
+        "odd": "lots",
+    }

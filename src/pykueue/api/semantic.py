@@ -36,6 +36,15 @@ def same_resources(a: Mapping[str, object] | None, b: Mapping[str, object] | Non
     return _equal(a, b, resource_list=True)
 
 
+def canonical_resources(resources: Mapping[str, object] | None) -> dict[str, object]:
+    """A ResourceList with every quantity in its canonical text, for hashing (``1000m`` -> ``1``)."""
+    out: dict[str, object] = {}
+    for name, value in (resources or {}).items():
+        readable = _value(value) is not None and isinstance(value, str | int | float)
+        out[name] = quantity.canonical(value) if readable else value  # type: ignore[arg-type]
+    return out
+
+
 def _empty(value: object) -> bool:
     return value is None or (isinstance(value, Mapping | list | tuple) and not value)
 
