@@ -40,3 +40,17 @@ def test_generate_name_creates_a_new_named_job_each_time(tmp_path: Path) -> None
     assert first != second
     for name in (first, second):
         assert name.startswith("sample-job-") and len(name) == len("sample-job-") + 5
+
+
+def test_a_job_applied_again_with_its_requests_spelled_otherwise_is_unchanged(tmp_path: Path) -> None:
+    named = JOB.replace("generateName: sample-job-", "name: sample-job")
+
+    async def apply_twice() -> list[str]:
+        store = SQLiteStore(tmp_path / "state.db")
+        actions = []
+        for text in (named, named.replace('cpu: "1"', "cpu: 1000m")):
+            docs = applying.validate(applying.decode([("job.yaml", text)]))
+            actions.append((await applying.store_all(store, docs)).actions[0]["action"])
+        return actions
+
+    assert asyncio.run(apply_twice()) == ["created", "unchanged"]
