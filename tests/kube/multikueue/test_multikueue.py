@@ -904,3 +904,85 @@ def test_a_copy_the_worker_finishes_out_of_sync_is_told_on_the_manager_and_its_q
 
 def _apply_text(cluster: KubeCluster, text: str) -> None:
     cluster.kubectl("apply", "--server-side", "-f", "-", input=text)
+
+
+REFUSED = "pykueue.test/refused"
+REFUSING_POLICY = f"""
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: no-refused-jobs}}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {{apiGroups: [batch], apiVersions: [v1], operations: [CREATE], resources: [jobs]}}
+  validations:
+  - expression: "!has(object.metadata.labels) || !('{REFUSED}' in object.metadata.labels)"
+    message: jobs marked {REFUSED} are not taken here
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: no-refused-jobs}}
+spec: {{policyName: no-refused-jobs, validationActions: [Deny]}}
+"""
+
+
+def _refuses(cluster: KubeCluster) -> bool:
+    """Whether the worker's policy is in force: a dry-run Job marked for it is denied."""
+    probe = job(_unique("probe"), cpu="1", run_duration="1s")
+    probe["metadata"]["labels"][REFUSED] = "yes"
+    del probe["spec"]["managedBy"]
+    try:
+        cluster.request("POST", f"{JOBS}?dryRun=All", probe)
+    except ApiError:
+        return True
+    return False
+
+
+def test_a_job_the_winner_refuses_is_told_on_the_managers_workload(multikueue_clusters: Clusters) -> None:
+    # The workers' admission policy denies the job copy (after their Kueue reserved quota for
+    # the Workload sent first): the manager's check says so and a Warning Event tells its owner.
+    clusters = multikueue_clusters
+    name = _unique("refused")
+    for worker in clusters.workers.values():
+        _apply_text(worker, REFUSING_POLICY)
+    try:
+        for worker_name, worker in clusters.workers.items():
+            wait(lambda w=worker: _refuses(w), 60, f"the policy in force on {worker_name}")
+        manifest = job(name, cpu="1", run_duration="5s")
+        manifest["metadata"]["labels"][REFUSED] = "yes"
+        clusters.manager.create(JOBS, manifest)
+        message = wait(
+            lambda: (
+                (m := _check(_manager_workload(clusters, name)).get("message", "")) and "refused" in m and m
+            ),
+            90,
+            "the refusal in the check's message",
+        )
+        assert message.startswith('The worker "worker'), message
+        assert f"jobs marked {REFUSED} are not taken here" in message, message
+        wl = _manager_workload(clusters, name)
+        assert wl is not None
+        warnings = wait(
+            lambda: [e for e in _events(clusters.manager, wl) if e[:2] == ("Warning", "MultiKueue")],
+            30,
+            "a Warning Event",
+        )
+        assert f"jobs marked {REFUSED} are not taken here" in warnings[0][2]
+    finally:
+        for worker in clusters.workers.values():
+            worker.kubectl(
+                "delete",
+                "validatingadmissionpolicybinding/no-refused-jobs",
+                "validatingadmissionpolicy/no-refused-jobs",
+                check=False,
+            )
+    clusters.manager.delete(f"{JOBS}/{name}")
+    wait(
+        lambda: (
+            not _copies(clusters, name)
+            and not any(_sent_workloads(w, name) for w in clusters.workers.values())
+        ),
+        30,
+        "the Workloads sent removed after the deletion",
+    )
