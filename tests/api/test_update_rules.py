@@ -49,6 +49,14 @@ def test_pod_sets_are_immutable_while_quota_is_reserved() -> None:
     assert paths(pending(), with_(pending(), "spec.podSets[0].count", 5)) == []
 
 
+def test_requests_written_another_way_are_no_change_of_a_reserved_workload() -> None:
+    # As upstream's semantic equality: a quantity is its value, however it is spelled.
+    old = samples.workload()
+    requests = "spec.podSets[0].template.spec.containers[0].resources.requests"
+    assert paths(old, with_(old, requests, {"cpu": "0.5", "memory": str(2**30)})) == []
+    assert "spec.podSets[0]" in paths(old, with_(old, requests, {"cpu": "1", "memory": "1Gi"}))
+
+
 def test_queue_name_immutable_while_reserved_before_and_after() -> None:
     old = samples.workload()
     assert ("spec", "queueName is immutable while workload quota reserved") in update_problems(

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from pykueue.controllers import integrations
+from pykueue.controllers.integrations import pod as pod_integration
 from pykueue.controllers.jobframework import PodSetInfo
 
 MIRROR = Path(os.environ.get("PYKUEUE_UPSTREAM_KUEUE", "/work/.mirror/kubernetes-sigs+kueue/repo"))
@@ -258,3 +259,17 @@ def test_trainjob_pod_sets_come_from_its_runtime_and_admission_goes_into_a_runti
     job["status"]["conditions"] = [{"type": "Complete", "status": "True", "message": "done"}]
     finished = adapter.finished(job)
     assert finished is not None and finished.succeeded and finished.message == "done"
+
+
+def test_pods_asking_the_same_spelled_differently_share_a_role() -> None:
+    def one(cpu: object) -> dict[str, object]:
+        return {
+            "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]}
+        }
+
+    assert (
+        pod_integration.role_hash(one(1))
+        == pod_integration.role_hash(one("1000m"))
+        == pod_integration.role_hash(one("1"))
+    )
+    assert pod_integration.role_hash(one(2)) != pod_integration.role_hash(one(1))

@@ -13,6 +13,8 @@ import asyncio
 import copy
 from typing import Any
 
+import pytest
+
 from pykueue.controllers import integrations, jobframework
 from pykueue.controllers.integrations.batch_job import BatchJobAdapter
 from pykueue.controllers.job_reconciler import JobReconciler
@@ -162,6 +164,36 @@ def test_a_workload_that_does_not_describe_the_job_is_finished_out_of_sync() -> 
     assert [(c["status"], c["reason"], c["message"]) for c in finished] == [
         ("True", "OutOfSync", "The prebuilt workload is out of sync with its user job")
     ]
+
+
+@pytest.mark.parametrize("written", [1, "1", "1000m", 1.0])
+def test_the_same_requests_written_another_way_describe_the_job(written: object) -> None:
+    # A JobSet's `cpu: 1` (unquoted, as upstream's sample) reached a worker as the int 1 while the
+    # Workload the manager sent said "1": compared as text, every such copy was finished OutOfSync.
+    spelled = copy.deepcopy(prebuilt_job())
+    spelled["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = written
+
+    async def scenario() -> list[Manifest]:
+        harness = Harness()
+        await harness.start(spelled, workload_for(prebuilt_job()))
+        return await harness.workloads()
+
+    (workload,) = asyncio.run(scenario())
+    assert "Finished" not in {c["type"] for c in (workload.get("status") or {}).get("conditions") or []}
+    assert workload["metadata"]["ownerReferences"][0]["name"] == "copy"
+
+
+def test_requests_of_another_value_are_still_out_of_sync() -> None:
+    more = copy.deepcopy(prebuilt_job())
+    more["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = 1.5
+
+    async def scenario() -> list[Manifest]:
+        harness = Harness()
+        await harness.start(more, workload_for(prebuilt_job()))
+        return await harness.workloads()
+
+    (workload,) = asyncio.run(scenario())
+    assert [c["reason"] for c in workload["status"]["conditions"] if c["type"] == "Finished"] == ["OutOfSync"]
 
 
 def test_a_time_limit_that_differs_is_out_of_sync_too() -> None:

@@ -120,3 +120,43 @@ def test_local_queue_status_counts_its_own_workloads_only() -> None:
     assert after["admittedWorkloads"] == 1
     assert after["flavorsUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "1"}]}]
     assert after["conditions"][0]["reason"] == "Ready"
+
+
+def _inactive(namespace: str, name: str, cpu: str) -> dict[str, Any]:
+    doc = _wl(namespace, name, cpu)
+    doc["spec"]["active"] = False
+    return doc
+
+
+def test_a_deactivated_workload_is_pending_in_neither_its_local_queue_nor_its_cluster_queue() -> None:
+    # As upstream's queue manager: only admissible workloads are pending. The LocalQueue counted
+    # the deactivated ones its tenants could not see anywhere else (38 against 36).
+    docs = [
+        FLAVOR,
+        _cq("a", "4"),
+        _lq("team-a", "a"),
+        _wl("team-a", "waits", "8"),
+        _inactive("team-a", "off", "1"),
+    ]
+    state = _state(*docs)
+    scheduler.run_cycle(state)
+    assert status.cluster_queue_status(state, "a")["pendingWorkloads"] == 1
+    assert status.local_queue_status(state, "team-a/main")["pendingWorkloads"] == 1
+
+
+def test_a_workload_deactivated_while_admitted_leaves_both_counts() -> None:
+    state = _state(FLAVOR, _cq("a", "4"), _lq("team-a", "a"), _wl("team-a", "runs", "1"))
+    scheduler.run_cycle(state)
+    loading.apply(state, manifests.parse_object(_inactive("team-a", "runs", "1")))
+    scheduler.run_cycle(state)
+    local, cluster = status.local_queue_status(state, "team-a/main"), status.cluster_queue_status(state, "a")
+    assert (local["pendingWorkloads"], local["reservingWorkloads"]) == (0, 0)
+    assert (cluster["pendingWorkloads"], cluster["reservingWorkloads"]) == (0, 0)
+
+
+def test_pending_workloads_of_a_missing_cluster_queue_still_count_in_their_local_queue() -> None:
+    # upstream keeps them in the LocalQueue's items while its ClusterQueue does not exist
+    state = _state(
+        FLAVOR, _lq("team-a", "gone"), _wl("team-a", "waits", "1"), _inactive("team-a", "off", "1")
+    )
+    assert status.local_queue_status(state, "team-a/main")["pendingWorkloads"] == 1

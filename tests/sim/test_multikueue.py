@@ -509,3 +509,12 @@ def test_a_limited_job_behind_multikueue_is_refused_by_name(tmp_path: Path):
     )
     output = _bad(tmp_path, _manager(["w1"]), {"w1": _queue("cq", "4")}, limited)
     assert "trace.csv:2 maxExecutionTime: not simulated for a job sent to MultiKueue workers (yet)" in output
+
+
+def test_an_outage_after_a_job_ended_on_that_worker_keeps_the_job_finished(tmp_path: Path):
+    # a ends on w1 at 500 s, seen by the manager; w1 is out of reach from 600 s past
+    # workerLostTimeout (1500 s): nothing of a is left to lose (this was a KeyError at 1500 s).
+    csv_text = HEADER + "a,0,team/main,0,500,,1,cpu=4\n"
+    run, summary = _run_outage(tmp_path, csv_text, (("w1", 600 * S, 3000 * S),))
+    assert _job(run, "a") == {"first": 0, "finish": 500, "site": "w1", "evictions": 0}
+    assert summary["multiKueue"]["workers"]["w1"]["lostToTimeout"] == 0

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import collections
+import json
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -104,3 +106,36 @@ def test_a_restart_says_which_leftover_processes_it_killed(
     server.process.wait(timeout=60)
     server.start()
     assert not [e for e in server.api("GET", "/api/v1/events") if "left running" in e["message"]]
+
+
+def test_a_pod_started_just_before_a_crash_knows_it_was_interrupted(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    """The server died after starting a pod and before recording it as active: the restart still
+    counts the interruption (it found the pod's process), so the next start says PYKUEUE_PREEMPTED=1.
+
+    The crash cannot be timed into that window for real; the stored status is put back to what it
+    was before the server recorded the pod, the one part that is staged.
+    """
+    queues = cluster_queue("main", cpu="2") + "---\n" + flavor_and_queue("a100", "main", "default")
+    server = start_server(write_config(tmp_path, queues))
+    out = tmp_path / "starts.txt"
+    script = f'echo "start ${{PYKUEUE_PREEMPTED:-0}}" >> {out}; sleep 600'
+    assert server.apply([job("racer", script)]).status_code == 200
+    wait_until(lambda: out.exists() and "start 0" in out.read_text(), timeout=60)
+    wait_until(lambda: server.jobs()["default/racer"]["active"] == 1, timeout=30)
+    server.kill()
+    assert marked_processes(server.db), "the pod outlived the killed server"
+    with sqlite3.connect(server.db) as db:
+        (body,) = db.execute(
+            "SELECT body FROM objects WHERE kind = 'Job' AND namespace = 'default' AND name = 'racer'"
+        ).fetchone()
+        stored = json.loads(body)
+        stored["status"] = {k: v for k, v in stored["status"].items() if k not in ("active", "pykueue")}
+        db.execute(
+            "UPDATE objects SET body = ? WHERE kind = 'Job' AND namespace = 'default' AND name = 'racer'",
+            (json.dumps(stored),),
+        )
+    server.start()
+    wait_until(lambda: out.read_text().count("start") == 2, timeout=60)
+    assert out.read_text().splitlines() == ["start 0", "start 1"]

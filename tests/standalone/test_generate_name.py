@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pykueue.server import applying
+from pykueue.server import apply_parsing, applying
 from pykueue.store.sqlite import SQLiteStore
 
 JOB = """\
@@ -28,7 +28,7 @@ def test_generate_name_creates_a_new_named_job_each_time(tmp_path: Path) -> None
         store = SQLiteStore(tmp_path / "state.db")
         names = []
         for _ in range(2):
-            docs = applying.validate(applying.decode([("job.yaml", JOB)]))
+            docs = apply_parsing.validate(apply_parsing.decode([("job.yaml", JOB)]))
             result = await applying.store_all(store, docs)
             names.append(result.actions[0]["name"])
             assert result.actions[0]["action"] == "created"
@@ -40,3 +40,17 @@ def test_generate_name_creates_a_new_named_job_each_time(tmp_path: Path) -> None
     assert first != second
     for name in (first, second):
         assert name.startswith("sample-job-") and len(name) == len("sample-job-") + 5
+
+
+def test_a_job_applied_again_with_its_requests_spelled_otherwise_is_unchanged(tmp_path: Path) -> None:
+    named = JOB.replace("generateName: sample-job-", "name: sample-job")
+
+    async def apply_twice() -> list[str]:
+        store = SQLiteStore(tmp_path / "state.db")
+        actions = []
+        for text in (named, named.replace('cpu: "1"', "cpu: 1000m")):
+            docs = apply_parsing.validate(apply_parsing.decode([("job.yaml", text)]))
+            actions.append((await applying.store_all(store, docs)).actions[0]["action"])
+        return actions
+
+    assert asyncio.run(apply_twice()) == ["created", "unchanged"]

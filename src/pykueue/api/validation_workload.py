@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from pykueue.api import quantity
+from pykueue.api import quantity, semantic
 from pykueue.api.checks import (
     IMMUTABLE,
     NEGATIVE,
@@ -232,7 +232,8 @@ def validate_workload_update(old: Workload, new: Workload) -> list[FieldProblem]
             out.add("spec.podSets", IMMUTABLE)
         else:
             for i, (before, after) in enumerate(zip(old.spec.pod_sets, new.spec.pod_sets, strict=True)):
-                if before != after:
+                # by value, as upstream's semantic equality: `cpu: 1` may come back as "1000m"
+                if before != after and not semantic.equal(_wire(before), _wire(after)):
                     out.add(f"spec.podSets[{i}]", IMMUTABLE)
         old_ref, new_ref = old.spec.priority_class_ref, new.spec.priority_class_ref
         if (old_ref is None) != (new_ref is None):
@@ -309,3 +310,7 @@ def _reclaimable_update(old: Workload, new: Workload, out: Problems) -> None:
     for name in before:
         if name not in after:
             out.add(key_path("status.reclaimablePods", name), "cannot be removed")
+
+
+def _wire(model: PodSet) -> object:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)

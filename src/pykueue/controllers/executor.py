@@ -237,6 +237,9 @@ class LocalExecutor:
         self._serial = 0
         self.launcher = LauncherClient()
         self.starts = 0  # pods started since this executor began (for tests and metrics)
+        # (namespace, name) of the jobs whose processes `kill_leftovers` found: interrupted even
+        # when the earlier server died before it recorded their pods as active.
+        self.interrupted: set[tuple[str, str]] = set()
 
     # ------------------------------------------------------------ start up
 
@@ -249,6 +252,7 @@ class LocalExecutor:
         stuck = 0
         found = _marked_processes(f"{MARKER_ENV}={self.marker}")
         present = set(found)
+        self.interrupted.update(job for job in map(_job_of, found) if job is not None)
         if self.isolation.cgroups is not None:
             present.update(pid for pod in self.isolation.cgroups.leftovers() for pid in pod.pids())
             stuck = self.isolation.cgroups.kill_leftovers(timeout)
@@ -281,8 +285,11 @@ class LocalExecutor:
                 continue  # a restarted loop: this executor's own counts and pods are current
             run = JobRun.from_status(job.get("status") or {})
             self.runs[key] = run
-            if int(_counts(job.get("status") or {}).get("active", 0)) > 0 and run.outcome is None:
-                # Its pods died with the previous server (kill_leftovers made sure).
+            active = int(_counts(job.get("status") or {}).get("active", 0)) > 0
+            ran = (key.namespace, key.name) in self.interrupted
+            if (active or ran) and run.outcome is None:
+                # Its pods died with the previous server (kill_leftovers made sure), whether or not
+                # that server lived to record them: a pod started just before a crash counts too.
                 run.interruptions += 1
                 await self._write_status(key)
             self._dirty.add(key)
@@ -1128,6 +1135,20 @@ def _marked_processes(marker: str) -> list[int]:
         if b"\0" + needle in b"\0" + data:
             found.append(int(entry))
     return found
+
+
+def _job_of(pid: int) -> tuple[str, str] | None:
+    """The (namespace, name) of the job a pod's process belongs to, from its environment."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            entries = environ.read().split(b"\0")
+    except OSError:
+        return None
+    found = dict(entry.split(b"=", 1) for entry in entries if b"=" in entry)
+    namespace, name = found.get(b"PYKUEUE_NAMESPACE"), found.get(b"PYKUEUE_JOB")
+    if namespace is None or name is None:
+        return None
+    return namespace.decode(errors="replace"), name.decode(errors="replace")
 
 
 def _alive(pid: int) -> bool:

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pykueue.api import quantity
+from pykueue.api import semantic
 from pykueue.api.meta import LabelSelector, dns_subdomain_errors
 from pykueue.errors import FieldProblem
 from pykueue.store.base import Manifest
@@ -705,23 +705,12 @@ def workload_for(
     }
 
 
-def _by_value(requests: Any) -> Any:
-    """Requests as quantities, so ``1``, ``"1"`` and ``"1000m"`` are the same request (as upstream's
-    semantic comparison): a job's controller may re-encode them (the trainer's webhook writes a
-    TrainJob's integer quantities back as strings) without the job having changed."""
-    if not isinstance(requests, Mapping):
-        return requests
-    out: dict[str, Any] = {}
-    for name, value in requests.items():
-        try:
-            out[name] = quantity.parse_exact(value)
-        except quantity.QuantityError:
-            out[name] = value
-    return out
-
-
 def equivalent_pod_sets(workload: Manifest, pod_sets: list[Manifest]) -> bool:
-    """Whether a Workload still describes the job's pod sets (names, counts, requests by value)."""
+    """Whether a Workload still describes the job's pod sets (names, counts, requests).
+
+    Requests are compared by value, as upstream's semantic equality does: a job's ``cpu: 1``
+    and its Workload's ``cpu: "1"`` (or ``1000m``) ask for the same.
+    """
 
     def shape(items: list[Manifest]) -> list[tuple[Any, ...]]:
         return [
@@ -730,14 +719,23 @@ def equivalent_pod_sets(workload: Manifest, pod_sets: list[Manifest]) -> bool:
                 ps.get("count"),
                 ps.get("minCount"),
                 [
-                    (c.get("name"), _by_value((c.get("resources") or {}).get("requests")))
+                    (c.get("name"), (c.get("resources") or {}).get("requests"))
                     for c in ((ps.get("template") or {}).get("spec") or {}).get("containers") or []
                 ],
             )
             for ps in items
         ]
 
-    return shape((workload.get("spec") or {}).get("podSets") or []) == shape(pod_sets)
+    mine, theirs = shape((workload.get("spec") or {}).get("podSets") or []), shape(pod_sets)
+    return len(mine) == len(theirs) and all(
+        a[:3] == b[:3]
+        and len(a[3]) == len(b[3])
+        and all(
+            ca[0] == cb[0] and semantic.same_resources(ca[1], cb[1])
+            for ca, cb in zip(a[3], b[3], strict=True)
+        )
+        for a, b in zip(mine, theirs, strict=True)
+    )
 
 
 def equivalent_to_job(workload: Manifest, adapter: JobAdapter, job: Manifest) -> bool:

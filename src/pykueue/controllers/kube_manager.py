@@ -213,6 +213,7 @@ class KubeManager:
             members=self.pods.members_of if self.pods is not None else multikueue.no_members,
             # The engine holds every AdmissionCheck the cache does (a pass behind at most).
             check_names=lambda: list(self.admission.state.admission_checks),
+            on_event=None if self.events is None else self.events.record,
         )
 
     def admission_controller(self) -> AdmissionController:

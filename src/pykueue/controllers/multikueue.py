@@ -48,7 +48,7 @@ from pykueue.api import configuration
 from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
 from pykueue.controllers import jobframework, multikueue_messages
 from pykueue.controllers.multikueue_clusters import ClusterConnections, WorkerStore
-from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError
+from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError, Unavailable, ValidationError
 from pykueue.store.base import Key, Manifest, Store
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,8 @@ INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
 # Incremental dispatch: this many more workers each round, a round lasting this long.
 INCREMENTAL_STEP = 3
 INCREMENTAL_ROUND = timedelta(minutes=5)
+# The reason of the Events on the manager's Workload, as upstream's.
+EVENT_REASON = "MultiKueue"
 
 Dispatcher = Literal["AllAtOnce", "Incremental", "External"]
 
@@ -185,6 +187,15 @@ def winner(remote: Mapping[str, Manifest | None], order: Sequence[str]) -> str |
     return min(reserved)[2] if reserved else None
 
 
+def out_of_sync(remote: Manifest | None) -> str | None:
+    """The message of a worker's Workload finished OutOfSync (the worker's Kueue found it does not
+    describe the job sent with it, and will never run it), or None."""
+    found = condition(remote, "Finished")
+    if found is None or found.get("status") != "True" or found.get("reason") != jobframework.OUT_OF_SYNC:
+        return None
+    return str(found.get("message") or jobframework.OUT_OF_SYNC)
+
+
 def copy_wanted(workload: Manifest | None, cluster: str, check_state: str | None) -> bool:
     """Whether a worker should keep its copy of the manager's Workload ``workload``."""
     if workload is None or is_true(workload, "Finished") or is_true(workload, "Evicted"):
@@ -245,6 +256,9 @@ class MultiKueueController:
     # keeps them: a poll then looks those up instead of scanning the whole cache, which
     # holds every Workload (None: scan).
     check_names: Callable[[], Iterable[str]] | None = None
+    # Kubernetes Events (object, type, reason, message): a worker's refusal is told on the
+    # manager's Workload, where its owner looks (None: logged only).
+    on_event: Callable[[Manifest, str, str, str], object] | None = None
     clusters: ClusterConnections = field(init=False)
     polls: int = 0
 
@@ -314,7 +328,7 @@ class MultiKueueController:
                 pass  # a newer object is on its way through the watch; next poll
             except StoreError as exc:
                 log.warning("multikueue: %s: %s", key, exc)
-        await self._collect(remote, checks)
+        await self._collect(remote, checks, configs)
 
     def _entry(self, workload: Manifest, checks: Mapping[str, Manifest]) -> Manifest | None:
         for entry in (workload.get("status") or {}).get("admissionChecks") or []:
@@ -539,10 +553,11 @@ class MultiKueueController:
         job: Manifest,
         adapter: jobframework.MultiKueueAdapter,
         prebuilt: str = "",
-    ) -> None:
+    ) -> str:
+        """Copy ``job`` to ``cluster``; what the worker answered when it refused it, else ""."""
         store = self.clusters.active(cluster)
         if store is None:
-            return
+            return ""
         body = adapter.remote_copy(job)
         meta = body.setdefault("metadata", {})
         meta.setdefault("labels", {})[jobframework.MULTIKUEUE_ORIGIN_LABEL] = self.settings.origin
@@ -551,8 +566,14 @@ class MultiKueueController:
             # A label, as v0.17 workers read it; a name too long for one goes in the annotation.
             where = meta["labels"] if len(prebuilt) <= 63 else meta["annotations"]
             where[jobframework.PREBUILT_WORKLOAD_KEY] = prebuilt
-        if await _create_on(store, body, key, cluster):
+        try:
+            created = await _create_on(store, body, key, cluster, refusals=True)
+        except Refused as exc:
+            log.warning("multikueue: %s: %s refused its %s: %s", key, cluster, body.get("kind"), exc)
+            return str(exc)
+        if created:
             log.info("multikueue: %s dispatched to %s", key, cluster)
+        return ""
 
     async def _follow_winner(
         self,
@@ -574,12 +595,25 @@ class MultiKueueController:
             return
         seen = remote.get(elected)
         copies = None if seen is None else seen.jobs.get(key)
+        refused = None if seen is None else out_of_sync(seen.workloads.get(key))
+        if refused is not None:
+            # As upstream: the worker will never run it; dispatch again rather than hold the
+            # manager's quota for a job that waits there for ever.
+            message = (
+                f'Remote workload on worker cluster "{elected}" is out of sync with its user job, '
+                f"resetting for re-dispatch: {refused}"
+            )
+            await self._lose(workload, entry, message)
+            self._warn(workload, message)
+            return
         if seen is not None and not copies and self._prebuilds(objects) and key in seen.workloads:
             # The winner holds the Workload sent before: now the job, which it queues.
             sent = str(seen.workloads[key]["metadata"]["name"])
-            await self._create_copy(
+            problem = await self._create_copy(
                 elected, key, self._as_queued(objects[0], workload), adapter, prebuilt=sent
             )
+            if problem:
+                await self._refused(workload, entry, elected, problem)
             return
         if seen is not None and not copies:
             await self._lose(workload, entry, f'The workload\'s copy on "{elected}" is gone')
@@ -599,6 +633,18 @@ class MultiKueueController:
             mirrored = None if copy_ is None else adapter.mirror_status(job, copy_)
             if mirrored is not None and not (job.get("spec") or {}).get("suspend"):
                 await self.store.update_status(mirrored)
+
+    async def _refused(self, workload: Manifest, entry: Manifest, cluster: str, problem: str) -> None:
+        """The winner refused the job (its webhook, its validation): say so on the check's message
+        and in an Event; the copy is tried again each poll, as upstream retries it."""
+        message = f'The worker "{cluster}" refused the job: {problem}'
+        if entry.get("message") != message[:32768]:
+            await self._set_check(workload, entry, str(entry.get("state")), message)
+        self._warn(workload, message)
+
+    def _warn(self, workload: Manifest, message: str) -> None:
+        if self.on_event is not None:
+            self.on_event(workload, "Warning", EVENT_REASON, message)
 
     async def _lose(self, workload: Manifest, entry: Manifest, message: str) -> None:
         """Send the check to Retry (the engine evicts and requeues) and forget the worker elected."""
@@ -672,16 +718,45 @@ class MultiKueueController:
 
     # -------------------------------------------------------------- collect
 
-    async def _collect(self, remote: Mapping[str, Remote], checks: Mapping[str, Manifest]) -> None:
+    async def _collect(
+        self, remote: Mapping[str, Remote], checks: Mapping[str, Manifest], configs: Mapping[str, Manifest]
+    ) -> None:
         for cluster, seen in remote.items():
             # A pre-built Workload may be there without a job (a loser's, or the job not sent yet).
             for key in sorted(set(seen.jobs) | set(seen.workloads), key=str):
-                workload = self.cache.get(key)
-                entry = None if workload is None else self._entry(workload, checks)
-                state = None if entry is None else entry.get("state")
-                if copy_wanted(workload, cluster, None if state is None else str(state)):
-                    continue
-                await self._delete_copy(cluster, key, seen.jobs.get(key, []), seen.workloads.get(key))
+                if self._unwanted(key, cluster, remote, checks, configs):
+                    await self._delete_copy(cluster, key, seen.jobs.get(key, []), seen.workloads.get(key))
+
+    def _unwanted(
+        self,
+        key: Key,
+        cluster: str,
+        remote: Mapping[str, Remote],
+        checks: Mapping[str, Manifest],
+        configs: Mapping[str, Manifest],
+    ) -> bool:
+        """Whether the copy ``cluster`` shows of the manager's Workload ``key`` is to be deleted.
+
+        As upstream: when the Workload is gone (or not MultiKueue's); else only through a worker
+        of its check's MultiKueueConfig, when it no longer wants a copy there (finished, evicted,
+        assigned to another worker). A worker is known by its objects, not its name: two
+        MultiKueueClusters may reach the same API server (a worker being renamed), and the
+        copy one of them shows may be the very object the elected one runs.
+        """
+        workload = self.cache.get(key)
+        entry = None if workload is None else self._entry(workload, checks)
+        if workload is None or entry is None:
+            return True
+        config = configs.get(config_name(checks[str(entry["name"])]) or "")
+        if cluster not in ((config or {}).get("spec") or {}).get("clusters", []):
+            return False  # not a worker of its config: another name's business, or an orphan later
+        if copy_wanted(workload, cluster, str(entry.get("state"))):
+            return False
+        elected = str((workload.get("status") or {}).get("clusterName") or "")
+        if elected and elected != cluster and elected in remote:
+            # The elected worker under another name: its own pass decides for this object.
+            return not _uids(remote[elected], key) & _uids(remote[cluster], key)
+        return True
 
     async def _delete_copy(
         self, cluster: str, key: Key, jobs: list[Manifest], workload: Manifest | None
@@ -702,16 +777,37 @@ class MultiKueueController:
         log.info("multikueue: removed the copy of %s from %s", key, cluster)
 
 
-async def _create_on(store: WorkerStore, body: Manifest, key: Key, cluster: str) -> bool:
-    """Create ``body`` (a copy for the manager's Workload ``key``) on a worker; False if it was not."""
+class Refused(Exception):
+    """A worker's API server answered a create with a refusal (invalid, forbidden, no such
+    namespace), not a passing failure: trying again gives the same answer."""
+
+
+async def _create_on(
+    store: WorkerStore, body: Manifest, key: Key, cluster: str, refusals: bool = False
+) -> bool:
+    """Create ``body`` (a copy for the manager's Workload ``key``) on a worker; False if it was not.
+
+    With ``refusals``, a refusal is raised as `Refused` (the caller tells it on the manager).
+    """
     try:
         await store.create(body)
     except AlreadyExists:
         return False  # made by an earlier poll, not listed yet; or someone else's: never overwritten
-    except StoreError as exc:
+    except (Unavailable, Conflict) as exc:
+        log.warning("multikueue: %s: cannot create its %s in %s now: %s", key, body.get("kind"), cluster, exc)
+        return False
+    except (StoreError, ValidationError) as exc:
+        if refusals:
+            raise Refused(str(exc)) from exc
         log.warning("multikueue: %s: cannot create its %s in %s: %s", key, body.get("kind"), cluster, exc)
         return False
     return True
+
+
+def _uids(seen: Remote, key: Key) -> set[str]:
+    """The uids of the objects a worker holds for the manager's Workload ``key``."""
+    found = [*seen.jobs.get(key, []), *([seen.workloads[key]] if key in seen.workloads else [])]
+    return {str(obj["metadata"].get("uid")) for obj in found if (obj.get("metadata") or {}).get("uid")}
 
 
 def _annotation(job: Manifest, name: str) -> Key | None:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pykueue.api import semantic
 from pykueue.api.admission_check import PROVISIONING_REQUEST_CONTROLLER
 from pykueue.controllers import jobframework
 from pykueue.engine.config import EngineConfig
@@ -272,17 +273,19 @@ def _requests(containers: list[Manifest] | None) -> list[Any]:
 def _same_requirements(a: Manifest, b: Manifest) -> bool:
     """Two pod sets ask the scheduler for the same things (IdenticalWorkloadSchedulingRequirements)."""
     sa, sb = _pod_spec(a), _pod_spec(b)
-    if _requests(sa.get("containers")) != _requests(sb.get("containers")):
-        return False
-    if _requests(sa.get("initContainers")) != _requests(sb.get("initContainers")):
-        return False
-    # Absent and empty mean the same, as Go's semantic equality treats them.
-    return all((sa.get(name) or None) == (sb.get(name) or None) for name in _SCHEDULING_FIELDS)
+    # Semantic equality, as upstream: absent and empty are the same, quantities compare by value.
+    for field_name in ("containers", "initContainers"):
+        mine, theirs = _requests(sa.get(field_name)), _requests(sb.get(field_name))
+        if len(mine) != len(theirs) or not all(
+            semantic.same_resources(x, y) for x, y in zip(mine, theirs, strict=True)
+        ):
+            return False
+    return all(semantic.equal(sa.get(name), sb.get(name)) for name in _SCHEDULING_FIELDS)
 
 
 def _mergeable(a: Manifest, b: Manifest, policy: str | None) -> bool:
     if policy == "IdenticalPodTemplates":
-        return (a.get("template") or {}) == (b.get("template") or {})
+        return semantic.equal(a.get("template"), b.get("template"))
     if policy == "IdenticalWorkloadSchedulingRequirements":
         return _same_requirements(a, b)
     return False

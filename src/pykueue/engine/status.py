@@ -104,7 +104,9 @@ def local_queue_statuses(state: State, keys: list[str]) -> dict[str, dict[str, A
     pending = dict.fromkeys(wanted, 0)
     reserving: dict[str, list[Workload]] = {key: [] for key in wanted}
     for key in wanted:
-        pending[key] += len(state.unrouted.get(key, {}))
+        # As upstream's queue manager, which holds only admissible workloads: a deactivated or
+        # admission-gated one is kept aside, pending nowhere (the ClusterQueue does not count it).
+        pending[key] += sum(1 for wl in state.unrouted.get(key, {}).values() if wl.active and not wl.gated_by)
     for cq_name in {state.local_queues[key].cluster_queue for key in wanted}:
         queue = state.queues.get(cq_name)
         if queue is None:

@@ -64,6 +64,7 @@ from pykueue.errors import (
     ValidationError,
 )
 from pykueue.server import (
+    apply_parsing,
     applying,
     auth,
     dashboard,
@@ -139,7 +140,7 @@ def _handlers(app: FastAPI) -> None:
         return _error(403, "refused", exc.problems)
 
     async def too_large(_: Request, exc: Exception) -> Response:
-        assert isinstance(exc, applying.TooLarge)
+        assert isinstance(exc, apply_parsing.TooLarge)
         return _error(413, "an object is too large", exc.problems)
 
     async def input_error(_: Request, exc: Exception) -> Response:
@@ -173,7 +174,7 @@ def _handlers(app: FastAPI) -> None:
     app.add_exception_handler(inputs.InputRefused, refused_at_boundary)
     app.add_exception_handler(tenant_limits.TooManyRequests, too_many)
     app.add_exception_handler(applying.Refused, refused)
-    app.add_exception_handler(applying.TooLarge, too_large)
+    app.add_exception_handler(apply_parsing.TooLarge, too_large)
     app.add_exception_handler(InputError, input_error)
     app.add_exception_handler(RequestValidationError, request_values)
     app.add_exception_handler(StarletteHTTPException, routing)

@@ -8,31 +8,122 @@ the loop gets its turn between chunks and, by the interpreter's thread switching
 within them. At most PARALLEL_APPLIES large applies are parsed at once: more would
 only share the same cores slower, and hold the memory of all of them.
 
-The outcome is `applying.decode` and `applying.validate`'s, problems and their order
+The outcome is `decode` and `validate`'s, problems and their order
 included: every chunk is validated, and the problems of all are raised together.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from pykueue.errors import FieldProblem, ParseError, ValidationError
-from pykueue.server import applying
+import yaml
+
+from pykueue.api import manifests
+from pykueue.errors import FieldProblem, InputError, ParseError, ValidationError
+from pykueue.server import owners
+from pykueue.server.inputs import MAX_OBJECT_BYTES, object_size
+from pykueue.store.base import Manifest
 
 CHUNK_BYTES = 256 * 1024
 CHUNK_DOCUMENTS = 200
 PARALLEL_APPLIES = 1
 
-_slots: asyncio.Semaphore | None = None
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+JOB_KINDS = ("Job", "JobSet")  # what runs on this machine, queued with the queue label
+NOTHING_TO_APPLY = "nothing to apply: the input holds no documents"
+
+# One semaphore per event loop: a semaphore belongs to the loop it was first used on.
+_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+class TooLarge(InputError):
+    """One object is larger than an object may be (HTTP 413)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+@dataclass
+class Document:
+    source: str  # file#N
+    manifest: Manifest  # as it will be stored
+
+
+def decode(files: Sequence[tuple[str, str]]) -> list[tuple[str, Any]]:
+    """(source, raw document) for every document of every (name, text) file."""
+    out: list[tuple[str, Any]] = []
+    for name, text in files:
+        try:
+            docs = list(yaml.load_all(text, Loader=_Loader))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise ParseError(f"{name}:{where}: not valid YAML: {problem}") from None
+        index = 0
+        for doc in docs:
+            if doc is None:
+                continue
+            index += 1
+            if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
+                items = doc.get("items") or []
+                if not isinstance(items, list):
+                    raise ParseError(f"{name}#{index}: items of a {doc.get('kind')} must be a list")
+                for sub, item_doc in enumerate(items, start=1):
+                    out.append((f"{name}#{index}.{sub}", item_doc))
+            else:
+                out.append((f"{name}#{index}", doc))
+    if not out:
+        raise ParseError(NOTHING_TO_APPLY)
+    return out
+
+
+def validate(raw: list[tuple[str, Any]]) -> list[Document]:
+    """Every document parsed as submitted (`manifests.SUBMITTED`); all problems of all documents together."""
+    problems: list[FieldProblem] = []
+    too_large: list[str] = []
+    documents: list[Document] = []
+    for source, doc in raw:
+        try:
+            parsed = manifests.parse_object(doc, source=source, options=manifests.SUBMITTED)
+        except ValidationError as exc:
+            problems.extend(exc.problems)
+            continue
+        stored = manifests.to_manifest(parsed)
+        size = object_size(stored)
+        if size > MAX_OBJECT_BYTES:
+            too_large.append(
+                f"{source} {manifests.object_ref(stored)}: {size} bytes; an object may be at most {MAX_OBJECT_BYTES}"
+            )
+            continue
+        owners.strip_server_annotations(stored)
+        meta = stored.setdefault("metadata", {})
+        if stored.get("kind") in (*JOB_KINDS, "Workload", "LocalQueue", "LimitRange") and not meta.get(
+            "namespace"
+        ):
+            meta["namespace"] = "default"
+        for field_name in ("resourceVersion", "uid", "generation", "creationTimestamp"):
+            meta.pop(field_name, None)
+        stored.pop("status", None)  # status is the controllers' to write, never the user's
+        documents.append(Document(source, stored))
+    if too_large:
+        raise TooLarge(too_large)
+    if problems:
+        raise ValidationError(problems)
+    return documents
 
 
 def _semaphore() -> asyncio.Semaphore:
-    global _slots
-    if _slots is None:
-        _slots = asyncio.Semaphore(PARALLEL_APPLIES)
-    return _slots
+    loop = asyncio.get_running_loop()
+    slots = _slots.get(loop)
+    if slots is None:
+        slots = _slots[loop] = asyncio.Semaphore(PARALLEL_APPLIES)
+    return slots
 
 
 def _file_chunks(files: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
@@ -49,19 +140,19 @@ def _file_chunks(files: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]
 
 def _decode_chunk(files: list[tuple[str, str]]) -> list[tuple[str, Any]]:
     try:
-        return applying.decode(files)
+        return decode(files)
     except ParseError as exc:
-        if str(exc) == applying.NOTHING_TO_APPLY:
+        if str(exc) == NOTHING_TO_APPLY:
             return []  # only the whole input must hold a document
         raise
 
 
 def _validate_chunk(
     raw: list[tuple[str, Any]],
-) -> tuple[list[applying.Document], list[str], list[FieldProblem]]:
+) -> tuple[list[Document], list[str], list[FieldProblem]]:
     try:
-        return applying.validate(raw), [], []
-    except applying.TooLarge as exc:
+        return validate(raw), [], []
+    except TooLarge as exc:
         return [], exc.problems, []
     except ValidationError as exc:
         return [], [], list(exc.problems)
@@ -69,17 +160,17 @@ def _validate_chunk(
 
 async def parse(
     files: Sequence[tuple[str, str]], check_raw: Callable[[list[tuple[str, Any]]], None] | None = None
-) -> list[applying.Document]:
+) -> list[Document]:
     """The validated documents of ``files``; ``check_raw`` sees the decoded ones before validation."""
     async with _semaphore():
         raw: list[tuple[str, Any]] = []
         for chunk in _file_chunks(files):
             raw.extend(await asyncio.to_thread(_decode_chunk, chunk))
         if not raw:
-            raise ParseError(applying.NOTHING_TO_APPLY)
+            raise ParseError(NOTHING_TO_APPLY)
         if check_raw is not None:
             check_raw(raw)
-        documents: list[applying.Document] = []
+        documents: list[Document] = []
         too_large: list[str] = []
         problems: list[FieldProblem] = []
         for start in range(0, len(raw), CHUNK_DOCUMENTS):
@@ -91,7 +182,7 @@ async def parse(
                 documents.extend(valid)  # once one fails, nothing is stored: keep no more
         del raw
         if too_large:
-            raise applying.TooLarge(too_large)
+            raise TooLarge(too_large)
         if problems:
             raise ValidationError(problems)
         return documents

@@ -36,24 +36,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from pykueue.api import governance, manifests
+from pykueue.api import governance, manifests, semantic
 from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
 from pykueue.controllers import integrations, local_jobset
 from pykueue.controllers.accounts import AccountError
 from pykueue.controllers.isolation import SERVER_ANNOTATION_PREFIX
-from pykueue.errors import FieldProblem, InputError, NotFound, ParseError, ValidationError
-from pykueue.server import auth, job_limits, owners, tenant_limits
-from pykueue.server.inputs import MAX_OBJECT_BYTES, object_size
+from pykueue.errors import FieldProblem, InputError, NotFound, ValidationError
+from pykueue.server import apply_parsing, auth, job_limits, owners, tenant_limits
+from pykueue.server.apply_parsing import JOB_KINDS, Document
 from pykueue.server.limits import Limits
 from pykueue.store.base import Key, Manifest, authored_by
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_KINDS = ("WorkloadPriorityClass", "PriorityClass")
-JOB_KINDS = ("Job", "JobSet")  # what runs on this machine, queued with the queue label
-NOTHING_TO_APPLY = "nothing to apply: the input holds no documents"
 
 
 class Refused(Exception):
@@ -64,87 +59,9 @@ class Refused(Exception):
         super().__init__("\n".join(problems))
 
 
-class TooLarge(InputError):
-    """One object is larger than an object may be (HTTP 413)."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("\n".join(problems))
-
-
-@dataclass
-class Document:
-    source: str  # file#N
-    manifest: Manifest  # as it will be stored
-
-
 @dataclass
 class ApplyResult:
     actions: list[dict[str, str]] = field(default_factory=list)
-
-
-def decode(files: Sequence[tuple[str, str]]) -> list[tuple[str, Any]]:
-    """(source, raw document) for every document of every (name, text) file."""
-    out: list[tuple[str, Any]] = []
-    for name, text in files:
-        try:
-            docs = list(yaml.load_all(text, Loader=_Loader))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise ParseError(f"{name}:{where}: not valid YAML: {problem}") from None
-        index = 0
-        for doc in docs:
-            if doc is None:
-                continue
-            index += 1
-            if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
-                items = doc.get("items") or []
-                if not isinstance(items, list):
-                    raise ParseError(f"{name}#{index}: items of a {doc.get('kind')} must be a list")
-                for sub, item_doc in enumerate(items, start=1):
-                    out.append((f"{name}#{index}.{sub}", item_doc))
-            else:
-                out.append((f"{name}#{index}", doc))
-    if not out:
-        raise ParseError(NOTHING_TO_APPLY)
-    return out
-
-
-def validate(raw: list[tuple[str, Any]]) -> list[Document]:
-    """Every document parsed as submitted (`manifests.SUBMITTED`); all problems of all documents together."""
-    problems: list[FieldProblem] = []
-    too_large: list[str] = []
-    documents: list[Document] = []
-    for source, doc in raw:
-        try:
-            parsed = manifests.parse_object(doc, source=source, options=manifests.SUBMITTED)
-        except ValidationError as exc:
-            problems.extend(exc.problems)
-            continue
-        stored = manifests.to_manifest(parsed)
-        size = object_size(stored)
-        if size > MAX_OBJECT_BYTES:
-            too_large.append(
-                f"{source} {manifests.object_ref(stored)}: {size} bytes; an object may be at most {MAX_OBJECT_BYTES}"
-            )
-            continue
-        owners.strip_server_annotations(stored)
-        meta = stored.setdefault("metadata", {})
-        if stored.get("kind") in (*JOB_KINDS, "Workload", "LocalQueue", "LimitRange") and not meta.get(
-            "namespace"
-        ):
-            meta["namespace"] = "default"
-        for field_name in ("resourceVersion", "uid", "generation", "creationTimestamp"):
-            meta.pop(field_name, None)
-        stored.pop("status", None)  # status is the controllers' to write, never the user's
-        documents.append(Document(source, stored))
-    if too_large:
-        raise TooLarge(too_large)
-    if problems:
-        raise ValidationError(problems)
-    return documents
 
 
 def authorize(identity: auth.Identity, documents: list[Document]) -> None:
@@ -417,7 +334,7 @@ def _check_pod_sets(new: Manifest, current: Manifest, source: str) -> None:
     the quota was reserved for those pods."""
     if not _holds_quota(current):
         return
-    if (new.get("spec") or {}).get("podSets") == (current.get("spec") or {}).get("podSets"):
+    if semantic.equal((new.get("spec") or {}).get("podSets"), (current.get("spec") or {}).get("podSets")):
         return
     message = (
         "field is immutable while the Workload has quota reserved "
@@ -438,17 +355,18 @@ def _holds_quota(workload: Manifest) -> bool:
 
 
 def _same(new: Manifest, current: Manifest) -> bool:
+    # Semantic equality: `cpu: 1` applied again over a stored "1" is no change.
     if new.get("kind") == "JobSet":
-        return _without_suspend(new) == _without_suspend(current)
+        return semantic.equal(_without_suspend(new), _without_suspend(current))
     if new.get("kind") == "Job":
         # The adapter owns suspend and parallelism (partial admission): compare the user's part.
         mine = {k: v for k, v in (new.get("spec") or {}).items() if k not in ("suspend", "parallelism")}
         theirs = {k: v for k, v in (current.get("spec") or {}).items() if k not in ("suspend", "parallelism")}
-        return mine == theirs
+        return semantic.equal(mine, theirs)
     keys = set(new) | set(current)
     if _user_metadata(new) != _user_metadata(current):
         return False
-    return all(new.get(k) == current.get(k) for k in keys if k not in ("metadata", "status"))
+    return all(semantic.equal(new.get(k), current.get(k)) for k in keys if k not in ("metadata", "status"))
 
 
 def _without_suspend(obj: Manifest) -> Manifest:
@@ -481,9 +399,6 @@ async def apply(
 
     ``author`` is whom policy history records the changes as made by (default: the identity).
     """
-    # Decode and validate off the event loop, a chunk at a time; that module builds on this one.
-    from pykueue.server import apply_parsing
-
     limits = limits or Limits()
     documents = await apply_parsing.parse(
         files, lambda raw: tenant_limits.check_document_count(identity, raw, limits)
@@ -499,4 +414,4 @@ async def apply(
         return await store_all(store, documents)
 
 
-__all__ = ["ApplyResult", "InputError", "Refused", "TooLarge", "apply"]
+__all__ = ["ApplyResult", "InputError", "Refused", "apply"]

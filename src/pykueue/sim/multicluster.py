@@ -275,6 +275,9 @@ class _Federated:
         trip = self.trips[i]
         trip.running = False
         trip.ended_unseen = -1
+        # the job is gone from the manager: a later outage of its worker has nothing to lose
+        trip.winner = ""
+        trip.generation += 1
         self.recorder.finished(i, now)
         dirty.add(self.cq_of[i])
 

@@ -198,3 +198,59 @@ def test_with_fair_sharing_queues_and_cohorts_report_their_weighted_share(
         assert kueue.cluster_queue(f"{ns}-b")["status"]["fairSharing"]["weightedShare"] == 0
     finally:
         controller.stop()
+
+
+def test_a_deactivated_workload_is_pending_nowhere_and_the_counts_agree_across_a_restart(
+    kueue: Kueue, controller: ControllerThread, kube_namespace: str, kwok_cluster: KubeCluster
+) -> None:
+    # As upstream, pending counts only the Workloads a queue may admit: the LocalQueue (what a
+    # tenant sees) says what its ClusterQueue says, deactivated ones in neither.
+    ns = kube_namespace
+    kueue.apply(_flavor(f"{ns}-flavor"))
+    kueue.apply(_cluster_queue(f"{ns}-cq", f"{ns}-flavor", "1"))
+    kueue.apply(_local_queue(ns, "queue", f"{ns}-cq"))
+    jobs = [kueue.create_job(ns, job_manifest(name, "queue", cpu="2")) for name in ("waits", "off")]
+    wait(lambda: all(kueue.workload_of(j) for j in jobs), 30, "both Workloads")
+    off = kueue.workload_of(jobs[1])
+    assert off is not None
+    kueue.cluster.kubectl(
+        "patch",
+        "workload",
+        off["metadata"]["name"],
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"spec":{"active":false}}',
+    )
+
+    def counts() -> tuple[int | None, int | None]:
+        cq = (kueue.cluster_queue(f"{ns}-cq").get("status") or {}).get("pendingWorkloads")
+        lq = (kueue.local_queue(ns, "queue").get("status") or {}).get("pendingWorkloads")
+        return cq, lq
+
+    seen: list[tuple[int | None, int | None]] = []
+
+    def agreed() -> bool:
+        seen.append(counts())
+        return seen[-1] == (1, 1)
+
+    try:
+        wait(agreed, 30, "1 pending in the ClusterQueue and the LocalQueue")
+    except AssertionError:
+        raise AssertionError(f"(ClusterQueue, LocalQueue) pendingWorkloads: {seen[-1]}, not (1, 1)") from None
+    controller.stop()
+    again = ControllerThread(str(kwok_cluster.kubeconfig)).start()
+    try:
+        _passes_after(again, 3)
+        # the restarted controller rewrites both queues' status from what it read (the second
+        # Workload it finds deactivated): the same counts
+        assert counts() == (1, 1)
+        assert (
+            kueue.cluster.get(
+                f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads/{off['metadata']['name']}"
+            )["spec"]["active"]
+            is False
+        )
+    finally:
+        again.stop()

@@ -747,3 +747,242 @@ def _pod_or_error(cluster: KubeCluster, name: str) -> object:
         return _pod(cluster, name)
     except (ApiError, OSError):
         return "unreachable"
+
+
+def test_a_jobset_with_unquoted_quantities_runs_on_a_worker(multikueue_clusters: Clusters) -> None:
+    # `cpu: 1` unquoted, as upstream's own JobSet sample: the manager's Workload and the copy
+    # the worker's JobSet webhook wrote back spelled it differently, and the worker finished its
+    # Workload OutOfSync while the manager held the quota for ever. Quantities compare by value.
+    clusters = multikueue_clusters
+    name = _unique("set-int")
+    manifest = jobset(name, run_duration="3s")
+    container = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+    container["resources"]["requests"] = {"cpu": 1, "memory": "100Mi"}
+    created = clusters.manager.create(JOBSETS, manifest)
+
+    def workload() -> dict[str, Any] | None:
+        return _workload_of(clusters.manager, created)
+
+    done = wait(
+        lambda: is_true(clusters.manager.get(f"{JOBSETS}/{name}"), "Completed"), 90, "the JobSet Completed"
+    )
+    assert done
+    finished = wait(
+        lambda: is_true(workload(), "Finished") and workload(), 30, "the manager's Workload finished"
+    )
+    assert (condition(finished, "Finished") or {})["reason"] == "Succeeded"
+    assert condition(finished, "Evicted") is None, "dispatched once"
+
+
+def test_a_second_multikueuecluster_naming_the_running_worker_leaves_its_copy_alone(
+    multikueue_clusters: Clusters,
+) -> None:
+    # As while a worker is renamed: a MultiKueueCluster of another name reaches the worker the
+    # job runs on. Its copy there is the elected worker's: it runs to its end, never re-dispatched.
+    clusters = multikueue_clusters
+    manager = clusters.manager
+    name = _unique("renamed")
+    clusters.manager.create(JOBS, job(name, cpu="1", run_duration="15s"))
+    winner = wait(lambda: _elected(clusters, name), 60, "a worker to win the job")
+    wait(lambda: _copies(clusters, name) == {winner}, 30, "the job copied to its winner")
+    alias = f"{winner}-renamed"
+    source = manager.get(f"{KUEUE}/multikueueclusters/{winner}")["spec"]
+    manager.create(
+        f"{KUEUE}/multikueueclusters",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueCluster",
+            "metadata": {"name": alias},
+            "spec": source,
+        },
+    )
+    try:
+        wait(
+            lambda: is_true(manager.get(f"{KUEUE}/multikueueclusters/{alias}"), "Active"),
+            30,
+            f"{alias} Active",
+        )
+        done = wait(
+            lambda: is_true(_job(manager, name), "Complete") and _manager_workload(clusters, name),
+            90,
+            "the job to complete where it ran",
+        )
+        assert condition(done, "Evicted") is None, condition(done, "Evicted")
+        assert done["status"]["clusterName"] == winner
+    finally:
+        manager.delete(f"{KUEUE}/multikueueclusters/{alias}")
+    wait(lambda: not _copies(clusters, name), 30, "the finished copy collected")
+
+
+MORE_CPU = "pykueue.test/more-cpu"
+MORE_CPU_POLICY = f"""
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {{name: more-cpu}}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {{apiGroups: [batch], apiVersions: [v1], operations: [CREATE], resources: [jobs]}}
+  matchConditions:
+  - name: marked
+    expression: "has(object.metadata.labels) && '{MORE_CPU}' in object.metadata.labels"
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >-
+        [JSONPatch{{op: "replace", path: "/spec/template/spec/containers/0/resources/requests/cpu", value: "2"}}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {{name: more-cpu}}
+spec: {{policyName: more-cpu}}
+"""
+
+
+def _mutated_on(cluster: KubeCluster) -> bool:
+    """Whether the worker's policy is in force: a dry-run Job marked for it comes back with 2 CPUs."""
+    probe = job(_unique("probe"), cpu="1", run_duration="1s")
+    probe["metadata"]["labels"][MORE_CPU] = "yes"
+    del probe["spec"]["managedBy"]
+    made = cluster.request("POST", f"{JOBS}?dryRun=All", probe)
+    requests = made["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+    return bool(requests["cpu"] == "2")
+
+
+def _events(cluster: KubeCluster, obj: dict[str, Any]) -> list[tuple[str, str, str]]:
+    items = cluster.get(f"/api/v1/namespaces/{NAMESPACE}/events")["items"]
+    uid = obj["metadata"]["uid"]
+    return [
+        (e["type"], e["reason"], e.get("message", "")) for e in items if e["involvedObject"].get("uid") == uid
+    ]
+
+
+def test_a_copy_the_worker_finishes_out_of_sync_is_told_on_the_manager_and_its_quota_let_go(
+    multikueue_clusters: Clusters,
+) -> None:
+    # A worker's admission policy gives the copy 2 CPUs where the Workload sent says 1: the
+    # worker's Kueue finishes that Workload OutOfSync and will never run it. The manager says
+    # so (check Retry with the reason, a Warning Event) and evicts, rather than hold its quota.
+    clusters = multikueue_clusters
+    name = _unique("mutated")
+    for worker in clusters.workers.values():
+        _apply_text(worker, MORE_CPU_POLICY)
+    try:
+        for worker_name, worker in clusters.workers.items():
+            wait(lambda w=worker: _mutated_on(w), 60, f"the policy in force on {worker_name}")
+        manifest = job(name, cpu="1", run_duration="5s")
+        manifest["metadata"]["labels"][MORE_CPU] = "yes"
+        clusters.manager.create(JOBS, manifest)
+
+        def told() -> list[tuple[str, str, str]]:
+            wl = _manager_workload(clusters, name)
+            found = [] if wl is None else _events(clusters.manager, wl)
+            return [e for e in found if e[:2] == ("Warning", "MultiKueue")]
+
+        (event, *_) = wait(told, 90, "a Warning Event on the manager's Workload")
+        assert "is out of sync with its user job, resetting for re-dispatch: " in event[2], event
+        assert event[2].startswith('Remote workload on worker cluster "worker'), event
+        evicted = wait(
+            lambda: condition(_manager_workload(clusters, name), "Evicted"),
+            30,
+            "the manager's Workload evicted",
+        )
+        assert "out of sync" in evicted["message"], evicted
+    finally:
+        for worker in clusters.workers.values():
+            worker.kubectl(
+                "delete",
+                "mutatingadmissionpolicybinding/more-cpu",
+                "mutatingadmissionpolicy/more-cpu",
+                check=False,
+            )
+    clusters.manager.delete(f"{JOBS}/{name}")
+    wait(lambda: not _copies(clusters, name), 30, "the copies removed after the deletion")
+
+
+def _apply_text(cluster: KubeCluster, text: str) -> None:
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=text)
+
+
+REFUSED = "pykueue.test/refused"
+REFUSING_POLICY = f"""
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: no-refused-jobs}}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {{apiGroups: [batch], apiVersions: [v1], operations: [CREATE], resources: [jobs]}}
+  validations:
+  - expression: "!has(object.metadata.labels) || !('{REFUSED}' in object.metadata.labels)"
+    message: jobs marked {REFUSED} are not taken here
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: no-refused-jobs}}
+spec: {{policyName: no-refused-jobs, validationActions: [Deny]}}
+"""
+
+
+def _refuses(cluster: KubeCluster) -> bool:
+    """Whether the worker's policy is in force: a dry-run Job marked for it is denied."""
+    probe = job(_unique("probe"), cpu="1", run_duration="1s")
+    probe["metadata"]["labels"][REFUSED] = "yes"
+    del probe["spec"]["managedBy"]
+    try:
+        cluster.request("POST", f"{JOBS}?dryRun=All", probe)
+    except ApiError:
+        return True
+    return False
+
+
+def test_a_job_the_winner_refuses_is_told_on_the_managers_workload(multikueue_clusters: Clusters) -> None:
+    # The workers' admission policy denies the job copy (after their Kueue reserved quota for
+    # the Workload sent first): the manager's check says so and a Warning Event tells its owner.
+    clusters = multikueue_clusters
+    name = _unique("refused")
+    for worker in clusters.workers.values():
+        _apply_text(worker, REFUSING_POLICY)
+    try:
+        for worker_name, worker in clusters.workers.items():
+            wait(lambda w=worker: _refuses(w), 60, f"the policy in force on {worker_name}")
+        manifest = job(name, cpu="1", run_duration="5s")
+        manifest["metadata"]["labels"][REFUSED] = "yes"
+        clusters.manager.create(JOBS, manifest)
+        message = wait(
+            lambda: (
+                (m := _check(_manager_workload(clusters, name)).get("message", "")) and "refused" in m and m
+            ),
+            90,
+            "the refusal in the check's message",
+        )
+        assert message.startswith('The worker "worker'), message
+        assert f"jobs marked {REFUSED} are not taken here" in message, message
+        wl = _manager_workload(clusters, name)
+        assert wl is not None
+        warnings = wait(
+            lambda: [e for e in _events(clusters.manager, wl) if e[:2] == ("Warning", "MultiKueue")],
+            30,
+            "a Warning Event",
+        )
+        assert f"jobs marked {REFUSED} are not taken here" in warnings[0][2]
+    finally:
+        for worker in clusters.workers.values():
+            worker.kubectl(
+                "delete",
+                "validatingadmissionpolicybinding/no-refused-jobs",
+                "validatingadmissionpolicy/no-refused-jobs",
+                check=False,
+            )
+    clusters.manager.delete(f"{JOBS}/{name}")
+    wait(
+        lambda: (
+            not _copies(clusters, name)
+            and not any(_sent_workloads(w, name) for w in clusters.workers.values())
+        ),
+        30,
+        "the Workloads sent removed after the deletion",
+    )

@@ -33,6 +33,7 @@ import hashlib
 import json
 from typing import Any
 
+from pykueue.api import semantic
 from pykueue.controllers.jobframework import (
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
@@ -103,7 +104,11 @@ def role_hash(pod: Manifest) -> str:
 
     def containers(name: str) -> list[Any]:
         return [
-            (c.get("name"), c.get("image"), (c.get("resources") or {}).get("requests"))
+            (
+                c.get("name"),
+                c.get("image"),
+                semantic.canonical_resources((c.get("resources") or {}).get("requests")),
+            )
             for c in spec.get(name) or []
         ]
 
