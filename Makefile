@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck layers unit bench bench-cluster bench-upstream kueue-perf-binaries setup clean \
-	constraints dist test-dist test-pythons image test-image kind-controllers kueuectl fuzz
+	constraints dist test-dist test-pythons image test-image kind-controllers kueuectl kueue-manager fuzz
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -43,7 +43,11 @@ kind-controllers:
 kueuectl:
 	bash hack/kueuectl
 
-unit: $(STAMP) kube-binaries kind-controllers kueuectl
+## kueue-manager: build upstream Kueue's controller manager for the kube test of migrating from it (cached)
+kueue-manager:
+	bash hack/kueue-manager
+
+unit: $(STAMP) kube-binaries kind-controllers kueuectl kueue-manager
 	$(BIN)/pytest
 
 ## fuzz: the property tests with a fresh random search (CI draws the same examples every run)
