@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pykueue.api import crd
 
@@ -28,7 +29,7 @@ from ..conftest import NodeFactory
 from ..controller.conftest import KUEUE, QUEUE_LABEL, Kueue, condition, is_true, job_manifest, wait
 from ..controller.test_job_integration import _cluster_queue, _flavor, _local_queue
 from ..controlplane import KubeCluster
-from ..crd_helpers import apply_crd, install_crds
+from ..crd_helpers import apply_crd, established, install_crds
 from .conftest import Controllers
 from .test_metrics_and_visibility import VISIBILITY
 from .upstream_kueue import WEBHOOK_SECRET, WEBHOOK_SERVICE, UpstreamKueue
@@ -55,24 +56,55 @@ def kueue_manager() -> Path:
     return Path(built.stdout.strip().splitlines()[-1]) / "kueue"
 
 
-@pytest.fixture
-def upstream_system(kwok_cluster: KubeCluster, kueue_crds: list[str]) -> Iterator[str]:
-    """Upstream's namespace with its (empty) certificate Secret, as its manifests make them, and the
-    CRDs' conversion pointing at its webhook Service, where its certificate management publishes
-    the CA. Afterwards the session's CRDs are back (conversion ``None``)."""
+def _upstream_crds(crd_dir: Path, service: crd.WebhookClientConfig) -> list[dict[str, Any]]:
+    """Upstream's CRDs of the release (config/components/crd/bases), with the conversion webhook
+    its kustomization adds to the kinds of two versions, pointing at its webhook Service."""
+    manifests = [yaml.safe_load(path.read_text()) for path in sorted(crd_dir.glob("*.yaml"))]
+    for manifest in manifests:
+        if len(manifest["spec"]["versions"]) > 1:
+            manifest["spec"]["conversion"] = {
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": service.client_config("/convert"),
+                    "conversionReviewVersions": ["v1"],
+                },
+            }
+    return manifests
+
+
+@pytest.fixture(params=["pykueue-crds", "upstream-crds"])
+def upstream_system(
+    request: pytest.FixtureRequest, kwok_cluster: KubeCluster, kueue_crds: list[str], kueue_manager: Path
+) -> Iterator[str]:
+    """Upstream's namespace with its (empty) certificate Secret, as its manifests make them, and
+    the CRDs (pykueue's, or upstream's own of the release) with their conversion pointing at its
+    webhook Service, where its certificate management publishes the CA. Afterwards the
+    session's CRDs are back."""
     name = f"kueue-system-{secrets.token_hex(3)}"
     kwok_cluster.create_namespace(name)
     kwok_cluster.create(
         f"/api/v1/namespaces/{name}/secrets",
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": WEBHOOK_SECRET}},
     )
-    install_crds(kwok_cluster, crd.WebhookClientConfig(service_namespace=name, service_name=WEBHOOK_SERVICE))
+    service = crd.WebhookClientConfig(service_namespace=name, service_name=WEBHOOK_SERVICE)
+    if request.param == "pykueue-crds":
+        install_crds(kwok_cluster, service)
+    else:
+        manifests = _upstream_crds(kueue_manager.parent.parent / "crds", service)
+        for manifest in manifests:
+            apply_crd(kwok_cluster, manifest)
+        for manifest in manifests:
+            crd_name = manifest["metadata"]["name"]
+            wait(lambda crd_name=crd_name: established(kwok_cluster, crd_name), 60, f"{crd_name} Established")
     try:
         yield name
     finally:
         # What `pykueue install --crds-only` applied; replaced whole, since upstream wrote the CA.
         for manifest in crd.crds(v1beta1_served=False):
             apply_crd(kwok_cluster, manifest)
+        for manifest in crd.crds(v1beta1_served=False):
+            crd_name = manifest["metadata"]["name"]
+            wait(lambda crd_name=crd_name: established(kwok_cluster, crd_name), 60, f"{crd_name} Established")
         kwok_cluster.delete(f"/api/v1/namespaces/{name}")
 
 
