@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck layers unit bench bench-cluster bench-upstream kueue-perf-binaries setup clean \
-	constraints dist test-dist test-pythons image test-image kind-controllers kueuectl fuzz
+	constraints dist test-dist test-pythons image test-image kind-controllers kueuectl kueue-manager fuzz
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ kind-controllers:
 ## kueuectl: build upstream Kueue's kubectl plugin (`kubectl kueue`) for the kube tests (cached)
 kueuectl:
 	bash hack/kueuectl
+
+## kueue-manager: build upstream Kueue's controller manager for the kube test of migrating from it (cached)
+kueue-manager:
+	bash hack/kueue-manager
 
 ## unit: pytest in two tiers: the tests outside tests/kube while the kube tests' Go binaries build, then tests/kube
 unit: $(STAMP)

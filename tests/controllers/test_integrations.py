@@ -273,3 +273,47 @@ def test_pods_asking_the_same_spelled_differently_share_a_role() -> None:
         == pod_integration.role_hash(one("1"))
     )
     assert pod_integration.role_hash(one(2)) != pod_integration.role_hash(one(1))
+
+
+def test_restoring_a_job_from_upstreams_workload_keeps_the_labels_of_its_selector() -> None:
+    """Upstream's Workload of a Job leaves the template labels the API server made from the Job's
+    uid out of its pod set (all but job-name); restoring from it must keep them on the Job, or
+    the template no longer matches the selector and the API server refuses the update."""
+    uid = "5e0c4c1e-0000-4000-8000-000000000001"
+    generated = {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": "b",
+        "controller-uid": uid,
+        "job-name": "b",
+    }
+    job: dict[str, Any] = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "b", "namespace": "ns", "uid": uid},
+        "spec": {
+            "suspend": True,
+            "parallelism": 1,
+            "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}},
+            "template": {
+                "metadata": {"labels": {**generated, "team": "a"}},
+                "spec": {"nodeSelector": {"pool": "a100"}, "containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+    integration = integrations.by_kind("batch/v1", "Job")
+    assert integration is not None and integration.adapter is not None
+    adapter = integration.adapter()
+    # As upstream's pod set has it: the user's labels and job-name, no flavor's node selector.
+    upstream_pod_set = {
+        "name": "main",
+        "count": 1,
+        "template": {
+            "metadata": {"labels": {"batch.kubernetes.io/job-name": "b", "team": "a"}},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        },
+    }
+    assert adapter.restore_pod_sets(job, [PodSetInfo.from_pod_set(upstream_pod_set)])
+    template = job["spec"]["template"]
+    assert template["metadata"]["labels"] == {**generated, "team": "a"}
+    assert "nodeSelector" not in template["spec"]
+    assert not adapter.restore_pod_sets(job, [PodSetInfo.from_pod_set(upstream_pod_set)])

@@ -16,6 +16,7 @@ selector in the same update that unsuspends it, and why stopping clears
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from pykueue.controllers.jobframework import (
@@ -118,7 +119,15 @@ class BatchJobAdapter:
             if _sync_completions(job):
                 spec["completions"] = info.count
             changed = True
-        return restore_template(spec.setdefault("template", {}), info) or changed
+        template = spec.setdefault("template", {})
+        # The labels the API server wrote from the Job's uid stay whatever the Workload says:
+        # upstream's Workloads leave them out of the pod set (all but job-name), and a template
+        # without controller-uid no longer matches the Job's selector (the update is refused).
+        current = (template.get("metadata") or {}).get("labels") or {}
+        generated = {key: current[key] for key in _GENERATED_TEMPLATE_LABELS if key in current}
+        if generated:
+            info = dataclasses.replace(info, labels={**info.labels, **generated})
+        return restore_template(template, info) or changed
 
     def finished(self, job: Manifest) -> Finished | None:
         for cond in (job.get("status") or {}).get("conditions") or []:
