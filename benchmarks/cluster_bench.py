@@ -450,6 +450,33 @@ def kueue_requests(metrics: str) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
+# Call counts that compare two commits on the same shape whatever the machine's load: the passes and
+# cycles, what each Workload event and status costs, and the preemption target searches that grow
+# with the evictions (issue 46).
+PROFILED = (
+    ("kube_manager.py", "reconcile"),
+    ("scheduler.py", "run_cycle"),
+    ("admission.py", "handle"),
+    ("admission.py", "_apply"),
+    ("workload_status.py", "desired_status"),
+    ("preemption.py", "_classical"),
+    ("queueing.py", "pop"),
+)
+
+
+def profile_calls(path: Path) -> dict[str, int]:
+    """The calls of `PROFILED` in the controller's cProfile output."""
+    import pstats  # only for --profile
+
+    calls: dict[str, int] = {}
+    for (filename, _, function), (_, total, *_) in pstats.Stats(str(path)).stats.items():  # type: ignore[attr-defined]
+        for module, name in PROFILED:
+            if function == name and filename.endswith(f"/{module}"):
+                key = f"{module}:{name}"
+                calls[key] = calls.get(key, 0) + total
+    return calls
+
+
 def writes_per_workload(writes: dict[str, int], workloads: int) -> dict[str, float]:
     """Workload writes per Workload by verb and subresource (all answers; the runner's own
     creations and Finished writes included), the figure that shows a write added per workload."""
@@ -562,6 +589,8 @@ def main() -> int:
             )
         finally:
             cluster.stop()
+    if args.profile is not None and args.profile.exists():
+        result["profile_calls"] = profile_calls(args.profile)
     result["scale"] = args.scale
     result["machine"] = machine()
     result["upstream"] = UPSTREAM
