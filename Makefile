@@ -4,8 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layers unit bench bench-cluster bench-upstream kueue-perf-binaries setup clean \
-	constraints dist test-dist test-pythons image test-image kind-controllers kueuectl kueue-manager fuzz
+.PHONY: run test lint typecheck layers unit bench bench-cluster bench-large-scale bench-upstream kueue-perf-binaries \
+	setup clean constraints dist test-dist test-pythons image test-image kind-controllers kueuectl kueue-manager fuzz
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,13 @@ bench: $(STAMP)
 ## (BENCH_CLUSTER_ARGS="--scale 0.2" for a reduced run); figures in docs/performance.md
 bench-cluster: $(STAMP) kube-binaries
 	$(BIN)/python -m benchmarks.cluster_bench $(BENCH_CLUSTER_ARGS)
+
+## bench-large-scale: the routine check for the large-scale shape (1,000 ClusterQueues) at a fiftieth of its
+## Workloads, the controller warm and at upstream_bench's client limits: controller CPU, Workload writes per
+## Workload (fails above 2.5), evictions (compare with docs/performance.md before merging engine or controller work)
+bench-large-scale: $(STAMP) kube-binaries
+	$(BIN)/python -m benchmarks.cluster_bench --shape large-scale --scale 0.02 --warm-up 5 --qps 50 \
+		--controller-arg=--burst=100 --max-status-writes-per-workload 2.5 $(BENCH_LARGE_SCALE_ARGS)
 
 ## kueue-perf-binaries: build upstream Kueue's scheduler-performance runner, minimalkueue and checker (cached)
 kueue-perf-binaries:
