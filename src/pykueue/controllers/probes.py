@@ -73,8 +73,13 @@ async def try_once(probe: Probe, run_exec: Callable[[tuple[str, ...], float], Aw
     """One try of the probe; ``run_exec`` runs a command in the pod's fences within a timeout."""
     if probe.kind == "exec":
         return await run_exec(probe.command, probe.timeout)
+    return await accepts_connections(probe.host, probe.port, probe.timeout)
+
+
+async def accepts_connections(host: str, port: int, timeout: float) -> bool:
+    """Whether something listens at ``host:port`` within ``timeout`` seconds (a TCP connect)."""
     try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(probe.host, probe.port), probe.timeout)
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
     except (OSError, TimeoutError):
         return False
     writer.close()

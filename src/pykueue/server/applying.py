@@ -194,11 +194,17 @@ async def hand_over(store: Any, documents: list[Document]) -> None:
         if obj.get("kind") != "Job" or not isinstance(spec, dict) or spec.get("managedBy"):
             continue
         queue = (obj["metadata"].get("labels") or {}).get(QUEUE_LABEL, "")
-        local = await _current(store, incoming, Key("LocalQueue", obj["metadata"]["namespace"], queue))
+        local = await job_limits.as_applied(
+            store, incoming, Key("LocalQueue", obj["metadata"]["namespace"], queue)
+        )
         cq_name = str(((local or {}).get("spec") or {}).get("clusterQueue") or "")
-        cq = await _current(store, incoming, Key("ClusterQueue", "", cq_name)) if cq_name else None
+        cq = (
+            await job_limits.as_applied(store, incoming, Key("ClusterQueue", "", cq_name))
+            if cq_name
+            else None
+        )
         for check in _check_names(cq or {}):
-            found = await _current(store, incoming, Key("AdmissionCheck", "", check))
+            found = await job_limits.as_applied(store, incoming, Key("AdmissionCheck", "", check))
             if ((found or {}).get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER:
                 spec["managedBy"] = MULTIKUEUE_CONTROLLER
                 break
@@ -208,17 +214,6 @@ def _check_names(cluster_queue: Manifest) -> list[str]:
     spec = cluster_queue.get("spec") or {}
     strategy = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
     return [str(n) for n in spec.get("admissionChecks") or []] + [str(c.get("name")) for c in strategy]
-
-
-async def _current(store: Any, incoming: dict[Key, Manifest], key: Key) -> Manifest | None:
-    """``key`` as it will be after this apply: from the same apply, else from the store."""
-    if key in incoming:
-        return incoming[key]
-    try:
-        found: Manifest = await store.get(key.kind, key.namespace, key.name)
-    except NotFound:
-        return None
-    return found
 
 
 async def _exists(store: Any, kind: str, namespace: str, name: str) -> bool:

@@ -65,14 +65,15 @@ async def _covered(store: Any, incoming: dict[Key, Manifest], namespace: str, qu
     A default only for these: a request for a resource the queue does not cover keeps a
     workload from ever being admitted there (a bare job to a GPU-only queue must still run).
     """
-    local = await _current(store, incoming, Key("LocalQueue", namespace, queue)) if queue else None
+    local = await as_applied(store, incoming, Key("LocalQueue", namespace, queue)) if queue else None
     cq_name = str(((local or {}).get("spec") or {}).get("clusterQueue") or "")
-    cq = await _current(store, incoming, Key("ClusterQueue", "", cq_name)) if cq_name else None
+    cq = await as_applied(store, incoming, Key("ClusterQueue", "", cq_name)) if cq_name else None
     groups = ((cq or {}).get("spec") or {}).get("resourceGroups") or []
     return frozenset(str(r) for g in groups if isinstance(g, dict) for r in g.get("coveredResources") or [])
 
 
-async def _current(store: Any, incoming: dict[Key, Manifest], key: Key) -> Manifest | None:
+async def as_applied(store: Any, incoming: dict[Key, Manifest], key: Key) -> Manifest | None:
+    """``key`` as it will be after this apply: from the same apply, else from the store."""
     if key in incoming:
         return incoming[key]
     try:

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
+from pykueue.controllers import probes
 from pykueue.errors import NotFound, StoreError
 from pykueue.server import deploy
 from pykueue.store import kubernetes
@@ -47,16 +48,7 @@ async def accepts_connections(url: str) -> bool:
     parts = urlsplit(url)
     if parts.hostname is None:
         return False
-    try:
-        _, writer = await asyncio.wait_for(
-            asyncio.open_connection(parts.hostname, parts.port or 443), PROBE_TIMEOUT_SECONDS
-        )
-    except (OSError, TimeoutError):
-        return False
-    writer.close()
-    with contextlib.suppress(OSError):
-        await writer.wait_closed()
-    return True
+    return await probes.accepts_connections(parts.hostname, parts.port or 443, PROBE_TIMEOUT_SECONDS)
 
 
 async def registered_url(store: Store) -> str:
