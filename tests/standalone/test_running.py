@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .helpers import (
+    BIN,
     Server,
     cluster_queue,
     flavor_and_queue,
@@ -110,6 +113,30 @@ def test_cli_submit_get_describe_logs(tmp_path: Path, start_server: Callable[...
     assert "image" not in described.stdout  # no image given, no warning
     queues_out = server.cli("get", "clusterqueues")
     assert "main" in queues_out.stdout and "a100/nvidia.com/gpu 0/2" in queues_out.stdout
+    # An output format a command does not have is refused, not answered with a table.
+    as_yaml = server.cli("get", "jobs", "-o", "yaml")
+    assert as_yaml.returncode == 2 and as_yaml.stdout == ""
+    assert "invalid choice: 'yaml'" in as_yaml.stderr, as_yaml.stderr
+    # Output into a pipe its reader already closed (`describe ... | head`) ends quietly.
+    closed = _into_closed_pipe(server, "describe", "workload", "hello", "-n", "team-a")
+    assert closed.returncode == 141 and "Traceback" not in closed.stderr, closed.stderr
+
+
+def _into_closed_pipe(server: Server, *args: str) -> subprocess.CompletedProcess[str]:
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone: every write fails with EPIPE
+    env = {**server.env(), "PYKUEUE_SOCKET": str(server.socket)}
+    try:
+        return subprocess.run(
+            [str(BIN / "pykueue"), *args],
+            env=env,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
 
 
 def test_failures_follow_backoff_limit(tmp_path: Path, start_server: Callable[..., Server]) -> None:

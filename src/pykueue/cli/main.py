@@ -115,8 +115,23 @@ def build_app(argv: list[str]) -> typer.Typer:
 
 
 def main() -> None:
-    """Run the CLI; a bug shows a traceback, bad input never does (commands catch InputError)."""
-    argv = sys.argv[1:]
+    """Run the CLI; a bug shows a traceback, bad input never does (commands catch InputError).
+
+    Output piped into a reader that stops early (``pykueue describe ... | head``) ends the
+    command quietly with 141, as a program killed by SIGPIPE, instead of a BrokenPipeError."""
+    try:
+        try:
+            _run(sys.argv[1:])
+        finally:
+            sys.stdout.flush()  # here, where a closed pipe can still be caught
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at /dev/null so that flush cannot fail too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(141)
+
+
+def _run(argv: list[str]) -> None:
     if COMPLETION_VARIABLE not in os.environ:
         if argv in VERSION_ARGV:
             version()

@@ -38,6 +38,8 @@ class Param:
     help: str
     flags: tuple[str, ...] = ()
     default: str | None = None
+    # The only values it takes; another is refused before anything runs (`-o yaml` printed a table).
+    choices: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -317,7 +319,7 @@ COMMANDS: dict[str, Command] = {
         (
             Param("what", "clusterqueues | localqueues | workloads | jobs"),
             Param("namespace", "Only this namespace.", ("--namespace", "-n")),
-            Param("output", "table or json", ("--output", "-o"), "table"),
+            Param("output", "table or json", ("--output", "-o"), "table", ("table", "json")),
             *CONNECTION,
         ),
     ),
@@ -328,7 +330,7 @@ COMMANDS: dict[str, Command] = {
             Param("what", "workload"),
             Param("name", "Workload name, or the name of its job."),
             NAMESPACE,
-            Param("output", "text or json", ("--output", "-o"), "text"),
+            Param("output", "text or json", ("--output", "-o"), "text", ("text", "json")),
             *CONNECTION,
         ),
     ),
@@ -345,7 +347,7 @@ COMMANDS: dict[str, Command] = {
             Param("since", "Start: a duration back from now (24h, 7d) or a time.", ("--since",), "24h"),
             Param("until", "End: a duration back from now or a time (default: now).", ("--until",)),
             Param("by", "namespace | tenant | localqueue | clusterqueue", ("--by",), "namespace"),
-            Param("output", "table, csv or json", ("--format", "-o"), "table"),
+            Param("output", "table, csv or json", ("--format", "-o"), "table", ("table", "csv", "json")),
             Param(
                 "kubeconfig",
                 "Report on this cluster's Workloads instead of the standalone server.",
@@ -363,7 +365,9 @@ def parser(name: str) -> argparse.ArgumentParser:
     out = argparse.ArgumentParser(prog=f"pykueue {name}", description=command.help)
     for param in command.params:
         if param.flags:
-            out.add_argument(*param.flags, dest=param.name, default=param.default, help=param.help)
+            out.add_argument(
+                *param.flags, dest=param.name, default=param.default, help=param.help, choices=param.choices
+            )
         else:
             out.add_argument(param.name, help=param.help)
     return out
@@ -388,6 +392,14 @@ def _typer_function(command: Command) -> Callable[..., None]:
     import typer
 
     def run(**values: Any) -> None:
+        for p in command.params:
+            if p.choices and values.get(p.name) not in p.choices:
+                print(
+                    f"error: {'/'.join(p.flags)}: invalid choice {values.get(p.name)!r} "
+                    f"(choose from {', '.join(p.choices)})",
+                    file=sys.stderr,
+                )
+                raise SystemExit(2)
         command.run(**values)
 
     run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
