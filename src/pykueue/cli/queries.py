@@ -347,7 +347,8 @@ COMMANDS: dict[str, Command] = {
             Param("since", "Start: a duration back from now (24h, 7d) or a time.", ("--since",), "24h"),
             Param("until", "End: a duration back from now or a time (default: now).", ("--until",)),
             Param("by", "namespace | tenant | localqueue | clusterqueue", ("--by",), "namespace"),
-            Param("output", "table, csv or json", ("--format", "-o"), "table", ("table", "csv", "json")),
+            # `report` checks its own values, --by and --format alike (cli/report.py).
+            Param("output", "table, csv or json", ("--format", "-o"), "table"),
             Param(
                 "kubeconfig",
                 "Report on this cluster's Workloads instead of the standalone server.",
