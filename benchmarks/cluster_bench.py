@@ -454,7 +454,7 @@ def kueue_requests(metrics: str) -> dict[str, int]:
 # cycles, what each Workload event and status costs, and the preemption target searches that grow
 # with the evictions (issue 46).
 PROFILED = (
-    ("kube_manager.py", "reconcile"),
+    ("manager.py", "reconcile"),
     ("scheduler.py", "run_cycle"),
     ("admission.py", "handle"),
     ("admission.py", "_apply"),

@@ -4,7 +4,7 @@ The state: upstream's baseline shape (30 ClusterQueues in 5 cohorts) with its fi
 10,000 workloads submitted at once and the first cycles run, so some hold quota
 and the rest wait; running times learned from 300 of its jobs.
 
-A refresh is what `pykueue.controllers.estimating.StartEstimates.refresh` does:
+A refresh is what `pykueue.reconcilers.estimating.StartEstimates.refresh` does:
 a snapshot on the event loop, then the three forward runs (estimate, low, high)
 in a worker thread. Measured:
 
@@ -33,9 +33,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pykueue.controllers.estimating import MIN_CYCLES, StartEstimates
 from pykueue.engine import forecast, runtimes, scheduler
 from pykueue.engine.state import State
+from pykueue.reconcilers.estimating import MIN_CYCLES, StartEstimates
 from pykueue.sim import generator
 from pykueue.sim.design import Design
 

@@ -85,7 +85,7 @@ class Server:
         for entry in os.listdir("/proc"):
             if entry.isdigit() and _parent(int(entry)) == self.process.pid:
                 with contextlib.suppress(OSError):
-                    if b"pykueue.controllers.launcher" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    if b"pykueue.standalone.node.launcher" in Path(f"/proc/{entry}/cmdline").read_bytes():
                         launcher += _cpu(int(entry))
         return round(_cpu(self.process.pid), 1), round(launcher, 1)
 

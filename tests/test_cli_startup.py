@@ -19,8 +19,8 @@ HEAVY = (
     "httpx",
     "cryptography",
     "prometheus_client",
-    "pykueue.server",
-    "pykueue.controllers",
+    "pykueue.standalone",
+    "pykueue.reconcilers",
     "pykueue.engine",
     "pykueue.store",
     "pykueue.sim",
@@ -59,7 +59,7 @@ def test_client_commands_do_not_load_the_server_stack(argv: tuple[str, ...]) -> 
 
 
 def test_help_lists_every_command_and_a_server_command_loads_what_it_needs() -> None:
-    assert "pykueue.server.deploy" in _loaded_for("manifests")
+    assert "pykueue.kube.deploy" in _loaded_for("manifests")
     assert _loaded_for("--help"), "help imports every command module to list them"
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from pykueue.controllers.admission import AdmissionController
 from pykueue.engine.config import EngineConfig
+from pykueue.reconcilers.admission import AdmissionController
 from pykueue.store.base import WatchEvent, resource_version
 from pykueue.store.memory import MemoryStore
 

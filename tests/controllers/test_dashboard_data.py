@@ -5,15 +5,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pykueue.api import manifests
+from pykueue.api import access, manifests
 from pykueue.engine import loading, scheduler
 from pykueue.engine.state import State
-from pykueue.server import auth, dashboard_data
+from pykueue.views import dashboard_data
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 FLAVOR = {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}}
-ADMIN = auth.Identity("root", auth.ADMIN)
-ALICE = auth.Identity("alice", auth.TENANT, namespaces=("research",))
+ADMIN = access.Identity("root", access.ADMIN)
+ALICE = access.Identity("alice", access.TENANT, namespaces=("research",))
 
 
 def _cohort(name: str, parent: str = "") -> dict[str, Any]:

@@ -6,9 +6,9 @@ import asyncio
 from typing import Any
 
 from pykueue.api import manifests
-from pykueue.controllers import integrations, jobframework
-from pykueue.controllers.job_reconciler import JobReconciler
 from pykueue.engine import pod_requests
+from pykueue.reconcilers import integrations, jobframework
+from pykueue.reconcilers.job_reconciler import JobReconciler
 from pykueue.store.memory import MemoryStore
 
 MAPPINGS = {"gpu.example.com": "example.com/gpu"}

@@ -6,9 +6,9 @@ import asyncio
 import json
 from datetime import UTC, datetime
 
-from pykueue.controllers import estimate_annotations
-from pykueue.controllers.estimate_annotations import ANNOTATION, AnnotationWriter
 from pykueue.engine import forecast, intake
+from pykueue.kube import estimate_annotations
+from pykueue.kube.estimate_annotations import ANNOTATION, AnnotationWriter
 from pykueue.store import base
 from pykueue.store.base import Key, Manifest
 from pykueue.store.memory import MemoryStore

@@ -6,10 +6,10 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pykueue.controllers import estimating
-from pykueue.controllers.admission import AdmissionController
-from pykueue.server import visibility
+from pykueue.reconcilers import estimating
+from pykueue.reconcilers.admission import AdmissionController
 from pykueue.store.memory import MemoryStore
+from pykueue.views import visibility
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 QUEUES: list[dict[str, Any]] = [

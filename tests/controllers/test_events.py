@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from pykueue.controllers import integrations, jobframework
-from pykueue.controllers.events import PER_OBJECT_BURST, EventRecorder, workload_events
-from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine import state as engine_state
 from pykueue.engine.state import Event
+from pykueue.reconcilers import integrations, jobframework
+from pykueue.reconcilers.events import PER_OBJECT_BURST, EventRecorder, workload_events
+from pykueue.reconcilers.manager import Manager
 from pykueue.store.memory import MemoryStore
 
 
@@ -70,7 +70,7 @@ def test_a_jobs_events_are_reported_by_its_frameworks_job_controller() -> None:
 
     async def run() -> list[dict[str, object]]:
         store = MemoryStore()
-        manager = KubeManager(
+        manager = Manager(
             store, registry=integrations.registry(("batch/job",)), events=EventRecorder(store, clock=Clock())
         )
         await store.create(job)

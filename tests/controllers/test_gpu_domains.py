@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pykueue.controllers.node import DeviceTable, Node, checked_domains, nvlink_domains
 from pykueue.errors import InputError
+from pykueue.standalone.node.machine import DeviceTable, Node, checked_domains, nvlink_domains
 
 # The shape `nvidia-smi topo -m` prints: two NVLink islands of two GPUs, a NIC column, affinities.
 MATRIX = """\

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from pykueue.controllers import integrations
-from pykueue.controllers.integrations import pod as pod_integration
-from pykueue.controllers.jobframework import PodSetInfo
+from pykueue.reconcilers import integrations
+from pykueue.reconcilers.integrations import pod as pod_integration
+from pykueue.reconcilers.jobframework import PodSetInfo
 
 MIRROR = Path(os.environ.get("PYKUEUE_UPSTREAM_KUEUE", "/work/.mirror/kubernetes-sigs+kueue/repo"))
 
@@ -129,7 +129,7 @@ def test_statefulset_and_lws_templates_carry_the_queue_to_their_pods() -> None:
     template = lws["spec"]["leaderWorkerTemplate"]
     for part in ("leaderTemplate", "workerTemplate"):
         assert template[part]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "user-queue"
-    from pykueue.controllers.integrations import leaderworkerset
+    from pykueue.reconcilers.integrations import leaderworkerset
 
     assert [(ps["name"], ps["count"]) for ps in leaderworkerset.pod_sets(lws)] == [
         ("leader", 1),
@@ -198,7 +198,7 @@ RUNTIME = {
 def test_trainjob_pod_sets_come_from_its_runtime_and_admission_goes_into_a_runtime_patch() -> None:
     import asyncio
 
-    from pykueue.controllers.integrations import trainjob
+    from pykueue.reconcilers.integrations import trainjob
 
     adapter = trainjob.TrainJobAdapter()
     job = copy.deepcopy(TRAINJOB)

@@ -13,9 +13,9 @@ import pytest
 from pykueue.api import configuration
 from pykueue.api.meta import LabelSelector, LabelSelectorRequirement
 from pykueue.cli import controller_command
-from pykueue.controllers import integrations, jobframework
-from pykueue.controllers.job_reconciler import JobReconciler
 from pykueue.errors import FieldProblem, ValidationError
+from pykueue.reconcilers import integrations, jobframework
+from pykueue.reconcilers.job_reconciler import JobReconciler
 from pykueue.store.base import WatchEvent
 from pykueue.store.memory import MemoryStore
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pykueue.controllers import leader
+from pykueue.kube import leader
 from pykueue.store.memory import MemoryStore
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

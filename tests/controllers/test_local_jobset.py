@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykueue.controllers import local_jobset
-from pykueue.controllers.integrations import by_kind, check_job
-from pykueue.controllers.integrations.jobset import JobSetAdapter
+from pykueue.reconcilers.integrations import by_kind, check_job
+from pykueue.reconcilers.integrations.jobset import JobSetAdapter
+from pykueue.standalone.node import local_jobset
 
 
 def _jobset(*replicated: tuple[str, int, int, int | None], **spec: Any) -> dict[str, Any]:

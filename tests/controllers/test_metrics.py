@@ -14,12 +14,12 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from pykueue.controllers import metrics
-from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine import pending_causes
-from pykueue.server import visibility
+from pykueue.reconcilers import metrics
+from pykueue.reconcilers.manager import Manager
 from pykueue.store.base import Key, WatchEvent, resource_version
 from pykueue.store.memory import MemoryStore
+from pykueue.views import visibility
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -78,7 +78,7 @@ class Harness:
         self.now = NOW  # the harness's clock: tests may move it between passes
         self.store = MemoryStore(now=lambda: self.now)
         self.registry = metrics.Metrics()
-        self.manager = KubeManager(self.store, clock=lambda: self.now, on_pass=self.registry.observe_pass)
+        self.manager = Manager(self.store, clock=lambda: self.now, on_pass=self.registry.observe_pass)
         self.registry.state = lambda: self.manager.admission.state
 
     async def start(self, docs: list[dict[str, Any]]) -> None:

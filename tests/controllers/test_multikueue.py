@@ -13,9 +13,11 @@ import pytest
 from aiohttp import web
 
 from pykueue.api import configuration
-from pykueue.controllers import integrations, multikueue, multikueue_clusters
-from pykueue.controllers.integrations import batch_job, jobset
 from pykueue.errors import ValidationError
+from pykueue.multikueue import clusters as multikueue_clusters
+from pykueue.multikueue import controller as multikueue
+from pykueue.reconcilers import integrations
+from pykueue.reconcilers.integrations import batch_job, jobset
 from pykueue.store.base import Key
 from pykueue.store.memory import MemoryStore
 

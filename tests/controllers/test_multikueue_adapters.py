@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pykueue.controllers import integrations, jobframework
-from pykueue.controllers.integrations import appwrapper, pod, trainjob
+from pykueue.reconcilers import integrations, jobframework
+from pykueue.reconcilers.integrations import appwrapper, pod, trainjob
 
 MK = jobframework.MULTIKUEUE_MANAGED_BY
 POD = {"spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from pykueue.controllers import integrations, multikueue
-from pykueue.controllers.integrations import pod as pods
+from pykueue.multikueue import controller as multikueue
+from pykueue.reconcilers import integrations
+from pykueue.reconcilers.integrations import pod as pods
 from pykueue.store.base import Key
 from pykueue.store.memory import MemoryStore
 

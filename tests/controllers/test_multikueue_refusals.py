@@ -13,9 +13,10 @@ import builtins
 from datetime import UTC, datetime
 from typing import Any
 
-from pykueue.controllers import integrations, jobframework, multikueue
-from pykueue.controllers.multikueue_clusters import ClusterConnections, Connection
 from pykueue.errors import FieldProblem, ValidationError
+from pykueue.multikueue import controller as multikueue
+from pykueue.multikueue.clusters import ClusterConnections, Connection
+from pykueue.reconcilers import integrations, jobframework
 from pykueue.store.base import Key, Manifest
 from pykueue.store.memory import MemoryStore
 

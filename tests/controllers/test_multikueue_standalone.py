@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pykueue.controllers.multikueue_clusters import BadConfig
-from pykueue.controllers.multikueue_standalone import WorkerAddress, load_worker_file, worker_file
 from pykueue.errors import InputError
-from pykueue.server.runtime import Config
+from pykueue.multikueue.clusters import BadConfig
+from pykueue.multikueue.standalone_workers import WorkerAddress, load_worker_file, worker_file
+from pykueue.standalone.runtime import Config
 
 
 def _cluster(kube_config: dict[str, Any] | None) -> dict[str, Any]:

@@ -6,8 +6,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pykueue.controllers import jobframework, node_failures
 from pykueue.engine.topology_assignments import Domain, TopologyAssignment
+from pykueue.reconcilers import jobframework, node_failures
 from pykueue.store.base import Key, WatchEvent
 from pykueue.store.memory import MemoryStore
 

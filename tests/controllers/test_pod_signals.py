@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from pykueue.controllers import cgroups
-from pykueue.controllers.cgroups import CgroupTree, Limits
-from pykueue.controllers.executor import Pod
-from pykueue.controllers.launcher_client import LaunchedProcess
+from pykueue.standalone.node import cgroups
+from pykueue.standalone.node.cgroups import CgroupTree, Limits
+from pykueue.standalone.node.executor import Pod
+from pykueue.standalone.node.launcher_client import LaunchedProcess
 from pykueue.store.base import Key
 
 # The leader, a child in its group, and a child that started a session of its own.

@@ -6,8 +6,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pykueue.controllers import policy_recorder
-from pykueue.controllers.policy_recorder import PolicyRecorder
+from pykueue.reconcilers import policy_recorder
+from pykueue.reconcilers.policy_recorder import PolicyRecorder
 from pykueue.store.base import Manifest, WatchEvent
 from pykueue.store.memory import MemoryStore
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from pykueue.controllers import integrations, jobframework
-from pykueue.controllers.integrations.batch_job import BatchJobAdapter
-from pykueue.controllers.job_reconciler import JobReconciler
+from pykueue.reconcilers import integrations, jobframework
+from pykueue.reconcilers.integrations.batch_job import BatchJobAdapter
+from pykueue.reconcilers.job_reconciler import JobReconciler
 from pykueue.store.base import Manifest, WatchEvent
 from pykueue.store.memory import MemoryStore
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from pykueue.controllers import provisioning as prov
-from pykueue.controllers.integrations.batch_job import BatchJobAdapter
-from pykueue.controllers.job_reconciler import _with_check_updates
-from pykueue.controllers.jobframework import PodSetInfo, PodSetMergeError, workload_for
+from pykueue.reconcilers import provisioning as prov
+from pykueue.reconcilers.integrations.batch_job import BatchJobAdapter
+from pykueue.reconcilers.job_reconciler import _with_check_updates
+from pykueue.reconcilers.jobframework import PodSetInfo, PodSetMergeError, workload_for
 
 CHECK = "prov"
 CLASS = "check-capacity.autoscaling.x-k8s.io"

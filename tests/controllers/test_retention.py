@@ -1,4 +1,4 @@
-"""objectRetentionPolicies.workloads (controllers/retention.py): what is due when, over the memory
+"""objectRetentionPolicies.workloads (reconcilers/retention.py): what is due when, over the memory
 store; the real control plane runs it in tests/kube/controller/test_execution_time_and_retention.py."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from pykueue.api import configuration
-from pykueue.controllers import retention
 from pykueue.errors import ValidationError
+from pykueue.reconcilers import retention
 from pykueue.store.base import WatchEvent
 from pykueue.store.memory import MemoryStore
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from pykueue.controllers.workloads import StandaloneAdmission
 from pykueue.engine.state import ADMITTED
+from pykueue.standalone.admission import StandaloneAdmission
 from pykueue.store.sqlite import SQLiteStore
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

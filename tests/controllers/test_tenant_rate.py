@@ -1,11 +1,12 @@
-"""The per-tenant token bucket of the standalone API (`pykueue.server.tenant_limits`)."""
+"""The per-tenant token bucket of the standalone API (`pykueue.standalone.http.tenant_limits`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pykueue.server import auth, tenant_limits
-from pykueue.server.limits import Limits
+from pykueue.api import access
+from pykueue.standalone.http import tenant_limits
+from pykueue.standalone.http.limits import Limits
 
 
 class Clock:
@@ -19,8 +20,8 @@ class Clock:
 def test_a_tenant_gets_its_burst_then_its_rate_and_admins_are_not_limited() -> None:
     clock = Clock()
     rates = tenant_limits.RateLimiter(Limits(requests_per_second=2, burst=3), clock)
-    alice = auth.Identity(name="alice", role="tenant", namespaces=("research",))
-    bob = auth.Identity(name="bob", role="tenant", namespaces=("product",))
+    alice = access.Identity(name="alice", role="tenant", namespaces=("research",))
+    bob = access.Identity(name="bob", role="tenant", namespaces=("product",))
     for _ in range(3):
         rates.admit(alice)
     with pytest.raises(tenant_limits.TooManyRequests) as refused:
@@ -37,6 +38,6 @@ def test_a_tenant_gets_its_burst_then_its_rate_and_admins_are_not_limited() -> N
         rates.admit(alice)
     with pytest.raises(tenant_limits.TooManyRequests):
         rates.admit(alice)
-    admin = auth.Identity(name="root", role="admin")
+    admin = access.Identity(name="root", role="admin")
     for _ in range(100):
         rates.admit(admin)

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from pykueue.controllers import admission, jobframework, topology_ungater
-from pykueue.controllers.admission import AdmissionController
 from pykueue.engine.topology_assignments import Domain, TopologyAssignment
+from pykueue.reconcilers import admission, jobframework, topology_ungater
+from pykueue.reconcilers.admission import AdmissionController
 from pykueue.store.base import WatchEvent
 from pykueue.store.memory import MemoryStore
 

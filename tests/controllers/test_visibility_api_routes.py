@@ -15,7 +15,7 @@ import pytest
 from fastapi import FastAPI
 
 from pykueue.engine.state import State
-from pykueue.server import front_proxy, visibility_api
+from pykueue.kube import front_proxy, visibility_api
 
 from .test_metrics import Harness, _queues, _workload
 

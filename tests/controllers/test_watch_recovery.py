@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-from pykueue.controllers.kube_manager import KubeManager
 from pykueue.errors import Unavailable
+from pykueue.reconcilers.manager import Manager
 from pykueue.store.base import WatchEvent
 from pykueue.store.memory import MemoryStore
 
@@ -39,7 +39,7 @@ def test_a_gone_watch_version_is_replaced_by_a_fresh_list() -> None:
         store = ForgetfulStore()
         await store.create(_flavor("kept"))
         await store.create(_flavor("dropped"))
-        manager = KubeManager(store, clock=lambda: NOW)
+        manager = Manager(store, clock=lambda: NOW)
         await manager.admission.sync()
         assert set(manager.admission.state.flavors) == {"kept", "dropped"}
         await store.delete("ResourceFlavor", "", "dropped")

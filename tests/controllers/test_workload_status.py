@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pykueue.api.workload import Workload as ApiWorkload
-from pykueue.controllers import workload_status
 from pykueue.engine import intake
 from pykueue.engine.topology_assignments import Domain, TopologyAssignment
 from pykueue.engine.workloads import Admission, Condition, PodSet, PodSetAssignment, Workload
+from pykueue.reconcilers import workload_status
 
 
 def _workload() -> Workload:

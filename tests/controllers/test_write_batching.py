@@ -10,10 +10,10 @@ from typing import Any
 import yaml
 from prometheus_client import generate_latest
 
-from pykueue.controllers.admission import AdmissionController
-from pykueue.controllers.metrics import Metrics
-from pykueue.controllers.queue_status import QueueStatusWriter
 from pykueue.engine import status as engine_status
+from pykueue.reconcilers.admission import AdmissionController
+from pykueue.reconcilers.metrics import Metrics
+from pykueue.reconcilers.queue_status import QueueStatusWriter
 from pykueue.store.base import Key, Manifest, WatchEvent, resource_version
 from pykueue.store.memory import MemoryStore
 

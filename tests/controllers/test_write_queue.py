@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from pykueue.controllers.write_queue import WriteQueue
 from pykueue.errors import Conflict
+from pykueue.reconcilers.write_queue import WriteQueue
 from pykueue.store import base
 
 

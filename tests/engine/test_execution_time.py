@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykueue.controllers import events, workload_status
 from pykueue.engine import execution_time, lifecycle
 from pykueue.engine.specs import LOWER_PRIORITY
+from pykueue.reconcilers import events, workload_status
 
 from .builders import NS, SECOND, T0, Cluster, q
 

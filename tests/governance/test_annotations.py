@@ -127,7 +127,7 @@ def test_the_worked_example_validates() -> None:
 
 
 def test_standalone_keeps_the_policies_and_strips_the_servers_keys() -> None:
-    from pykueue.server import owners
+    from pykueue.standalone.http import owners
 
     cq = {
         "kind": "ClusterQueue",

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pykueue.api import governance
-from pykueue.controllers.admission import AdmissionController
+from pykueue.reconcilers.admission import AdmissionController
 from pykueue.store.base import WatchEvent, resource_version
 from pykueue.store.memory import MemoryStore
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pykueue.server import deploy
+from pykueue.kube import deploy
 
 from .controlplane import KubeCluster, wait_for
 

@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from pykueue.cli.main import app
-from pykueue.server import deploy
+from pykueue.kube import deploy
 
 from .controlplane import KubeCluster
 from .crd_helpers import install_crds

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import pytest
 
 from pykueue.api import crd
-from pykueue.server import certs, deploy, webhooks
+from pykueue.kube import certs, deploy, webhooks
 from pykueue.store import kubernetes
 
 from .controlplane import ApiError, KubeCluster, wait_for

@@ -30,9 +30,9 @@ from typing import Any
 import httpx
 import yaml
 
-from pykueue.controllers import isolation
-from pykueue.controllers.cgroups import CgroupTree
-from pykueue.controllers.isolation import store_id
+from pykueue.standalone.node import isolation
+from pykueue.standalone.node.cgroups import CgroupTree
+from pykueue.standalone.node.isolation import store_id
 
 BIN = Path(sys.executable).parent
 EXAMPLES = Path(__file__).parents[2] / "examples" / "standalone"

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from pykueue.controllers.jobframework import MAX_EXEC_TIME_LABEL
+from pykueue.reconcilers.jobframework import MAX_EXEC_TIME_LABEL
 
 from .helpers import Server, cluster_queue, flavor_and_queue, job, wait_until, write_config
 

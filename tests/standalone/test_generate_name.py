@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pykueue.server import apply_parsing, applying
+from pykueue.standalone.http import apply_parsing, applying
 from pykueue.store.sqlite import SQLiteStore
 
 JOB = """\

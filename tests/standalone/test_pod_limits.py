@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from pykueue.errors import InputError
-from pykueue.server.runtime import Config
+from pykueue.standalone.runtime import Config
 
 from .helpers import Server, flavor_and_queue, job, wait_until, write_config
 

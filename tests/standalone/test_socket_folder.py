@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from pykueue.server.peer import bind_unix_socket
+from pykueue.standalone.http.peer import bind_unix_socket
 
 
 def test_the_socket_folders_the_server_creates_are_open_under_its_private_umask(tmp_path: Path) -> None:
@@ -14,7 +14,7 @@ def test_the_socket_folders_the_server_creates_are_open_under_its_private_umask(
     existing.mkdir(mode=0o700)
     os.chmod(existing, 0o700)
     path = existing / "run" / "pykueue" / "api.sock"
-    old = os.umask(0o077)  # the server's umask (server/runtime.py)
+    old = os.umask(0o077)  # the server's umask (standalone/runtime.py)
     try:
         sock = bind_unix_socket(path)
     finally:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import pytest
 from aiohttp import web
 
-from pykueue.controllers import multikueue_clusters
+from pykueue.multikueue import clusters as multikueue_clusters
 from pykueue.store import kubeconfig, kubernetes
 
 from .scripted_server import serving, status

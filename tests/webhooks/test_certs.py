@@ -9,7 +9,7 @@ import ssl
 import pytest
 from cryptography import x509
 
-from pykueue.server import certs
+from pykueue.kube import certs
 
 NOW = datetime.datetime(2026, 6, 1, tzinfo=datetime.UTC)
 CONFIG = certs.CertConfig(namespace="kueue-system")

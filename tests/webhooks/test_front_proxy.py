@@ -7,7 +7,7 @@ import json
 import pytest
 from starlette.datastructures import Headers
 
-from pykueue.server import front_proxy
+from pykueue.kube import front_proxy
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 

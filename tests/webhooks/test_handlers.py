@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pykueue.api import manifests
-from pykueue.server import conversion_webhook, webhooks
+from pykueue.kube import conversion_webhook, webhooks
 
 CONFIG = webhooks.WebhookConfig()
 QUEUE = "kueue.x-k8s.io/queue-name"

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from pykueue.errors import NotFound
-from pykueue.server import deploy
-from pykueue.server.local_registration import LocalRegistration, accepts_connections, registered_url
+from pykueue.kube import deploy
+from pykueue.kube.local_registration import LocalRegistration, accepts_connections, registered_url
 from pykueue.store.memory import MemoryStore
 
 

@@ -67,7 +67,7 @@ GO_DURATION: Final = r"^([0-9]+(\.[0-9]+)?(h|m|s))+$"
 
 
 class MultiKueue(KubeModel):
-    """``multiKueue``: how a manager dispatches to its workers (`pykueue.controllers.multikueue`)."""
+    """``multiKueue``: how a manager dispatches to its workers (`pykueue.multikueue.controller`)."""
 
     gc_interval: str | None = Field(default=None, pattern=GO_DURATION)
     origin: str | None = Field(default=None, min_length=1, max_length=63)
@@ -76,7 +76,7 @@ class MultiKueue(KubeModel):
 
 
 class WorkloadRetentionPolicy(KubeModel):
-    """When Workloads Kueue is done with are deleted (`pykueue.controllers.retention`)."""
+    """When Workloads Kueue is done with are deleted (`pykueue.reconcilers.retention`)."""
 
     after_finished: str | None = Field(default=None, pattern=GO_DURATION)
     after_deactivated_by_kueue: str | None = Field(default=None, pattern=GO_DURATION)

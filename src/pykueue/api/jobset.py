@@ -1,7 +1,7 @@
 """jobset.x-k8s.io/v1alpha2 JobSet: a group of Jobs that run and finish as one.
 
 Kueue queues a JobSet as one Workload with one pod set per replicated job (see
-`pykueue.controllers.integrations.jobset`). Only the fields that queueing and the
+`pykueue.reconcilers.integrations.jobset`). Only the fields that queueing and the
 standalone executor read are modelled: the replicated jobs (name, replicas, Job
 template), the success policy and the failure policy's restart budget; the rest
 (network, coordinator, startupPolicy, ...) passes through untouched.

@@ -1,7 +1,7 @@
 """MultiKueueConfig and MultiKueueCluster: dispatching admitted workloads to worker clusters.
 
 The engine ignores these kinds: dispatching to worker clusters is the business of the
-Kubernetes controller's MultiKueue admission check (`pykueue.controllers.multikueue`,
+Kubernetes controller's MultiKueue admission check (`pykueue.multikueue.controller`,
 docs/multikueue.md), which reads them as manifests.
 """
 

@@ -2,14 +2,14 @@
 
 ``controller`` connects with ``--kubeconfig`` (else $KUBECONFIG, the pod's service
 account or ~/.kube/config), lists and watches the queueing kinds, Workloads and Jobs, and runs
-`pykueue.controllers.kube_manager.KubeManager` until SIGTERM or SIGINT. With
+`pykueue.reconcilers.manager.Manager` until SIGTERM or SIGINT. With
 ``--webhooks`` (what the Deployment of ``pykueue manifests`` passes) the webhook
-server of `pykueue.server.webhooks` runs in the same event loop; its "does this
+server of `pykueue.kube.webhooks` runs in the same event loop; its "does this
 LocalQueue exist" question is answered from the controller's informer cache.
 
 ``install`` server-side-applies manifests, CRDs first, and waits until every CRD
 is Established, so a queue manifest applied right after it is accepted. By default
-it applies what ``pykueue manifests`` prints (`pykueue.server.deploy.render`: CRDs,
+it applies what ``pykueue manifests`` prints (`pykueue.kube.deploy.render`: CRDs,
 RBAC, webhook configurations, Service, Deployment); ``--crds-only`` applies just the
 CRDs, for a controller run outside the cluster; ``-f`` applies files.
 """
@@ -32,25 +32,32 @@ import yaml
 
 from pykueue import gc_tuning
 from pykueue.api import configuration, crd
-from pykueue.controllers import (
+from pykueue.engine import intake
+from pykueue.engine.config import EngineConfig, FairSharing
+from pykueue.errors import AlreadyExists, PykueueError, StoreError
+from pykueue.kube import (
+    certs,
+    deploy,
     estimate_annotations,
+    health,
+    leader,
+    local_registration,
+    visibility_api,
+    webhooks,
+)
+from pykueue.kube.deploy import INSTALL_FIELD_MANAGER
+from pykueue.kube.local_registration import LOCAL_VISIBILITY_SERVICE, register_local_visibility
+from pykueue.multikueue import controller as multikueue
+from pykueue.reconcilers import (
     estimating,
     integrations,
     jobframework,
     kueue_configuration,
-    leader,
     metrics,
-    multikueue,
     retention,
 )
-from pykueue.controllers.events import EventRecorder
-from pykueue.controllers.kube_manager import KubeManager
-from pykueue.engine import intake
-from pykueue.engine.config import EngineConfig, FairSharing
-from pykueue.errors import AlreadyExists, PykueueError, StoreError
-from pykueue.server import certs, deploy, health, local_registration, visibility_api, webhooks
-from pykueue.server.deploy import INSTALL_FIELD_MANAGER
-from pykueue.server.local_registration import LOCAL_VISIBILITY_SERVICE, register_local_visibility
+from pykueue.reconcilers.events import EventRecorder
+from pykueue.reconcilers.manager import Manager
 from pykueue.store import kubeconfig as kubeconfig_reader
 from pykueue.store import kubernetes
 from pykueue.store.base import Key, Manifest
@@ -77,7 +84,7 @@ class Jobs:
     frameworks: tuple[str, ...]
     # The MultiKueue admission check's settings (it acts only for checks naming it).
     multikueue: multikueue.Settings = field(default_factory=multikueue.Settings)
-    # objectRetentionPolicies.workloads (`pykueue.controllers.retention`).
+    # objectRetentionPolicies.workloads (`pykueue.reconcilers.retention`).
     retention_policy: retention.Policy = field(default_factory=retention.Policy)
 
 
@@ -119,7 +126,7 @@ class Operations:
     policy_history: bool = True
 
 
-def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> webhooks.LocalQueueLookup:
+def cached_queues(manager: Manager, store: kubernetes.KubernetesStore) -> webhooks.LocalQueueLookup:
     """LocalQueue lookups for the Job webhook: the informer cache once synced, else the API."""
     ask_api = webhooks.store_lookup(store)
 
@@ -131,7 +138,7 @@ def cached_queues(manager: KubeManager, store: kubernetes.KubernetesStore) -> we
     return exists
 
 
-def cached_objects(manager: KubeManager, store: kubernetes.KubernetesStore) -> webhooks.ObjectLookup:
+def cached_objects(manager: Manager, store: kubernetes.KubernetesStore) -> webhooks.ObjectLookup:
     """Kueue objects for the Job webhook's MultiKueue hand-over: the informer cache once synced, else the API."""
     ask_api = webhooks.store_objects(store)
 
@@ -159,7 +166,7 @@ async def serve_local_webhooks(
     Its certificate is for ``host`` (a self-signed CA kept in the Secret
     ``pykueue-webhook-server-cert`` of ``namespace``, created when missing, so a restart keeps
     it and every replica serves with the same CA). `register_local_webhooks` points the API
-    server at it; `pykueue.server.local_registration` decides when.
+    server at it; `pykueue.kube.local_registration` decides when.
     """
     with contextlib.suppress(AlreadyExists):
         await store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
@@ -224,7 +231,7 @@ def _local_registration(
     jobs: Jobs,
     elector: leader.LeaderElector | None,
 ) -> local_registration.LocalRegistration:
-    """This replica's registration of its local webhooks (see `pykueue.server.local_registration`)."""
+    """This replica's registration of its local webhooks (see `pykueue.kube.local_registration`)."""
 
     async def register() -> None:
         await register_local_webhooks(store, server, namespace, jobs)
@@ -240,7 +247,7 @@ def _local_registration(
 
 async def _until_reachable(start: Callable[[], Awaitable[None]], stop: asyncio.Event, what: str) -> None:
     """Run ``start``, again and again while the API server cannot be reached (or until ``stop``):
-    a controller started before its API server waits for it, as `KubeManager.run` does."""
+    a controller started before its API server waits for it, as `Manager.run` does."""
     delay = 1.0
     while not stop.is_set():
         try:
@@ -275,7 +282,7 @@ async def _run_controller(
     """Run until SIGTERM/SIGINT (True) or until the lease is lost (False).
 
     ``local_webhooks`` (host, port): serve the webhooks outside the cluster (`serve_local_webhooks`),
-    registered while this replica should be (`pykueue.server.local_registration`).
+    registered while this replica should be (`pykueue.kube.local_registration`).
     """
     ops = ops or Operations()
     jobs = jobs or jobs_of(configuration.default())
@@ -294,7 +301,7 @@ async def _run_controller(
         write_backlog=lambda: manager.admission.write_backlog(),
         unseen_preemption=lambda key: key in manager.admission.unseen_preemptions,
     )
-    manager = KubeManager(
+    manager = Manager(
         writer,
         config=config,
         registry=jobs.registry,
@@ -304,7 +311,7 @@ async def _run_controller(
         max_admissions_ahead=ops.max_admissions_ahead,
         on_pass=registry.observe_pass,
         events=EventRecorder(writer),
-        multikueue_settings=jobs.multikueue,
+        multikueue=multikueue.for_manager(jobs.multikueue),
         policy_history_namespace=ops.lease_namespace if ops.policy_history else "",
         retention_policy=jobs.retention_policy,
     )

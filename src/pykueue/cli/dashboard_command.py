@@ -1,6 +1,6 @@
 """`pykueue dashboard`: the web dashboard of a Kubernetes cluster, read-only, in its own process.
 
-It lists and watches the queueing kinds and Workloads (`controllers.cluster_view`), never
+It lists and watches the queueing kinds and Workloads (`kube.cluster_view`), never
 schedules and never writes, so it can run beside any Kueue controller, pykueue's or
 upstream's, with read-only RBAC. Callers bring a Kubernetes bearer token; what each sees
 is decided by the API server, as for the visibility API (docs/dashboard.md).
@@ -16,10 +16,10 @@ from pathlib import Path
 import typer
 
 from pykueue.cli.controller_command import connect
-from pykueue.controllers import metrics
-from pykueue.controllers.cluster_view import ClusterView
 from pykueue.errors import PykueueError
-from pykueue.server import health
+from pykueue.kube import health
+from pykueue.kube.cluster_view import ClusterView
+from pykueue.reconcilers import metrics
 
 
 def register(app: typer.Typer) -> None:

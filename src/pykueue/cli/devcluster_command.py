@@ -27,7 +27,6 @@ import typer
 
 from pykueue.api import crd
 from pykueue.cli import controller_command
-from pykueue.controllers import integrations
 from pykueue.devcluster import kinds, running
 from pykueue.devcluster.controlplane import (
     ControlPlaneError,
@@ -38,6 +37,7 @@ from pykueue.devcluster.controlplane import (
     host_address,
 )
 from pykueue.errors import PykueueError
+from pykueue.reconcilers import integrations
 from pykueue.store import kubernetes
 
 POD_FRAMEWORKS = ("pod", "deployment", "statefulset")

@@ -2,7 +2,7 @@
 
 The CRDs (generated from the models, converting v1beta1 through the webhook
 Service), least-privilege RBAC, the webhook Secret and configurations, the Service and
-the Deployment; see `pykueue.server.deploy` for what each holds and why. Pipe it to
+the Deployment; see `pykueue.kube.deploy` for what each holds and why. Pipe it to
 ``kubectl apply --server-side -f -`` or to ``pykueue install -f -``.
 
 Operations are opt-in: ``--metrics-port N`` opens the controller's plain-HTTP port
@@ -21,9 +21,9 @@ import typer
 import yaml
 
 from pykueue.api import configuration
-from pykueue.controllers import integrations
 from pykueue.errors import PykueueError
-from pykueue.server import deploy
+from pykueue.kube import deploy
+from pykueue.reconcilers import integrations
 
 
 def render_yaml(

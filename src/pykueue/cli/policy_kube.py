@@ -1,6 +1,6 @@
 """`pykueue policy ... --kubeconfig`: the history the controller keeps in a cluster, read directly.
 
-The controller records revisions as ConfigMaps in its namespace (controllers.policy_recorder);
+The controller records revisions as ConfigMaps in its namespace (reconcilers.policy_recorder);
 these functions read them with the caller's credentials, and a rollback builds the engine
 state from a fresh list of the cluster (as the controller does at start), plays the what-if
 on it, and with ``apply`` writes the objects as the caller. The controller then sees the
@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 
 from pykueue.api.policy_history import Revision
 from pykueue.cli import controller_command
-from pykueue.controllers import policy_recorder, policy_rollback
-from pykueue.controllers.admission import AdmissionController
 from pykueue.engine import runtimes
 from pykueue.errors import NotFound
+from pykueue.reconcilers import policy_recorder, policy_rollback
+from pykueue.reconcilers.admission import AdmissionController
 from pykueue.store.kubernetes import KubernetesStore
 
 T = TypeVar("T")

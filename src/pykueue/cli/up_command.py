@@ -1,7 +1,7 @@
 """`pykueue up`: start standalone pykueue (store, engine, executor, HTTP API) in this process.
 
-The server lives in `pykueue.server`, a layer the CLI does not import; `up`
-replaces this process with ``python -m pykueue.server`` (same PID, so a
+The server lives in `pykueue.standalone`, a layer the CLI does not import; `up`
+replaces this process with ``python -m pykueue.standalone`` (same PID, so a
 supervisor or ``kill -9`` reaches the server itself), after choosing the
 defaults a user expects: the data folder under ``$XDG_DATA_HOME`` and the
 client config the other commands read.
@@ -64,7 +64,7 @@ def up(
     argv = [
         sys.executable,
         "-m",
-        "pykueue.server",
+        "pykueue.standalone",
         "--data",
         str(data),
         "--host",

@@ -16,8 +16,8 @@ from typing import Any
 import typer
 
 from pykueue.api import manifests
-from pykueue.controllers import integrations
 from pykueue.errors import FieldProblem, InputError, ParseError, ValidationError
+from pykueue.reconcilers import integrations
 
 
 def _check(doc: Any, where: str, prefix: str) -> tuple[str | None, list[FieldProblem]]:

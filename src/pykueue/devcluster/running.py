@@ -19,13 +19,14 @@ import contextlib
 from dataclasses import dataclass, field
 
 from pykueue.api import crd
-from pykueue.controllers import integrations, jobframework, multikueue
-from pykueue.controllers.events import EventRecorder
-from pykueue.controllers.kube_manager import KubeManager
 from pykueue.engine.config import EngineConfig
 from pykueue.errors import NotFound
-from pykueue.server import certs, deploy, visibility_api, webhooks
-from pykueue.server.local_registration import LOCAL_VISIBILITY_SERVICE, register_local_visibility
+from pykueue.kube import certs, deploy, visibility_api, webhooks
+from pykueue.kube.local_registration import LOCAL_VISIBILITY_SERVICE, register_local_visibility
+from pykueue.multikueue import controller as multikueue
+from pykueue.reconcilers import integrations, jobframework
+from pykueue.reconcilers.events import EventRecorder
+from pykueue.reconcilers.manager import Manager
 from pykueue.store import kubernetes
 from pykueue.store.base import Key, Manifest
 
@@ -48,13 +49,13 @@ class LocalPykueue:
     frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS
     settings: jobframework.Settings = field(default_factory=jobframework.Settings)
     resync_seconds: float = 0.3
-    manager: KubeManager | None = None
+    manager: Manager | None = None
     webhook_port: int = 0
     # Where the webhooks are served and registered; not loopback for the visibility API.
     webhook_host: str = "127.0.0.1"
     # Serve and register the visibility API (`kubectl get --raw /apis/visibility...`, kueuectl's positions).
     visibility: bool = False
-    # As a MultiKueue manager (`pykueue.controllers.multikueue`); None answers no such check.
+    # As a MultiKueue manager (`pykueue.multikueue.controller`); None answers no such check.
     multikueue: multikueue.Settings | None = None
     # Where policy revisions are kept (ConfigMaps); "": not recorded.
     policy_history_namespace: str = ""
@@ -62,14 +63,14 @@ class LocalPykueue:
     async def run(self, stop: asyncio.Event, ready: asyncio.Event) -> None:
         """Serve until ``stop`` is set; ``ready`` once the controller has synced."""
         store = kubernetes.KubernetesStore(self.kube_config)
-        self.manager = KubeManager(
+        self.manager = Manager(
             store,
             config=self.config,
             resync_seconds=self.resync_seconds,
             registry=integrations.registry(self.frameworks),
             settings=self.settings,
             events=EventRecorder(store),  # as `pykueue controller` writes them
-            multikueue_settings=self.multikueue,
+            multikueue=multikueue.for_manager(self.multikueue),
             policy_history_namespace=self.policy_history_namespace,
         )
         server = await self._start_webhooks(store, self.manager) if self.webhook_namespace else None
@@ -92,7 +93,7 @@ class LocalPykueue:
         return found
 
     async def _start_webhooks(
-        self, store: kubernetes.KubernetesStore, manager: KubeManager
+        self, store: kubernetes.KubernetesStore, manager: Manager
     ) -> webhooks.WebhookServer:
         host = self.webhook_host
         # The API server checks an APIService's certificate for its Service's name.

@@ -7,7 +7,7 @@ so two runs never share anything.
 
 A design file may also hold upstream Kueue's ``Configuration``
 (``config.kueue.x-k8s.io/v1beta1`` or ``v1beta2``), read by the same parser as
-the controller's ``--config`` (`pykueue.controllers.kueue_configuration`): its
+the controller's ``--config`` (`pykueue.reconcilers.kueue_configuration`): its
 ``fairSharing``, ``admissionFairSharing`` and ``featureGates`` change how the
 design schedules. What the simulator does not model (``waitForPodsReady``,
 upstream's non-engine sections) and fair-sharing weights that have no effect
@@ -31,12 +31,12 @@ from typing import Any, Protocol
 
 from pykueue.api import manifests, quantity
 from pykueue.api.manifests import KubeObject
-from pykueue.controllers import kueue_configuration
 from pykueue.engine import loading
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.state import State
 from pykueue.errors import InputError
+from pykueue.reconcilers import kueue_configuration
 from pykueue.sim.generator import CLASS_LABEL
 from pykueue.sim.jobs import Job
 from pykueue.sim.trace import TraceError

@@ -3,7 +3,7 @@
 Every cluster is an engine `State` of its own, scheduled by the same pure
 engine as a single-cluster run (`pykueue.sim.driver`); this module only moves
 jobs between them, as the MultiKueue admission check does
-(`pykueue.controllers.multikueue`, docs/multikueue.md):
+(`pykueue.multikueue.controller`, docs/multikueue.md):
 
 1. a job arrives at the manager and queues there;
 2. the manager reserves quota for it; when its ClusterQueue names a MultiKueue

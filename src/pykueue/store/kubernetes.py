@@ -149,7 +149,7 @@ RESOURCES: dict[str, Resource] = {
     "EndpointSlice": Resource("discovery.k8s.io", "v1", "endpointslices", True),
 }
 
-# The job kinds of pykueue's integrations (controllers/integrations/) beyond batch/v1 Job.
+# The job kinds of pykueue's integrations (reconcilers/integrations/) beyond batch/v1 Job.
 RESOURCES.update(
     {
         "JobSet": Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", True),

@@ -1,7 +1,7 @@
 """Fixtures for the controller's end-to-end tests: CRDs installed, the controller running in-process.
 
 * ``kueue_crds``  (session) our CRDs applied with `pykueue install`'s code and Established
-* ``controller``  (test)    a `KubeManager` on its own event loop in a thread, stopped in teardown
+* ``controller``  (test)    a `Manager` on its own event loop in a thread, stopped in teardown
 * ``kueue``       (test)    a small client for the test: apply manifests (removed afterwards),
                             read objects, wait for a condition with a deadline
 """
@@ -27,11 +27,12 @@ import pytest
 import yaml
 
 from pykueue.cli import controller_command
-from pykueue.controllers import integrations, jobframework, multikueue
-from pykueue.controllers.kube_manager import KubeManager
 from pykueue.devcluster import running
 from pykueue.engine.config import EngineConfig
-from pykueue.server import deploy, local_registration
+from pykueue.kube import deploy, local_registration
+from pykueue.multikueue import controller as multikueue
+from pykueue.reconcilers import integrations, jobframework
+from pykueue.reconcilers.manager import Manager
 from pykueue.store import kubernetes
 
 from ..controlplane import ApiError, KubeCluster
@@ -175,7 +176,7 @@ class ControllerThread:
             waiter.cancel()
 
     @property
-    def manager(self) -> KubeManager | None:
+    def manager(self) -> Manager | None:
         return None if self.local is None else self.local.manager
 
     def stop(self, timeout: float = 30.0) -> None:

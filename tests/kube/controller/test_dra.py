@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from pykueue.controllers import jobframework
+from pykueue.reconcilers import jobframework
 
 from ..controlplane import KubeCluster
 from ..upstream_examples import example

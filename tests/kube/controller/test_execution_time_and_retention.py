@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from pykueue.controllers.jobframework import MAX_EXEC_TIME_LABEL
+from pykueue.reconcilers.jobframework import MAX_EXEC_TIME_LABEL
 
 from ..conftest import NodeFactory
 from ..controlplane import KubeCluster

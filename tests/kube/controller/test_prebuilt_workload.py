@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pykueue.controllers import jobframework
-from pykueue.controllers.integrations.batch_job import BatchJobAdapter
+from pykueue.reconcilers import jobframework
+from pykueue.reconcilers.integrations.batch_job import BatchJobAdapter
 
 from ..conftest import NodeFactory
 from .conftest import KUEUE, ControllerThread, Kueue, condition, is_true, job_manifest, wait

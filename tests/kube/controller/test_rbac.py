@@ -1,6 +1,6 @@
 """The controller with nothing but the least-privilege RBAC of `pykueue manifests`.
 
-The controller runs on a ServiceAccount token bound to `pykueue.server.deploy.rbac`,
+The controller runs on a ServiceAccount token bound to `pykueue.kube.deploy.rbac`,
 not as cluster admin, through a preemption round trip (Workloads created, status
 written, a Job suspended, restored and resumed) and a Job deletion, so a verb missing
 from the ClusterRole fails here rather than in a user's cluster.
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pykueue.server import deploy
+from pykueue.kube import deploy
 from pykueue.store import kubernetes
 
 from ..conftest import NodeFactory

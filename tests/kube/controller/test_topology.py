@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from pykueue.server.conversion_webhook import topology_slices_to_domains
+from pykueue.kube.conversion_webhook import topology_slices_to_domains
 
 from ..conftest import NodeFactory
 from ..controlplane import KubeCluster

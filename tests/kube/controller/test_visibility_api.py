@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pykueue.server import certs
+from pykueue.kube import certs
 from pykueue.store import kubernetes
 
 from ..controlplane import ControlPlaneError, KubeCluster

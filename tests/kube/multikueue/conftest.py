@@ -36,8 +36,8 @@ import pytest
 import yaml
 
 from pykueue.cli import controller_command
-from pykueue.controllers import multikueue
 from pykueue.devcluster import kinds
+from pykueue.multikueue import controller as multikueue
 from pykueue.store import kubernetes
 
 from ..controller.conftest import ControllerThread

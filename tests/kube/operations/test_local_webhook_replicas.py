@@ -2,7 +2,7 @@
 
 Each replica serves the webhooks on its own port; the API server's configurations hold one URL.
 The lease holder keeps them pointed at itself; a standby takes them over only when the
-registered replica stops answering (`pykueue.server.local_registration`).
+registered replica stops answering (`pykueue.kube.local_registration`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pykueue.server import deploy
+from pykueue.kube import deploy
 
 from ..controller.conftest import PYKUEUE, WEBHOOK_CONFIGURATIONS, Kueue, job_manifest, wait
 from ..controller.test_job_integration import _cluster_queue, _flavor, _local_queue

@@ -308,7 +308,7 @@ def test_pykueue_takes_over_from_upstream_kueue_and_hands_back(
     assert_unchanged(by_upstream, by_pykueue, "pykueue's takeover", queued=1)
     # Nothing of upstream's was refused: e.g. a pending Job restored from upstream's Workload
     # without the template labels its selector needs.
-    assert "WARNING pykueue.controllers.job_reconciler" not in controller.log(), controller.log()
+    assert "WARNING pykueue.reconcilers.job_reconciler" not in controller.log(), controller.log()
     assert controller.stop() == 0, controller.log()[-4000:]
 
     # --- and back to upstream -----------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from pykueue.controllers.isolation import RUN_AS_UID_ANNOTATION, RUN_AS_USER_ANNOTATION
+from pykueue.api.access import RUN_AS_UID_ANNOTATION, RUN_AS_USER_ANNOTATION
 
 from ..helpers import Server, job, wait_until
 from .common import job_state, tenant, two_teams

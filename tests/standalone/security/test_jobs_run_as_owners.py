@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pykueue.controllers import accounts
-from pykueue.controllers.isolation import RUN_AS_UID_ANNOTATION, Isolation
+from pykueue.api.access import RUN_AS_UID_ANNOTATION
+from pykueue.standalone.node import accounts
+from pykueue.standalone.node.isolation import Isolation
 
 from ..helpers import Server, job, wait_until
 from .common import job_state, tenant, two_teams

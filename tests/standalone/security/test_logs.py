@@ -8,8 +8,9 @@ from pathlib import Path
 
 import httpx
 
-from pykueue.server import auth
-from pykueue.server.app import ServerContext, create_app
+from pykueue.api import access
+from pykueue.standalone.http import auth
+from pykueue.standalone.http.app import ServerContext, create_app
 from pykueue.store.sqlite import SQLiteStore
 
 from ..helpers import Server, job, wait_until
@@ -97,7 +98,7 @@ def test_the_logs_route_follows_no_owner_name_of_a_stored_workload(tmp_path: Pat
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "0.log").write_text("BOB-SECRET-OUTPUT")
     (tmp_path / "data" / "logs" / "research" / "alicejob").mkdir(parents=True)  # alice has run jobs too
-    alice = auth.Identity("alice", auth.TENANT, ("research",), ("batch",))
+    alice = access.Identity("alice", access.TENANT, ("research",), ("batch",))
 
     async def scenario() -> list[httpx.Response]:
         await store.create(bob_job)

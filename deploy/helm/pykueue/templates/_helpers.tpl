@@ -5,7 +5,7 @@ app.kubernetes.io/component: controller
 {{- end }}
 
 {{/* The job kinds pykueue integrates: where the API serves them (keep in step with
-     src/pykueue/controllers/integrations; a test compares them). */}}
+     src/pykueue/reconcilers/integrations; a test compares them). */}}
 {{- define "pykueue.integrations" -}}
 batch/job: {group: batch, version: v1, plural: jobs, composable: false, parent: false}
 jobset.x-k8s.io/jobset: {group: jobset.x-k8s.io, version: v1alpha2, plural: jobsets, composable: false, parent: false}

@@ -1,0 +1,102 @@
+"""LeaderWorkerSet (``leaderworkerset.x-k8s.io/v1``), queued through its pods, one group per replica.
+
+    LWS ──webhook──▶ leader and worker templates: queue name, "suspended by parent", serving
+    replica i's pods (labels name + group-index) ──▶ one pod group "leaderworkerset-<name>-<i>"
+        pod sets: "leader" (count 1, the leader template or the worker one) and
+                  "worker" (count size - 1, the worker template), read from the LWS spec
+    admitted ──▶ each gated pod of the group gets its pod set's flavors and is ungated
+
+As upstream: every replica of a LeaderWorkerSet is admitted (and preempted) as a
+whole, its pods kept behind the ``kueue.x-k8s.io/admission`` gate until then. A
+LeaderWorkerSet serves until it is deleted, so its groups never finish; the LWS
+controller makes a group's pods again after they are evicted. The group's Workload
+is owned by the LeaderWorkerSet. No partial admission.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pykueue.reconcilers.integrations import pod as pods
+from pykueue.reconcilers.jobframework import (
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    Integration,
+    queue_name_of,
+)
+from pykueue.store.base import Manifest
+
+NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+SIZE_ANNOTATION = "leaderworkerset.sigs.k8s.io/size"
+PARENT = "leaderworkerset"
+LEADER, WORKER = "leader", "worker"
+
+
+def _template_defaults(lws: Manifest, template: dict[str, Any]) -> None:
+    meta = template.setdefault("metadata", {})
+    labels = dict(meta.get("labels") or {})
+    labels[QUEUE_NAME_LABEL] = queue_name_of(lws)
+    priority = ((lws.get("metadata") or {}).get("labels") or {}).get(PRIORITY_CLASS_LABEL)
+    if priority:
+        labels[PRIORITY_CLASS_LABEL] = priority
+    meta["labels"] = labels
+    meta["annotations"] = {
+        **(meta.get("annotations") or {}),
+        pods.SUSPENDED_BY_PARENT_ANNOTATION: PARENT,
+        pods.GROUP_SERVING_ANNOTATION: "true",
+    }
+
+
+def mutate(lws: Manifest) -> None:
+    """A queued LeaderWorkerSet's leader and worker templates carry its queue and mark its pods."""
+    if not queue_name_of(lws):
+        return
+    spec = lws.setdefault("spec", {}).setdefault("leaderWorkerTemplate", {})
+    if spec.get("leaderTemplate") is not None:
+        _template_defaults(lws, spec["leaderTemplate"])
+    _template_defaults(lws, spec.setdefault("workerTemplate", {}))
+
+
+def belongs(pod: Manifest) -> bool:
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return (
+        (meta.get("annotations") or {}).get(pods.SUSPENDED_BY_PARENT_ANNOTATION) == PARENT
+        and bool(labels.get(NAME_LABEL))
+        and GROUP_INDEX_LABEL in labels
+    )
+
+
+def group_name(pod: Manifest) -> str:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return f"leaderworkerset-{labels[NAME_LABEL]}-{labels[GROUP_INDEX_LABEL]}"
+
+
+def pod_set_of(pod: Manifest) -> str:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return LEADER if labels.get(WORKER_INDEX_LABEL, "0") == "0" else WORKER
+
+
+def pod_sets(lws: Manifest) -> list[Manifest]:
+    """One replica's pod sets: the leader, then its workers (none when size is 1)."""
+    template = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
+    size = int(template.get("size") or 1)
+    worker = template.get("workerTemplate") or {}
+    leader = template.get("leaderTemplate") or worker
+    sets: list[Manifest] = [{"name": LEADER, "count": 1, "template": copy.deepcopy(leader)}]
+    if size > 1:
+        sets.append({"name": WORKER, "count": size - 1, "template": copy.deepcopy(worker)})
+    return sets
+
+
+INTEGRATION = Integration(
+    name="leaderworkerset.x-k8s.io/leaderworkerset",
+    kind="LeaderWorkerSet",
+    group="leaderworkerset.x-k8s.io",
+    version="v1",
+    plural="leaderworkersets",
+    mutate=mutate,
+)
