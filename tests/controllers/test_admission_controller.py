@@ -283,6 +283,7 @@ def test_a_rejected_check_keeps_its_reason_when_its_echo_comes_back_early() -> N
         store = _EchoFirst()
         for doc in yaml.safe_load_all(CHECKED_QUEUE):
             await store.create(doc)
+        await _mark_active(store, "mk")
         controller = AdmissionController(store, clock=lambda: NOW, config=EngineConfig(async_evictions=True))
         await controller.sync()
         await controller.reconcile()
@@ -304,3 +305,39 @@ def test_a_rejected_check_keeps_its_reason_when_its_echo_comes_back_early() -> N
     evicted = _condition(stored, "Evicted")
     assert evicted is not None and evicted["reason"] == "DeactivatedDueToAdmissionCheck", evicted
     assert "no room on any worker" in evicted["message"], evicted
+
+
+async def _mark_active(store: MemoryStore, check: str) -> None:
+    """What a check's controller does once it is set up: AdmissionCheck ``Active: True``."""
+    obj = await store.get("AdmissionCheck", "", check)
+    active = {"type": "Active", "status": "True", "reason": "Active", "message": "ready"}
+    obj["status"] = {"conditions": [{**active, "lastTransitionTime": "2026-01-01T12:00:00Z"}]}
+    await store.update_status(obj)
+
+
+def test_a_check_no_controller_answers_leaves_its_cluster_queue_inactive() -> None:
+    """As upstream's cache: a check counts as active only once its controller says so, so a
+    check whose controller is not running holds no quota and its ClusterQueue says why."""
+
+    async def scenario() -> None:
+        store = MemoryStore(now=lambda: NOW)
+        for doc in yaml.safe_load_all(CHECKED_QUEUE):
+            await store.create(doc)
+        controller = AdmissionController(store, clock=lambda: NOW)
+        await controller.sync()
+        await controller.reconcile()
+        waiting = await store.get("Workload", "team", "checked")
+        assert "admission" not in (waiting.get("status") or {})
+        assert "inactive AdmissionCheck(s): mk" in controller.state.inactive_reason["cq"]
+        assert controller.state.inactive_kind["cq"] == "AdmissionCheckInactive"
+        # The check's controller comes up and marks it Active: the workload reserves quota,
+        # and is not Admitted until the check is Ready.
+        await _mark_active(store, "mk")
+        controller.handle(await _event(store, "AdmissionCheck", "", "mk"))
+        await controller.reconcile()
+        reserved = await store.get("Workload", "team", "checked")
+        assert reserved["status"]["admission"]["clusterQueue"] == "cq"
+        admitted = _condition(reserved, "Admitted")
+        assert admitted is None or admitted["status"] != "True", admitted
+
+    asyncio.run(scenario())

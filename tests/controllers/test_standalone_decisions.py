@@ -10,7 +10,9 @@ import yaml
 
 from pykueue.engine.state import ADMITTED
 from pykueue.standalone.admission import StandaloneAdmission
+from pykueue.store.base import WatchEvent, resource_version
 from pykueue.store.sqlite import SQLiteStore
+from pykueue.views import rows
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -36,3 +38,92 @@ def test_no_admission_is_printed_for_a_workload_deleted_before_its_write(tmp_pat
         store.close()
 
     asyncio.run(scenario())
+
+
+CHECKED = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: approval}
+spec: {controllerName: example.com/approver}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  admissionChecksStrategy: {admissionChecks: [{name: approval}]}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "4"}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, namespace: team}
+spec: {clusterQueue: cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: w, namespace: team}
+spec:
+  queueName: lq
+  podSets:
+  - name: main
+    count: 1
+    template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}
+"""
+
+
+def test_every_view_says_which_admission_check_a_workload_waits_for(tmp_path: Path) -> None:
+    """Issue 44, item 3: an unanswered check is named (not 'Admitted' in one view and
+    'Pending' in another), before and after its controller comes up."""
+
+    async def scenario() -> None:
+        store = SQLiteStore(tmp_path / "s.db", now=lambda: NOW)
+        for doc in yaml.safe_load_all(CHECKED):
+            await store.create(doc)
+        admission = StandaloneAdmission(store, clock=lambda: NOW)
+        await admission.sync()
+        await admission.reconcile()
+        stored = await store.get("Workload", "team", "w")
+        explained = admission.explain(stored)
+        assert explained.state == "Pending"
+        words = [message for _, message in explained.reasons]
+        assert any(
+            "waiting for admission check approval" in m and "example.com/approver" in m for m in words
+        ), words
+        assert rows.workload_state(stored) == "Pending"
+
+        # Its controller comes up (Active) but has not decided yet: quota is reserved, the job
+        # does not run, and every view says what it waits for.
+        check = await store.get("AdmissionCheck", "", "approval")
+        check["status"] = {
+            "conditions": [
+                {
+                    "type": "Active",
+                    "status": "True",
+                    "reason": "Active",
+                    "message": "",
+                    "lastTransitionTime": "2026-01-01T12:00:00Z",
+                }
+            ]
+        }
+        admission.handle(_modified(await store.update_status(check)))
+        await admission.reconcile()
+        stored = await store.get("Workload", "team", "w")
+        explained = admission.explain(stored)
+        assert explained.state == "QuotaReserved" and explained.cluster_queue == "cq"
+        assert [m for _, m in explained.reasons] == ["waiting for admission check approval (Pending)"]
+        row = rows.workload_row(stored)
+        assert row["state"] == "QuotaReserved"
+        assert row["reason"] == "waiting for admission check approval (Pending)"
+        store.close()
+
+    asyncio.run(scenario())
+
+
+def _modified(obj: dict[str, object]) -> WatchEvent:
+    return WatchEvent("MODIFIED", obj, resource_version(obj))

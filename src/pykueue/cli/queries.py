@@ -231,11 +231,13 @@ def describe(
             print(f"Engine:    {explanation['engineMessage']}")
     elif explanation["state"] == "Admitted":
         print(f"Admitted:  ClusterQueue {explanation['clusterQueue']}")
-        for check in data.get("admissionChecks") or []:
-            if check.get("state") != "Ready":
-                print(
-                    f"Waiting:   admission check {check.get('name')} is {check.get('state')}: {check.get('message', '')}"
-                )
+    elif explanation["state"] == "QuotaReserved":
+        print(
+            f"Reserved:  quota in ClusterQueue {explanation['clusterQueue']}; the job starts once every check is Ready"
+        )
+        print("Waiting because:")
+        for reason in explanation["reasons"]:
+            print(f"  [{reason['category']}] {reason['message']}")
     elif explanation.get("reasons"):
         for reason in explanation["reasons"]:
             print(f"  [{reason['category']}] {reason['message']}")

@@ -189,12 +189,17 @@ def submit(
         except ClientError:
             described = {}
         explanation = described.get("explanation") or {}
-        if explanation.get("state") in ("Admitted", "Finished") or explanation.get("engineMessage"):
+        decided = explanation.get("state") in ("Admitted", "QuotaReserved", "Finished")
+        if decided or explanation.get("engineMessage"):
             break
         time.sleep(0.1)
     explanation = described.get("explanation") or {}
     if explanation.get("state") == "Admitted":
         typer.echo(f"admitted to ClusterQueue {explanation.get('clusterQueue')}")
+    elif explanation.get("state") == "QuotaReserved":
+        typer.echo(f"quota reserved in ClusterQueue {explanation.get('clusterQueue')}; not started yet:")
+        for reason in explanation.get("reasons", []):
+            typer.echo(f"  {reason['category']}: {reason['message']}")
     elif explanation.get("state") == "Pending":
         typer.echo(queries.position_text(explanation))
         for reason in explanation.get("reasons", []):

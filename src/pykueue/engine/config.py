@@ -219,6 +219,12 @@ class EngineConfig:
     # (and is a preemption target already under way) until the controller reports its
     # job stopped with `State.complete_eviction`, as upstream's job reconciler does.
     async_evictions: bool = False
+    # Whether an AdmissionCheck with no Active condition counts as active. True for scenario
+    # files and the simulator, where no check controller runs to write it. The controllers
+    # (both modes) set False, as upstream's cache reads it: only ``Active: True`` counts, so
+    # a check whose controller never answers leaves its ClusterQueue inactive, saying why,
+    # instead of holding the quota of every workload it reserves for ever.
+    checks_active_without_condition: bool = True
 
     def gate(self, name: str) -> bool:
         """The gate's value here, or its default; a name no Kueue release has is a bug in the

@@ -225,8 +225,9 @@ def local_queue(obj: ApiLocalQueue) -> specs.LocalQueue:
     )
 
 
-def admission_check(obj: ApiAdmissionCheck) -> specs.AdmissionCheck:
-    active = all(not (c.type == "Active" and c.status == "False") for c in obj.status.conditions)
+def admission_check(obj: ApiAdmissionCheck, active_without_condition: bool = True) -> specs.AdmissionCheck:
+    said = [c.status == "True" for c in obj.status.conditions if c.type == "Active"]
+    active = said[-1] if said else active_without_condition
     return specs.AdmissionCheck(obj.metadata.name, obj.spec.controller_name, active)
 
 

@@ -47,7 +47,7 @@ def apply(state: State, obj: Any) -> None:
         state.apply_namespace(obj.metadata.name, dict(obj.metadata.labels))
     elif kind == "AdmissionCheck":
         assert isinstance(obj, AdmissionCheck)
-        state.apply_admission_check(intake.admission_check(obj))
+        state.apply_admission_check(intake.admission_check(obj, state.config.checks_active_without_condition))
     elif kind == "WorkloadPriorityClass":
         assert isinstance(obj, WorkloadPriorityClass)
         state.priority_values[("WorkloadPriorityClass", obj.metadata.name)] = obj.value

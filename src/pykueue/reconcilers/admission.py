@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -214,6 +214,9 @@ class AdmissionController:
     kinds: tuple[str, ...] = KINDS
 
     def __post_init__(self) -> None:
+        # A live deployment has check controllers: a check counts as active once its
+        # controller says so (see EngineConfig.checks_active_without_condition).
+        self.config = replace(self.config, checks_active_without_condition=False)
         self.state = State(config=self.config)
 
     # ------------------------------------------------------------------- sync

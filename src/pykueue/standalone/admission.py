@@ -23,6 +23,7 @@ from pykueue.engine.workloads import Workload
 from pykueue.reconcilers.admission import AdmissionController
 from pykueue.reconcilers.workload_status import is_finished
 from pykueue.store.base import Key, Manifest
+from pykueue.views.rows import checks_waited_for
 
 QUOTA = "quota"
 FLAVOR = "flavor mismatch"
@@ -135,6 +136,16 @@ class StandaloneAdmission(AdmissionController):
         if wl is None:
             return Explanation("Unknown", reasons=[(INVALID, "the engine has not read this workload yet")])
         cause = pending_causes.cause_of(self.state, wl)
+        if wl.admission is not None and not wl.is_admitted():
+            # Quota reserved, an admission check not Ready yet: the job does not run, so
+            # every view says what it waits for rather than "Admitted".
+            return Explanation(
+                "QuotaReserved",
+                cluster_queue=wl.admission.cluster_queue,
+                reasons=[(CHECK, text) for text in checks_waited_for(stored)]
+                or [(CHECK, "waiting for its admission checks")],
+                cause=cause,
+            )
         if wl.admission is not None:
             return Explanation(
                 "Admitted",
@@ -156,12 +167,7 @@ class StandaloneAdmission(AdmissionController):
         result.reasons.extend(self._routing_problems(wl))
         if reserved is not None and reserved.status == "False":
             result.reasons.extend(_categorise(reserved.reason, message))
-        for check in (stored.get("status") or {}).get("admissionChecks", []):
-            if check.get("state") != "Ready":
-                text = (
-                    f"admission check {check.get('name')} is {check.get('state')}: {check.get('message', '')}"
-                )
-                result.reasons.append((CHECK, text.rstrip(": ")))
+        result.reasons.extend((CHECK, text) for text in checks_waited_for(stored))
         if not result.reasons:
             result.reasons.append((QUOTA, "waiting for its turn: the scheduler has not tried it yet"))
         return result
@@ -176,8 +182,24 @@ class StandaloneAdmission(AdmissionController):
             return [(INACTIVE, f"ClusterQueue {lq.cluster_queue} does not exist")]
         reason = self.state.inactive_reason.get(lq.cluster_queue, "")
         if reason:
-            return [(INACTIVE, f"ClusterQueue {lq.cluster_queue} is inactive: {reason}")]
+            return [
+                (INACTIVE, f"ClusterQueue {lq.cluster_queue} is inactive: {reason}"),
+                *((CHECK, text) for text in self._unanswered_checks(lq.cluster_queue)),
+            ]
         return []
+
+    def _unanswered_checks(self, cq_name: str) -> list[str]:
+        """The ClusterQueue's checks that no controller has marked Active, in words."""
+        cq = self.state.cluster_queues[cq_name]
+        out = []
+        for name in cq.admission_checks:
+            check = self.state.admission_checks.get(name)
+            if check is not None and not check.active:
+                out.append(
+                    f"waiting for admission check {name}: its controller ({check.controller or 'none named'}) "
+                    "has not marked it Active; is that controller running?"
+                )
+        return out
 
 
 def _categorise(reason: str, message: str) -> list[tuple[str, str]]:

@@ -199,7 +199,11 @@ def workload_row(
     reserved = wl.conditions.get("QuotaReserved") if wl is not None else None
     reason = reserved.message if reserved is not None and reserved.status == "False" else ""
     if cause == pending_causes.ADMISSION_CHECK and wl is not None:
-        reason = "; ".join(f"{c.name} is {c.state}" for c in wl.checks.values() if c.state != "Ready")
+        reason = "; ".join(
+            views.check_waited_for(c.name, c.state, c.message)
+            for c in wl.checks.values()
+            if c.state != "Ready"
+        )
     pending = base["state"] == "Pending"
     if pending and wl is not None:
         base["clusterQueue"] = state.route_of(wl) or ""

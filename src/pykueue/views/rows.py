@@ -46,7 +46,24 @@ def workload_state(obj: Manifest) -> str:
         return "Inactive"
     if job_reconciler.is_admitted(obj):
         return "Admitted"
+    if (obj.get("status") or {}).get("admission"):
+        return "QuotaReserved"  # an admission check is not Ready yet: the job does not run
     return "Pending"
+
+
+def check_waited_for(name: str, state: str, message: str = "") -> str:
+    """How every view says that a workload waits for one admission check."""
+    detail = f"{state}: {message}".rstrip(": ")
+    return f"waiting for admission check {name} ({detail})"
+
+
+def checks_waited_for(stored: Manifest) -> list[str]:
+    """`check_waited_for` of each check of a stored Workload that is not Ready yet."""
+    return [
+        check_waited_for(str(check.get("name")), str(check.get("state")), str(check.get("message") or ""))
+        for check in (stored.get("status") or {}).get("admissionChecks", [])
+        if check.get("state") != "Ready"
+    ]
 
 
 def workload_row(obj: Manifest, estimates: StartEstimates | None = None) -> dict[str, Any]:
@@ -75,6 +92,8 @@ def _why(obj: Manifest, state: str, reserved: Manifest) -> str:
     """What `get workloads` says in WHY: why it waits, or why its job failed."""
     if state == "Pending":
         return str(reserved.get("message", ""))
+    if state == "QuotaReserved":
+        return "; ".join(checks_waited_for(obj))
     if state == "Failed":
         return str((_cond(obj, "Finished") or {}).get("message", ""))
     return ""
