@@ -64,7 +64,7 @@ def test_a_request_that_can_never_fit_says_so(tmp_path: Path, start_server: Call
     assert "can never be admitted" in result.stderr
     described = server.cli("describe", "workload", "huge")
     assert "State:     Pending" in described.stdout
-    assert "[quota] can never fit as requested" in described.stdout
+    assert "[capacity] can never fit as requested" in described.stdout
     assert "Position:  pending: position 1 of 1 in ClusterQueue main" in described.stdout
 
 

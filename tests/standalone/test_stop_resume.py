@@ -20,7 +20,7 @@ def test_stopping_a_clusterqueue_holds_new_work_until_resumed(
     explanation = server.api("GET", "/api/v1/describe/workload/default/held")["explanation"]
     assert explanation["state"] == "Pending"
     assert any(
-        r["category"] == "inactive" and "ClusterQueue main is inactive" in r["message"]
+        r["category"] == "stopped" and "ClusterQueue main is inactive" in r["message"]
         for r in explanation["reasons"]
     )
     assert server.jobs()["default/held"]["state"] == "Queued"

@@ -88,14 +88,14 @@ def cause_of(state: State, wl: Workload) -> str | None:
         return ADMISSION_CHECK if waiting else None
     blocked = state.blocker(wl)
     if blocked is not None:
-        return _from_reason(*blocked)
+        return from_reason(*blocked)
     if state.backing_off(wl):
         return BACKOFF
     reserved = wl.conditions.get("QuotaReserved")
     if reserved is None or reserved.status != "False":
         twin = _twin_reason(state, wl)
-        return _from_reason(twin, "") if twin is not None else EVALUATING
-    return _from_reason(reserved.reason, reserved.message)
+        return from_reason(twin, "") if twin is not None else EVALUATING
+    return from_reason(reserved.reason, reserved.message)
 
 
 def _twin_reason(state: State, wl: Workload) -> str | None:
@@ -107,7 +107,7 @@ def _twin_reason(state: State, wl: Workload) -> str | None:
     return waiting.twin_reason(queue.twins(wl))
 
 
-def _from_reason(reason: str, message: str) -> str:
+def from_reason(reason: str, message: str) -> str:
     if reason == "Misconfigured":
         return POLICY if _NAMESPACE_REFUSED in message else MISCONFIGURED
     cause = _BY_REASON.get(reason, QUOTA)

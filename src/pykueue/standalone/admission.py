@@ -23,16 +23,7 @@ from pykueue.engine.workloads import Workload
 from pykueue.reconcilers.admission import AdmissionController
 from pykueue.reconcilers.workload_status import is_finished
 from pykueue.store.base import Key, Manifest
-from pykueue.views.rows import checks_waited_for
-
-QUOTA = "quota"
-FLAVOR = "flavor mismatch"
-CHECK = "admission check"
-INACTIVE = "inactive"
-INVALID = "invalid"
-
-# Words of the engine's QuotaReserved messages that point at flavors rather than quota.
-_FLAVOR_WORDS = ("taint", "doesn't match", "does not match", "node affinity", "nodeSelector", "no flavor")
+from pykueue.views import why
 
 
 @dataclass
@@ -132,86 +123,29 @@ class StandaloneAdmission(AdmissionController):
         wl = self.workload(key.namespace or "default", key.name)
         rejected = self.rejected.get(key)
         if rejected:
-            return Explanation("Invalid", reasons=[(INVALID, rejected)])
+            return Explanation("Invalid", reasons=[(pending_causes.MISCONFIGURED, rejected)])
         if wl is None:
-            return Explanation("Unknown", reasons=[(INVALID, "the engine has not read this workload yet")])
-        cause = pending_causes.cause_of(self.state, wl)
-        if wl.admission is not None and not wl.is_admitted():
-            # Quota reserved, an admission check not Ready yet: the job does not run, so
-            # every view says what it waits for rather than "Admitted".
             return Explanation(
-                "QuotaReserved",
-                cluster_queue=wl.admission.cluster_queue,
-                reasons=[(CHECK, text) for text in checks_waited_for(stored)]
-                or [(CHECK, "waiting for its admission checks")],
-                cause=cause,
+                "Unknown", reasons=[(pending_causes.EVALUATING, "the engine has not read this workload yet")]
             )
+        cause = pending_causes.cause_of(self.state, wl)
+        reasons = why.reasons(self.state, wl, stored)
         if wl.admission is not None:
             return Explanation(
-                "Admitted",
+                # Quota reserved with a check not Ready yet: the job does not run.
+                "Admitted" if wl.is_admitted() else "QuotaReserved",
                 cluster_queue=wl.admission.cluster_queue,
+                reasons=reasons,
                 priority=aging.explain(self.state, wl),
                 cause=cause,
             )
         if not wl.active:
-            return Explanation(
-                "Inactive",
-                reasons=[(INACTIVE, "spec.active is false: resume the workload to queue it")],
-                cause=cause,
-            )
-        result = Explanation("Pending", priority=aging.explain(self.state, wl), cause=cause)
+            return Explanation("Inactive", reasons=reasons, cause=cause)
+        result = Explanation("Pending", reasons=reasons, priority=aging.explain(self.state, wl), cause=cause)
         result.position, result.pending_in_queue, result.cluster_queue = self.position(wl)
         reserved = wl.conditions.get("QuotaReserved")
-        message = reserved.message if reserved is not None else ""
-        result.engine_message = message
-        result.reasons.extend(self._routing_problems(wl))
-        if reserved is not None and reserved.status == "False":
-            result.reasons.extend(_categorise(reserved.reason, message))
-        result.reasons.extend((CHECK, text) for text in checks_waited_for(stored))
-        if not result.reasons:
-            result.reasons.append((QUOTA, "waiting for its turn: the scheduler has not tried it yet"))
+        result.engine_message = reserved.message if reserved is not None else ""
         return result
-
-    def _routing_problems(self, wl: Workload) -> list[tuple[str, str]]:
-        lq = self.state.local_queues.get(wl.queue_key)
-        if lq is None:
-            return [(INACTIVE, f"LocalQueue {wl.queue_key} does not exist")]
-        if lq.stop_policy != "None":
-            return [(INACTIVE, f"LocalQueue {wl.queue_key} is stopped ({lq.stop_policy})")]
-        if lq.cluster_queue not in self.state.cluster_queues:
-            return [(INACTIVE, f"ClusterQueue {lq.cluster_queue} does not exist")]
-        reason = self.state.inactive_reason.get(lq.cluster_queue, "")
-        if reason:
-            return [
-                (INACTIVE, f"ClusterQueue {lq.cluster_queue} is inactive: {reason}"),
-                *((CHECK, text) for text in self._unanswered_checks(lq.cluster_queue)),
-            ]
-        return []
-
-    def _unanswered_checks(self, cq_name: str) -> list[str]:
-        """The ClusterQueue's checks that no controller has marked Active, in words."""
-        cq = self.state.cluster_queues[cq_name]
-        out = []
-        for name in cq.admission_checks:
-            check = self.state.admission_checks.get(name)
-            if check is not None and not check.active:
-                out.append(
-                    f"waiting for admission check {name}: its controller ({check.controller or 'none named'}) "
-                    "has not marked it Active; is that controller running?"
-                )
-        return out
-
-
-def _categorise(reason: str, message: str) -> list[tuple[str, str]]:
-    if not message:
-        return []
-    if reason == "Misconfigured":
-        return [(INVALID, message)]
-    if reason == "NoMatchingFlavor" or any(word in message for word in _FLAVOR_WORDS):
-        return [(FLAVOR, message)]
-    if reason == "ExceedsMaxQuota":
-        return [(QUOTA, f"can never fit as requested: {message}")]
-    return [(QUOTA, message)]
 
 
 def _condition_message(obj: Manifest, kind: str) -> str:

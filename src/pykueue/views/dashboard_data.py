@@ -33,7 +33,7 @@ from pykueue.engine import aging, pending_causes
 from pykueue.engine.state import State
 from pykueue.store.base import Manifest
 from pykueue.views import rows as views
-from pykueue.views import visibility
+from pykueue.views import visibility, why
 
 HISTORY_INTERVAL = 5.0  # seconds between two usage samples
 HISTORY_SAMPLES = 720  # one hour at the interval above
@@ -196,14 +196,13 @@ def workload_row(
     wl = state.workloads.get(key)
     position, of = positions.get(key, (None, None))
     cause = pending_causes.cause_of(state, wl) if wl is not None and base["state"] != "Finished" else None
-    reserved = wl.conditions.get("QuotaReserved") if wl is not None else None
-    reason = reserved.message if reserved is not None and reserved.status == "False" else ""
-    if cause == pending_causes.ADMISSION_CHECK and wl is not None:
-        reason = "; ".join(
-            views.check_waited_for(c.name, c.state, c.message)
-            for c in wl.checks.values()
-            if c.state != "Ready"
-        )
+    # The same reasons as `describe` (views.why); a finished job's row keeps its failure.
+    words = (
+        why.reasons(state, wl, manifest)
+        if wl is not None and base["state"] not in ("Finished", "Failed")
+        else []
+    )
+    reason = "; ".join(text for _, text in words)
     pending = base["state"] == "Pending"
     if pending and wl is not None:
         base["clusterQueue"] = state.route_of(wl) or ""

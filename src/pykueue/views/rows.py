@@ -14,6 +14,7 @@ from pykueue.api.access import RUN_AS_USER_ANNOTATION, SUBMITTED_BY_ANNOTATION
 from pykueue.reconcilers import integrations, job_reconciler, jobframework
 from pykueue.reconcilers.estimating import StartEstimates
 from pykueue.store.base import Manifest
+from pykueue.views import why
 
 
 class Explained(Protocol):
@@ -51,21 +52,6 @@ def workload_state(obj: Manifest) -> str:
     return "Pending"
 
 
-def check_waited_for(name: str, state: str, message: str = "") -> str:
-    """How every view says that a workload waits for one admission check."""
-    detail = f"{state}: {message}".rstrip(": ")
-    return f"waiting for admission check {name} ({detail})"
-
-
-def checks_waited_for(stored: Manifest) -> list[str]:
-    """`check_waited_for` of each check of a stored Workload that is not Ready yet."""
-    return [
-        check_waited_for(str(check.get("name")), str(check.get("state")), str(check.get("message") or ""))
-        for check in (stored.get("status") or {}).get("admissionChecks", [])
-        if check.get("state") != "Ready"
-    ]
-
-
 def workload_row(obj: Manifest, estimates: StartEstimates | None = None) -> dict[str, Any]:
     """One workload; ``estimatedStart`` is the latest estimate while it is pending (else None)."""
     meta = obj["metadata"]
@@ -93,7 +79,7 @@ def _why(obj: Manifest, state: str, reserved: Manifest) -> str:
     if state == "Pending":
         return str(reserved.get("message", ""))
     if state == "QuotaReserved":
-        return "; ".join(checks_waited_for(obj))
+        return "; ".join(why.checks_waited_for(obj))
     if state == "Failed":
         return str((_cond(obj, "Finished") or {}).get("message", ""))
     return ""
