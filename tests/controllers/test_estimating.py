@@ -6,6 +6,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pykueue.engine import runtimes
 from pykueue.reconcilers import estimating
 from pykueue.reconcilers.admission import AdmissionController
 from pykueue.store.memory import MemoryStore
@@ -143,12 +144,13 @@ def test_a_declared_limit_is_used_for_the_workload_that_declares_it() -> None:
         )
         estimates = estimating.StartEstimates(controller)
         await estimates.refresh()
-        # Nothing learned, but "running" ends by its limit, and that decides when "next" starts.
+        # Nothing learned, but "running" ends by its limit at the latest, and that decides
+        # when "next" starts: any time from now to the limit, half of it expected.
         assert _at(estimates.estimated_start("team/next")) == (
+            "2026-01-01T12:05:00Z",
+            "2026-01-01T12:00:00Z",
             "2026-01-01T12:10:00Z",
-            "2026-01-01T12:10:00Z",
-            "2026-01-01T12:10:00Z",
-            "maximumExecutionTimeSeconds",
+            "maximumExecutionTimeSeconds as an upper bound (nothing finished yet)",
         )
 
     asyncio.run(scenario())
@@ -183,7 +185,7 @@ def test_visibility_items_carry_the_estimate() -> None:
         )
         assert summary is not None
         assert [(i["metadata"]["name"], i["estimatedStart"]["at"]) for i in summary["items"]] == [
-            ("next", "2026-01-01T12:10:00Z")
+            ("next", "2026-01-01T12:05:00Z")
         ]
 
     asyncio.run(scenario())
@@ -211,5 +213,24 @@ def test_a_refresh_plays_within_its_cycle_budget() -> None:
         assert bounded.max_cycles() == 9_000  # a fifth of 1.5 s at 30,000 cycles a second
         bounded.cycles_per_second = 10.0
         assert bounded.max_cycles() == estimating.MIN_CYCLES
+
+    asyncio.run(scenario())
+
+
+def test_a_start_that_waits_for_an_unknown_end_is_unknown() -> None:
+    """A fresh server (issue 44, item 1): nothing finished, no limit declared. The start is
+    unknown, said so with its reason, rather than an hour made up."""
+
+    async def scenario() -> None:
+        controller = await _controller(
+            _workload("running", NOW - timedelta(minutes=5)),
+            _workload("next", NOW - timedelta(minutes=4)),
+        )
+        estimates = estimating.StartEstimates(controller)
+        await estimates.refresh()
+        shown = estimates.estimated_start("team/next")
+        assert shown is not None
+        assert (shown["at"], shown["low"], shown["high"]) == (None, None, None)
+        assert shown["basis"] == runtimes.UNKNOWN_BASIS
 
     asyncio.run(scenario())

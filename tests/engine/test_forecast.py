@@ -46,7 +46,7 @@ def test_live_state_is_untouched() -> None:
     assert c.wl("b").admission is None and "QuotaReserved" not in c.wl("b").conditions
 
 
-def test_a_declared_limit_overrides_what_was_learned() -> None:
+def test_a_declared_limit_caps_what_was_learned() -> None:
     c = _cluster()
     model = _model(10, 10, 10)
     model.set_limit("team/b", 5)
@@ -54,9 +54,11 @@ def test_a_declared_limit_overrides_what_was_learned() -> None:
     estimates = forecast.estimate(forecast.snapshot(c.state), model)
     assert _at(estimates, "d") == 15  # b and c are cut at 5 s, so d starts at 10 + 5
     # The basis is the running time that let each one in: the running one's learned time for
-    # b, b's declared limit for d.
+    # b, what was learned within b's declared limit for d.
     assert estimates["team/b"].basis == "learned p50 of 3 finished in team/a"
-    assert estimates["team/d"].basis == "maximumExecutionTimeSeconds"
+    assert (
+        estimates["team/d"].basis == "learned p50 of 3 finished in team/a, within maximumExecutionTimeSeconds"
+    )
 
 
 def test_range_comes_from_the_percentiles() -> None:
@@ -74,10 +76,10 @@ def test_a_running_workload_past_most_samples_is_expected_to_run_long() -> None:
     assert model.remaining("team/x", LQ, 200 * SECOND, "expected") == 0
 
 
-def test_without_samples_the_default_is_named() -> None:
+def test_without_samples_or_a_limit_the_running_time_is_unknown() -> None:
     model = runtimes.Model(runtimes.Settings(default_runtime=60 * SECOND))
     runtime = model.runtime("team/x", LQ)
-    assert (runtime.expected, runtime.basis) == (60 * SECOND, "default")
+    assert (runtime.expected, runtime.basis, runtime.known) == (60 * SECOND, runtimes.UNKNOWN_BASIS, False)
     model.learn("other/q", 7 * SECOND)
     model.learn("other/q", 7 * SECOND)
     model.learn("other/q", 7 * SECOND)
@@ -142,3 +144,22 @@ def test_a_cycle_budget_answers_for_the_soonest_starts_only() -> None:
 def test_the_expected_run_stops_at_its_budget() -> None:
     snap = forecast.snapshot(_long_queue().state)
     assert forecast.estimate(snap, _model(10, 10, 10), ranges=False, max_cycles=5).cycles == 5
+
+
+def test_a_limit_is_an_upper_bound_and_the_share_used_is_learned() -> None:
+    """Issue 44, item 1: a declared limit is not the running time. Nothing learned: anywhere
+    up to the limit, half expected. Once workloads with limits finished, the share of their
+    limits they used sets the expected time."""
+    model = runtimes.Model()
+    model.set_limit("team/x", 100)
+    fresh = model.runtime("team/x", LQ)
+    assert (fresh.low, fresh.expected, fresh.high) == (0, 50 * SECOND, 100 * SECOND)
+    assert fresh.known and "upper bound" in fresh.basis
+    for ran in (10, 20, 30):  # each declared 100 s and used a tenth to a third of it
+        model.learn(LQ, ran * SECOND, limit=100 * SECOND)
+    learned = model.runtime("team/x", LQ)
+    assert (learned.low, learned.expected, learned.high) == (10 * SECOND, 20 * SECOND, 30 * SECOND)
+    assert learned.basis.startswith("maximumExecutionTimeSeconds x 20%")
+    # A running one that outlived what was expected of it ends before its limit.
+    assert model.remaining("team/x", LQ, 60 * SECOND, "high") == 40 * SECOND
+    assert model.remaining("team/x", LQ, 60 * SECOND, "expected") == 20 * SECOND

@@ -70,9 +70,11 @@ def when(rfc3339: str) -> str:
     return f"{moment.astimezone():%Y-%m-%d %H:%M} (in {away})"
 
 
-def eta_cell(estimate: dict[str, str] | None) -> str:
+def eta_cell(estimate: dict[str, Any] | None) -> str:
     if not estimate:
         return ""
+    if not estimate.get("at"):
+        return "unknown"
     return datetime.fromisoformat(estimate["at"].replace("Z", "+00:00")).astimezone().strftime("%m-%d %H:%M")
 
 
@@ -219,7 +221,9 @@ def describe(
     if explanation["state"] == "Pending":
         print(f"Position:  {position_text(explanation)}")
         estimate = data.get("estimatedStart")
-        if estimate:
+        if estimate and not estimate.get("at"):
+            print(f"Estimated: {estimate['basis']}")
+        elif estimate:
             print(
                 f"Estimated: starts {when(estimate['at'])} (between {when(estimate['low'])} and "
                 f"{when(estimate['high'])}; basis: {estimate['basis']})"

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from pykueue.engine import admission_fair_sharing, lifecycle, scheduler, specs
 from pykueue.engine.config import EngineConfig
-from pykueue.engine.runtimes import SECOND, Model
+from pykueue.engine.runtimes import SECOND, UNKNOWN_BASIS, Model
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
 
@@ -42,7 +42,7 @@ class Estimate:
     """An estimated start (microseconds since the epoch) with its range and its basis.
 
     The basis names the source of the running time that decided the start: that of
-    the workload whose end lets this one in (a limit, learned, or the default; see
+    the workload whose end lets this one in (a limit, learned, or unknown; see
     `runtimes`), or FITS_NOW when it waits for no end.
     """
 
@@ -50,6 +50,12 @@ class Estimate:
     low: int
     high: int
     basis: str
+
+    @property
+    def known(self) -> bool:
+        """False when the start waits for an end nothing is known of (`runtimes.UNKNOWN_BASIS`):
+        the times are the model's placeholder, not something to show."""
+        return self.basis != UNKNOWN_BASIS
 
 
 def pending_keys(state: State) -> list[str]:

@@ -45,7 +45,7 @@ class ClusterView:
     def workloads(self) -> list[Manifest]:
         return [obj for key, obj in self.admission.cache.items() if key.kind == "Workload"]
 
-    def estimated_start(self, workload_key: str) -> dict[str, str] | None:
+    def estimated_start(self, workload_key: str) -> dict[str, str | None] | None:
         """A pending workload's estimated start, as the cluster's pykueue controller last wrote it.
 
         The view runs no estimator of its own (it would need the runtimes the controller
@@ -57,7 +57,8 @@ class ClusterView:
         wl = self.admission.state.workloads.get(workload_key)
         if obj is None or wl is None or wl.admission is not None:
             return None
-        return estimate_annotations.written(obj)
+        written = estimate_annotations.written(obj)
+        return dict(written) if written is not None else None
 
     async def run(self, stop: asyncio.Event, interval: float = 1.0) -> None:
         """List everything, then follow every kind's changes until ``stop`` is set."""

@@ -61,7 +61,8 @@ class AnnotationWriter:
             namespace, _, name = key_text.partition("/")
             key = Key("Workload", namespace, name)
             obj = self.cached(key)
-            if obj is not None and self.due(obj, estimate, now):
+            # An unknown start is not written: the annotation would only say "nothing yet".
+            if obj is not None and estimate.known and self.due(obj, estimate, now):
                 due.append((estimate.at, key, obj, estimate))
         due.sort(key=lambda item: (item[0], str(item[1])))
         # An estimate is for reading: it waits for spare capacity of a rate limit, and the

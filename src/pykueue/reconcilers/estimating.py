@@ -45,8 +45,11 @@ def rfc3339(micros: int) -> str:
     return datetime.fromtimestamp(micros / 1e6, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def as_dict(estimate: forecast.Estimate) -> dict[str, str]:
-    """The shape the dashboard, the API and the CLI show: RFC 3339 times and the basis."""
+def as_dict(estimate: forecast.Estimate) -> dict[str, str | None]:
+    """The shape the dashboard, the API and the CLI show: RFC 3339 times and the basis; the
+    times are None when the start is unknown (the basis says why)."""
+    if not estimate.known:
+        return {"at": None, "low": None, "high": None, "basis": estimate.basis}
     return {
         "at": rfc3339(estimate.at),
         "low": rfc3339(estimate.low),
@@ -129,7 +132,7 @@ class StartEstimates:
     def __post_init__(self) -> None:
         self.model = runtimes.Model(self.settings)
 
-    def estimated_start(self, workload_key: str) -> dict[str, str] | None:
+    def estimated_start(self, workload_key: str) -> dict[str, str | None] | None:
         """The latest estimate of the workload ``namespace/name``, or None (admitted, unknown, not yet)."""
         found = self.estimates.get(workload_key)
         if found is None:
@@ -165,7 +168,9 @@ class StartEstimates:
         self._learned.add(ident)
         found = ran_for(obj)
         if found is not None:
-            self.model.learn(*found)
+            # What share of its declared limit it used teaches what limits mean in its queue.
+            limit = limit_of(obj, self.job_by_uid)
+            self.model.learn(*found, limit[0] * runtimes.SECOND if limit is not None else None)
         return ident
 
     async def refresh(self) -> None:

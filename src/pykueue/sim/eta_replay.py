@@ -3,8 +3,10 @@
 The replay is an ordinary simulation (`pykueue.sim.driver`) with two observers:
 
 * at each finish, the job's running time (from its last admission to its end,
-  what a controller sees) is learned for its LocalQueue, as the live estimator
-  learns from finished Workloads;
+  what a controller sees) is learned for its LocalQueue, with the limit it declared
+  (``max_execution``), as the live estimator learns from finished Workloads; a job's
+  declared limit is known to the model from its submission, as the live estimator
+  reads it from the pending Workload;
 * at the submission of every ``every``-th job, right after it joined its queue
   and before the scheduler looked at it, two predictions of its start are made
   from the state at that instant:
@@ -34,9 +36,19 @@ from pykueue.sim.jobs import SECOND, Job
 class Prediction:
     job: str
     submitted: int
-    estimate: int | None  # None: the estimator gave none (beyond its horizon)
+    estimate: int | None  # None: the estimator gave none (beyond its horizon, or unknown)
     naive: int
     actual: int | None = None
+    low: int | None = None
+    high: int | None = None
+    unknown: bool = False  # the estimator said "unknown" (it waits for an end nothing is known of)
+    fresh: bool = False  # nothing was learned yet for the job's LocalQueue (nor over all)
+
+    def covered(self) -> bool | None:
+        """Did the range hold the actual start (None: no range or no start)?"""
+        if self.actual is None or self.low is None or self.high is None:
+            return None
+        return self.low <= self.actual <= self.high
 
 
 @dataclass(slots=True)
@@ -47,9 +59,9 @@ class Accuracy:
     jobs: int
     predictions: list[Prediction] = field(default_factory=list)
 
-    def errors(self, which: str) -> list[float]:
+    def errors(self, which: str, phase: str = "all") -> list[float]:
         out = []
-        for p in self.predictions:
+        for p in self._phase(phase):
             if p.actual is None:
                 continue
             predicted = p.estimate if which == "estimate" else p.naive
@@ -58,16 +70,28 @@ class Accuracy:
             out.append(abs(predicted - p.actual) / SECOND)
         return sorted(out)
 
-    def figures(self) -> dict[str, float]:
-        waits = sorted((p.actual - p.submitted) / SECOND for p in self.predictions if p.actual is not None)
-        estimate, naive = self.errors("estimate"), self.errors("naive")
+    def _phase(self, phase: str) -> list[Prediction]:
+        if phase == "all":
+            return self.predictions
+        return [p for p in self.predictions if p.fresh == (phase == "fresh")]
+
+    def figures(self, phase: str = "all") -> dict[str, float]:
+        """Errors in seconds of the predictions of ``phase`` (all, fresh or learned)."""
+        chosen = self._phase(phase)
+        waits = sorted((p.actual - p.submitted) / SECOND for p in chosen if p.actual is not None)
+        estimate, naive = self.errors("estimate", phase), self.errors("naive", phase)
+        ranged = [c for c in (p.covered() for p in chosen) if c is not None]
         return {
-            "predictions": len(self.predictions),
-            "without_estimate": sum(1 for p in self.predictions if p.estimate is None),
+            "predictions": len(chosen),
+            "without_estimate": sum(1 for p in chosen if p.estimate is None),
+            "unknown": sum(1 for p in chosen if p.unknown),
             "median_wait": _quantile(waits, 0.5),
             "p90_wait": _quantile(waits, 0.9),
+            "mean_error": statistics.fmean(estimate) if estimate else float("nan"),
             "median_error": _quantile(estimate, 0.5),
             "p90_error": _quantile(estimate, 0.9),
+            "coverage": sum(ranged) / len(ranged) if ranged else float("nan"),
+            "naive_mean_error": statistics.fmean(naive) if naive else float("nan"),
             "naive_median_error": _quantile(naive, 0.5),
             "naive_p90_error": _quantile(naive, 0.9),
         }
@@ -110,21 +134,37 @@ class _ReplayLoop(driver._Loop):
         for at, _, i, epoch, exceeded in self.completions:
             # A job stopped at its limit did not finish: nothing to learn of its running time.
             if at == now and self.live[i].epoch == epoch and not exceeded:
-                self.model.learn(self.jobs[i].queue_key, now - self.live[i].started)
+                job = self.jobs[i]
+                self.model.learn(job.queue_key, now - self.live[i].started, job.max_execution)
+                self.model.forget(job.key)
         super().complete(now, dirty)
 
     def submit(self, now: int, dirty: set[str]) -> None:
         first = self.next_job
         super().submit(now, dirty)
+        for i in range(first, self.next_job):
+            limit = self.jobs[i].max_execution
+            if limit is not None:
+                self.model.set_limit(self.jobs[i].key, limit // SECOND)
         sampled = [i for i in range(first, self.next_job) if i % self.every == 0]
         if not sampled:
             return
         keys = [self.jobs[i].key for i in sampled]
-        estimates = forecast.estimate(forecast.snapshot(self.state), self.model, keys, ranges=False)
+        estimates = forecast.estimate(forecast.snapshot(self.state), self.model, keys)
         for i, key in zip(sampled, keys, strict=True):
             found = estimates.get(key)
+            known = found is not None and found.known
             naive = now + naive_position(self.state, key) * self.model.mean(self.jobs[i].queue_key)
-            self.predictions[i] = Prediction(key, now, found.at if found else None, naive)
+            self.predictions[i] = Prediction(
+                key,
+                now,
+                found.at if found is not None and known else None,
+                naive,
+                low=found.low if found is not None and known else None,
+                high=found.high if found is not None and known else None,
+                unknown=found is not None and not known,
+                fresh=not self.model.has_learned(self.jobs[i].queue_key),
+            )
 
     def admitted(self, i: int, now: int, dirty: set[str]) -> None:
         self.first_start.setdefault(i, now)

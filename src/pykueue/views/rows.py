@@ -85,7 +85,7 @@ def _why(obj: Manifest, state: str, reserved: Manifest) -> str:
     return ""
 
 
-def _estimate(estimates: StartEstimates | None, obj: Manifest) -> dict[str, str] | None:
+def _estimate(estimates: StartEstimates | None, obj: Manifest) -> dict[str, str | None] | None:
     if estimates is None:
         return None
     meta = obj["metadata"]

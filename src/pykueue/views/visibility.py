@@ -36,7 +36,7 @@ DEFAULT_LIMIT = 1000
 # (token, namespace or None for a cluster-wide question) -> allowed?
 Authorizer = Callable[[str, str | None], Awaitable[bool]]
 # "namespace/name" -> its estimated start ({"at", "low", "high", "basis"}) or None.
-EstimatedStart = Callable[[str], dict[str, str] | None]
+EstimatedStart = Callable[[str], dict[str, str | None] | None]
 
 
 def _time(micros: int) -> str:

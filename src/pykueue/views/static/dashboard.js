@@ -54,9 +54,11 @@ function span(minutes) {
   return [minutes, "min"];
 }
 
-// "in ~12 min (8–20)", "any moment", or "—" when the server has no estimate.
+// "in ~12 min (8–20)", "any moment", "unknown" when nothing is known of the running times
+// it waits for (the basis says so on hover), or "—" when the server has no estimate.
 function estimatedStart(estimate, now) {
   if (!estimate) return "—";
+  if (!estimate.at) return el("span", { title: estimate.basis }, "unknown");
   const at = minutesFromNow(estimate.at, now);
   if (at < 1) return "any moment";
   const [value, unit] = span(at);
