@@ -15,6 +15,7 @@ BENCHMARKS = [
     "benchmarks.tas_bench",
     "benchmarks.sim_bench",
     "benchmarks.estimate_bench",
+    "benchmarks.eta_accuracy --quick",
     "benchmarks.ledger_bench",
 ]
 
@@ -22,7 +23,7 @@ BENCHMARKS = [
 def main() -> int:
     failed = 0
     for module in BENCHMARKS:
-        result = subprocess.run([sys.executable, "-m", module], check=False)
+        result = subprocess.run([sys.executable, "-m", *module.split()], check=False)
         failed += result.returncode != 0
     return 1 if failed else 0
 

@@ -203,7 +203,7 @@ def describe(
     token: str | None = None,
     socket: str | None = None,
 ) -> None:
-    """Why a workload waits (quota / flavor mismatch / admission check), its position, its pods."""
+    """Why a workload waits, in the cause words every view uses; its position, estimate and pods."""
     if what.lower() not in ("workload", "workloads", "wl", "job"):
         print("error: describe supports workload NAME (a job's name works too)", file=sys.stderr)
         raise SystemExit(1)
@@ -331,7 +331,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "describe": Command(
         describe,
-        "Why a workload waits (quota / flavor mismatch / admission check), its position, its pods.",
+        "Why a workload waits, in the cause words every view uses; its position, estimate and pods.",
         (
             Param("what", "workload"),
             Param("name", "Workload name, or the name of its job."),
