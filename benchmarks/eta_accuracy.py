@@ -21,9 +21,10 @@ rounded up to the next half hour.
 
 A prediction is made at the submission of every ``--every``-th job (default 10);
 the errors are |predicted - actual| of the first admission, in seconds. Each trace
-is reported twice: the predictions made *fresh* (nothing had finished yet in the
-job's LocalQueue nor anywhere: a new server) and those made once running times were
-*learned*. Coverage is the share of known estimates whose range held the actual
+is replayed twice: *fresh*, predicting all along as a server that has learned nothing
+(declared limits only: what a new server knows), and *learned*, with the running times
+of finished jobs learned as they finish (the predictions made before anything was
+learned are left out of that row). Coverage is the share of known estimates whose range held the actual
 start; "unknown" counts the predictions the estimator declined to make.
 
 ``--quick`` (`make bench`) runs the two GPU traces at every 10th job and fails when
@@ -126,10 +127,10 @@ def main() -> int:
     for name in names:
         design, jobs = TRACES[name]()
         started = time.perf_counter()
+        fresh = eta_replay.replay(name, design, jobs, every=args.every, learn=False)
         accuracy = eta_replay.replay(name, design, jobs, every=args.every)
         took = time.perf_counter() - started
-        for phase in ("fresh", "learned"):
-            f = accuracy.figures(phase)
+        for phase, f in (("fresh", fresh.figures("fresh")), ("learned", accuracy.figures("learned"))):
             print(
                 f"| {name} ({len(jobs)} jobs, {took:.0f} s) | {phase} | {f['predictions']:.0f} ({f['unknown']:.0f})"
                 f" | {_s(f['median_wait'])} | {_s(f['mean_error'])} / {_s(f['p90_error'])}"

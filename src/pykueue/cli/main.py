@@ -80,7 +80,7 @@ SUMMARIES: dict[str, str] = {
     "scenario": "Run scenario files: cluster state, steps and expected decisions.",
 }
 ABOUT = "Kueue's job queueing in Python: quotas, cohorts, fair sharing and preemption."
-HELP_ARGV = ([], ["--help"], ["-h"])
+HELP_ARGV: tuple[list[str], ...] = ([], ["--help"], ["-h"])
 COMPLETION_VARIABLE = "_PYKUEUE_COMPLETE"
 # Read-only client commands run without typer at all (cli/queries.py says why).
 QUICK = frozenset({"get", "describe", "logs", "report"})

@@ -103,9 +103,14 @@ def replay(
     jobs: list[Job],
     every: int = 10,
     settings: runtimes.Settings | None = None,
+    learn: bool = True,
 ) -> Accuracy:
-    """Simulate ``jobs`` on ``design`` and predict the start of every ``every``-th job."""
+    """Simulate ``jobs`` on ``design`` and predict the start of every ``every``-th job.
+
+    ``learn=False`` predicts as a server that has just started would, all along: nothing
+    finished is learned (declared limits are still read)."""
     loop = _ReplayLoop(design, design.check(jobs), driver.Options(seed=0), every, settings)
+    loop.learning = learn
     loop.run()
     for prediction in loop.predictions.values():
         i = loop.index_of[prediction.job]
@@ -129,13 +134,15 @@ class _ReplayLoop(driver._Loop):
         self.model = runtimes.Model(settings or runtimes.Settings())
         self.predictions: dict[int, Prediction] = {}
         self.first_start: dict[int, int] = {}
+        self.learning = True
 
     def complete(self, now: int, dirty: set[str]) -> None:
         for at, _, i, epoch, exceeded in self.completions:
             # A job stopped at its limit did not finish: nothing to learn of its running time.
             if at == now and self.live[i].epoch == epoch and not exceeded:
                 job = self.jobs[i]
-                self.model.learn(job.queue_key, now - self.live[i].started, job.max_execution)
+                if self.learning:
+                    self.model.learn(job.queue_key, now - self.live[i].started, job.max_execution)
                 self.model.forget(job.key)
         super().complete(now, dirty)
 
