@@ -53,7 +53,7 @@ preemptions) lives there and survives a restart.
 
 This module is the loop and the decisions that need its state (which pods to start,
 when, with which devices). The rest lives beside it: `job_spec` reads what a Job or
-JobSet asks for, `job_status` counts and writes its status, `pod_exits` says what a
+JobSet asks for, `job_status` what it counts and the status made of that, `pod_exits` what a
 pod's exit means, `gpus` which devices a pod takes, `pod_processes` a pod's processes.
 """
 
@@ -361,8 +361,8 @@ class LocalExecutor:
         needs, flavor_of = await self._gang_gpus(key, job, todo)
         short = {flavor: n for flavor, n in needs.items() if self.devices.free(flavor or None) < n}
         if short:
-            gpus = sum(needs.values())
-            message = f"waiting for {gpus} free GPU(s) to start all {len(todo)} pods of the gang together"
+            wanted = sum(needs.values())
+            message = f"waiting for {wanted} free GPU(s) to start all {len(todo)} pods of the gang together"
             if run.waiting != message:
                 run.waiting = message
                 await self._write_status(key)
