@@ -177,7 +177,7 @@ class Metrics:
                 preempting = (preemptor and state.route_of(preemptor)) or victim_cq
                 self.preempted.labels(preempting, event.reason, role).inc()
                 self._lost(event, event.cluster_queue or victim_cq, wl.namespace, role)
-        state.events.clear()
+        state.clear_events()
 
     def _lost(self, event: engine_state.Event, cluster_queue: str, namespace: str, role: str) -> None:
         """Count the work a preemption stopped: each held resource (whole units) times the run's seconds."""

@@ -298,8 +298,78 @@ class State:
         self.namespaces[name] = dict(labels)
         self._requeue_all()
 
+    def delete_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+
     def namespace_labels(self, name: str) -> dict[str, str]:
         return self.namespaces.get(name, {})
+
+    # Priority classes and LimitRanges are read when a workload arrives, not kept on it:
+    # a change affects the workloads that arrive after it, as upstream's webhook does.
+
+    def apply_priority_class(self, kind: str, name: str, value: int) -> None:
+        """``kind`` is WorkloadPriorityClass or PriorityClass (each its own namespace of names)."""
+        self.priority_values[(kind, name)] = value
+
+    def delete_priority_class(self, kind: str, name: str) -> None:
+        self.priority_values.pop((kind, name), None)
+
+    def apply_limit_range(self, namespace: str, name: str, items: list[specs.LimitRangeItem]) -> None:
+        self.limit_ranges.setdefault(namespace, {})[name] = items
+
+    def delete_limit_range(self, namespace: str, name: str) -> None:
+        self.limit_ranges.get(namespace, {}).pop(name, None)
+
+    # ------------------------------------------------------------ bookkeeping
+
+    def set_clock(self, now: int) -> None:
+        """Set the clock without what `advance_clock` does on the way (decay, backoffs,
+        contracts): for a state being loaded, or a caller that fires those itself."""
+        self.now = now
+
+    def begin_cycle(self) -> int:
+        """A scheduling cycle starts: its number, which its events carry."""
+        self.cycle += 1
+        return self.cycle
+
+    def record(self, event: Event) -> None:
+        """A decision for the audit trail; its reader takes them with `clear_events`."""
+        self.events.append(event)
+
+    def clear_events(self) -> None:
+        """The reader has what it wanted of `events`: without this the list only grows."""
+        self.events.clear()
+
+    def touch(self, key: str) -> None:
+        """The workload's status changed outside a `State` method: its owner writes it back."""
+        self.touched.add(key)
+
+    def clear_touched(self) -> None:
+        """The owner has taken the workloads `touched` names (or writes back none)."""
+        self.touched.clear()
+
+    def forget_finished(self, key: str) -> None:
+        """A finished workload no one needs to hear about again (its store has it)."""
+        self.finished.pop(key, None)
+
+    def mark_pods_ready(self, key: str, ready: bool) -> None:
+        """Keep `pods_not_ready` (what blockAdmission waits on) as a workload's pods report."""
+        wl = self.workloads.get(key)
+        if ready:
+            self.pods_not_ready.discard(key)
+        elif wl is not None and wl.admission is not None:
+            self.pods_not_ready.add(key)
+
+    def mark_aged(self, cq_name: str, aged: bool) -> None:
+        """Whether a ClusterQueue's workloads may carry aged priority (`pykueue.engine.aging`)."""
+        if aged:
+            self.aged_queues.add(cq_name)
+        else:
+            self.aged_queues.discard(cq_name)
+
+    def adopt_fair_sharing(self, ledger: admission_fair_sharing.Ledger | None) -> None:
+        """Take over another state's admission-fair-sharing ledger (a forward run's copy)."""
+        self.afs = ledger
 
     # --------------------------------------------------------------- workloads
 

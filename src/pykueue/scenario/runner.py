@@ -16,8 +16,7 @@ MAX_SETTLE_CYCLES = 10_000
 
 def run(scenario: Scenario) -> dict[str, Any]:
     """Run every step and return the result document (FORMAT.md's `scenario run --json`)."""
-    state = State(config=scenario.config)
-    state.now = scenario.now
+    state = State(config=scenario.config, now=scenario.now)
     for obj in scenario.objects:
         _apply(state, obj, scenario.path)
     checkpoints: list[dict[str, Any]] = []
