@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from pykueue.controllers.workloads import StandaloneAdmission
-from pykueue.engine.state import ADMITTED
+from pykueue.engine.events import ADMITTED
 from pykueue.store.sqlite import SQLiteStore
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

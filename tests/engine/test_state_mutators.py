@@ -14,7 +14,8 @@ import dataclasses
 from pathlib import Path
 
 import pykueue
-from pykueue.engine.state import Event, State
+from pykueue.engine.events import Event
+from pykueue.engine.state import State
 
 SRC = Path(pykueue.__file__).parent
 # The methods of dict, set and list that change them.

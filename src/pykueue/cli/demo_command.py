@@ -16,7 +16,8 @@ from rich.table import Table
 
 from pykueue.api import manifests, quantity
 from pykueue.engine import loading, scheduler
-from pykueue.engine.state import ADMITTED, FINISHED, PENDING, PREEMPTED, State
+from pykueue.engine.events import ADMITTED, FINISHED, PENDING, PREEMPTED
+from pykueue.engine.state import State
 from pykueue.errors import InputError
 from pykueue.scenario import runner
 

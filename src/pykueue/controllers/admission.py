@@ -37,7 +37,8 @@ from pykueue.controllers import workload_status
 from pykueue.controllers.write_queue import WriteQueue
 from pykueue.engine import intake, lifecycle, loading, scheduler
 from pykueue.engine.config import EngineConfig
-from pykueue.engine.state import EVICTED, PREEMPTED, State
+from pykueue.engine.events import EVICTED, PREEMPTED
+from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
 from pykueue.errors import Conflict, InputError, NotFound
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, resource_version, version_number

@@ -20,7 +20,7 @@ from pykueue.controllers.admission import AdmissionController
 from pykueue.controllers.workload_status import is_finished
 from pykueue.engine import aging, pending_causes
 from pykueue.engine import status as engine_status
-from pykueue.engine.state import ADMITTED, CHECKS_PASSED, Event
+from pykueue.engine.events import ADMITTED, CHECKS_PASSED, Event
 from pykueue.engine.workloads import Workload
 from pykueue.store.base import Key, Manifest
 

@@ -24,7 +24,8 @@ Every function is deterministic and reads no clock: the time is ``state.now``.
 from __future__ import annotations
 
 from pykueue.engine import admission_checks, aging, evictions, execution_time, pods_ready
-from pykueue.engine.state import PODS_READY, Event, State
+from pykueue.engine.events import PODS_READY, Event
+from pykueue.engine.state import State
 from pykueue.engine.workloads import CHECK_REJECTED, CHECK_RETRY, CHECK_STATES
 
 

@@ -70,10 +70,11 @@ from pykueue.engine.entries import (
     SKIPPED,
     Entry,
 )
+from pykueue.engine.events import ADMITTED, PENDING, PREEMPTED, Event
 from pykueue.engine.flavor_assigner import Assignment, FlavorAssigner, Mode, Possibility
 from pykueue.engine.preemption import Preemptor
 from pykueue.engine.resources import FlavorResource, Quantities
-from pykueue.engine.state import ADMITTED, EXPLICIT_STATUS, PENDING, PREEMPTED, Event, State
+from pykueue.engine.state import State
 from pykueue.engine.targets import HUMAN_REASONS, Target, can_always_reclaim
 from pykueue.engine.waiting import NAMESPACE_MISMATCH_MESSAGE
 from pykueue.engine.workloads import Admission, PodSetAssignment, Workload
@@ -645,7 +646,7 @@ def _requeue(state: State, entry: Entry) -> None:
     if evictions.unreserve(wl, reason, message, state.now):
         state.touch(wl.key)
         state.record(Event(state.cycle, wl.key, PENDING, message, reason))
-    if park_twins and state.config.gate(EXPLICIT_STATUS):
+    if park_twins and state.config.gate(waiting.EXPLICIT_STATUS):
         # Parked with it, its twins are never tried: they say so, with its reason (upstream's
         # workload controller answers them from the equivalence cache under this gate).
         for twin in queue.unstamped_twins(wl, reason):

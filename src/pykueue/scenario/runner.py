@@ -6,7 +6,8 @@ from typing import Any
 
 from pykueue.api.workload import Workload as ApiWorkload
 from pykueue.engine import lifecycle, loading, scheduler
-from pykueue.engine.state import PREEMPTED, State
+from pykueue.engine.events import PREEMPTED
+from pykueue.engine.state import State
 from pykueue.errors import ScenarioError
 from pykueue.scenario import report
 from pykueue.scenario.loader import CheckUpdate, Scenario, Step
