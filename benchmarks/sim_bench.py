@@ -28,7 +28,7 @@ from typing import Any
 from pykueue.api import manifests
 from pykueue.api.cluster_queue import AdmissionChecksStrategy, AdmissionCheckStrategyRule
 from pykueue.api.manifests import KubeObject
-from pykueue.sim import driver, federation, generator
+from pykueue.sim import driver, federation, generator, simulation
 from pykueue.sim.design import Design
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench" / "kueue-scheduler-perf"
@@ -107,7 +107,7 @@ def run_shape(name: str) -> Shape:
         design = Design(name, generated.objects, generated.cq_classes)
     jobs = design.check(generated.jobs)
     loaded = time.perf_counter()
-    result = driver.simulate(design, jobs, driver.Options(seed=0))
+    result = simulation.simulate(design, jobs, driver.Options(seed=0))  # a design with workers runs federated
     simulated = time.perf_counter()
     summary = result.summary(str(path))
     done = time.perf_counter()

@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 
 from pykueue.cli.main import app
 from pykueue.cli.scenario_command import check
-from pykueue.engine.state import ADMITTED, EVICTED, PREEMPTED, Event, State
+from pykueue.engine.events import ADMITTED, EVICTED, PREEMPTED, Event
+from pykueue.engine.state import State
 from pykueue.errors import InputError
 from pykueue.scenario import loader, report, runner
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from pykueue.engine import state as engine_state
-from pykueue.engine.state import Event
+from pykueue.engine import events as engine_events
+from pykueue.engine.events import Event
 from pykueue.reconcilers import integrations, jobframework
 from pykueue.reconcilers.events import PER_OBJECT_BURST, EventRecorder, workload_events
 from pykueue.reconcilers.manager import Manager
@@ -147,20 +147,20 @@ def test_engine_decisions_map_to_upstreams_reasons() -> None:
     def reasons(event: Event) -> list[str]:
         return [reason for _, reason, _ in workload_events(event)]
 
-    admitted = Event(1, "team/a", engine_state.ADMITTED, "m", "Admitted")
-    reserved = Event(1, "team/a", engine_state.ADMITTED, "m", "QuotaReserved")
+    admitted = Event(1, "team/a", engine_events.ADMITTED, "m", "Admitted")
+    reserved = Event(1, "team/a", engine_events.ADMITTED, "m", "QuotaReserved")
     assert reasons(admitted) == ["QuotaReserved", "Admitted"]
     assert reasons(reserved) == ["QuotaReserved"]
-    assert reasons(Event(1, "team/a", engine_state.CHECKS_PASSED, "m")) == ["Admitted"]
+    assert reasons(Event(1, "team/a", engine_events.CHECKS_PASSED, "m")) == ["Admitted"]
     timeout = Event(
-        1, "team/a", engine_state.EVICTED, "m", "PodsReadyTimeout", underlying_cause="WaitForStart"
+        1, "team/a", engine_events.EVICTED, "m", "PodsReadyTimeout", underlying_cause="WaitForStart"
     )
     assert reasons(timeout) == ["EvictedDueToPodsReadyTimeout"]
     limit = Event(
-        1, "team/a", engine_state.EVICTED, "m", "Deactivated", underlying_cause="RequeuingLimitExceeded"
+        1, "team/a", engine_events.EVICTED, "m", "Deactivated", underlying_cause="RequeuingLimitExceeded"
     )
     assert reasons(limit) == ["EvictedDueToDeactivatedDueToRequeuingLimitExceeded"]
-    assert workload_events(Event(1, "team/a", engine_state.PENDING, "m", "Pending"))[0][0] == "Warning"
+    assert workload_events(Event(1, "team/a", engine_events.PENDING, "m", "Pending"))[0][0] == "Warning"
 
 
 class SlowStore(MemoryStore):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from pykueue.engine.state import ADMITTED
+from pykueue.engine.events import ADMITTED
 from pykueue.standalone.admission import StandaloneAdmission
 from pykueue.store.base import WatchEvent, resource_version
 from pykueue.store.sqlite import SQLiteStore

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from pykueue.engine import scheduler
-from pykueue.engine.state import PENDING
+from pykueue.engine.events import PENDING
 
 from .builders import Cluster
 

@@ -12,7 +12,7 @@ import pytest
 
 from pykueue.engine import lifecycle, pods_ready
 from pykueue.engine.config import WaitForPodsReady
-from pykueue.engine.state import CHECKS_PASSED, EVICTED, PODS_READY
+from pykueue.engine.events import CHECKS_PASSED, EVICTED, PODS_READY
 
 from .builders import ANY, LOWER_PRIORITY, SECOND, Cluster
 

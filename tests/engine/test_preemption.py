@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pykueue.engine.state import PREEMPTED
+from pykueue.engine.events import PREEMPTED
 
 from .builders import ANY, LOWER_OR_NEWER_EQUAL, LOWER_PRIORITY, NEVER, SECOND, T0, Cluster, podset
 

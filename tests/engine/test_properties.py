@@ -44,10 +44,11 @@ from hypothesis import strategies as st
 from pykueue.engine import cohort_tree, loading, scheduler
 from pykueue.engine.cohort_tree import Node, Quota
 from pykueue.engine.entries import ASSUMED, Entry
+from pykueue.engine.events import ADMITTED, PREEMPTED
 from pykueue.engine.preemption import Preemptor
 from pykueue.engine.resources import Quantities, add_into
 from pykueue.engine.scheduler import CycleResult
-from pykueue.engine.state import ADMITTED, PREEMPTED, State
+from pykueue.engine.state import State
 from pykueue.errors import ScenarioError
 from pykueue.scenario import report, runner
 

@@ -16,7 +16,8 @@ from rich.table import Table
 
 from pykueue.api import manifests, quantity
 from pykueue.engine import loading, scheduler
-from pykueue.engine.state import ADMITTED, FINISHED, PENDING, PREEMPTED, State
+from pykueue.engine.events import ADMITTED, FINISHED, PENDING, PREEMPTED
+from pykueue.engine.state import State
 from pykueue.errors import InputError
 from pykueue.scenario import runner
 
@@ -46,7 +47,7 @@ def demo(
         raise typer.Exit(1) from exc
     seen_events = 0
     for phase, (path, objects) in enumerate(zip(files, batches, strict=True)):
-        state.now = phase * MINUTE  # each phase a minute later, so admission times differ
+        state.set_clock(phase * MINUTE)  # each phase a minute later, so admission times differ
         console.rule(f"[bold]apply {path}[/bold] ({len(objects)} objects)")
         for obj in objects:
             loading.apply(state, obj)
@@ -61,7 +62,7 @@ def _settle(state: State) -> int:
     """Run cycles until nothing changes, a second of clock apart so admission times differ."""
     for count in range(1, runner.MAX_SETTLE_CYCLES + 1):
         before = runner.fingerprint(state)
-        state.now += SECOND
+        state.set_clock(state.now + SECOND)
         result = scheduler.run_cycle(state)
         if not result.changed and runner.fingerprint(state) == before:
             return count

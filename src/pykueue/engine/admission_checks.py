@@ -166,3 +166,21 @@ def retry_until(wl: Workload) -> int | None:
         until = check.last_transition + check.requeue_after_seconds * 10**6
         latest = until if latest is None else max(latest, until)
     return latest
+
+
+def sync_admitted(wl: Workload, now: int) -> bool | None:
+    """Admitted follows the reservation and the checks (upstream's SyncAdmittedCondition).
+
+    True: it became Admitted; False: it waits for its checks (Admitted=False); None: nothing
+    to do, with no reservation, while being evicted, or when already Admitted (a check
+    added later does not take that back, as upstream).
+    """
+    if wl.admission is None or wl.eviction is not None or wl.is_admitted():
+        return None
+    if not all_ready(wl):
+        wl.set_condition(
+            "Admitted", "False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready", now
+        )
+        return False
+    wl.set_condition("Admitted", "True", "Admitted", "The workload is admitted", now)
+    return True

@@ -18,6 +18,7 @@ on every sampling interval.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pykueue.engine.config import AdmissionFairSharing
@@ -77,3 +78,17 @@ class Ledger:
         self.consumed[lq_key] = merged
         self.penalty.pop(lq_key, None)
         self.last_update[lq_key] = now
+
+
+def requests_by_local_queue(
+    workloads: Iterable[Workload], counted: Callable[[str], bool]
+) -> dict[str, dict[str, int]]:
+    """What the admitted workloads of the ClusterQueues ``counted`` names request, per LocalQueue:
+    the usage each LocalQueue's consumption decays toward."""
+    current: dict[str, dict[str, int]] = {}
+    for wl in workloads:
+        if wl.admission is not None and counted(wl.admission.cluster_queue):
+            bucket = current.setdefault(wl.queue_key, {})
+            for res, value in wl.total_requests().items():
+                bucket[res] = bucket.get(res, 0) + value
+    return current

@@ -37,12 +37,10 @@ def refresh(state: State) -> None:
         policy = cq.aging if cq is not None else None
         queue = state.queues.get(name)
         if queue is None:
-            state.aged_queues.discard(name)
+            state.mark_aged(name, False)
             continue
-        if policy is None:
-            state.aged_queues.discard(name)  # the policy went: this pass takes the aging back
-        else:
-            state.aged_queues.add(name)
+        # Without a policy (it went), this pass takes the aging back.
+        state.mark_aged(name, policy is not None)
         for wl in [*queue.active(), *queue.inadmissible.values()]:
             if _age(wl, policy, state.now - wl.queue_order_time()):
                 queue.reprioritize(wl, state.backing_off)

@@ -19,6 +19,8 @@ nothing here applies: upstream's behaviour.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from pykueue.engine import specs
 from pykueue.engine.workloads import Workload
 
@@ -44,6 +46,15 @@ def protected_until(cq: specs.ClusterQueue | None, wl: Workload, now: int) -> in
             end = FOREVER if limit == 0 else recent[len(recent) - limit] + window
             until = end if until is None else max(until, end)
     return until
+
+
+def ends(cq: specs.ClusterQueue, admitted: Iterable[Workload], now: int) -> Iterator[int]:
+    """When the protections of ``admitted`` (workloads admitted in ``cq``) end, in their order;
+    `FOREVER` for one that never ends. The unprotected ones are left out."""
+    for wl in admitted:
+        until = protected_until(cq, wl, now)
+        if until is not None:
+            yield until
 
 
 def protected(cq: specs.ClusterQueue | None, wl: Workload, now: int) -> bool:

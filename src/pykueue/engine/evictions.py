@@ -90,6 +90,16 @@ def begin(
     return wl.eviction
 
 
+def deactivate_pending(wl: Workload, now: int) -> None:
+    """A pending workload deactivated: evicted in name only (it holds nothing), as upstream."""
+    wl.requeue_count, wl.requeue_at = 0, None
+    evicted = wl.conditions.get("Evicted")
+    if evicted is None or evicted.status != "True":
+        wl.set_condition("Evicted", "True", DEACTIVATED, DEACTIVATED_MESSAGE, now)
+        stat = (DEACTIVATED, "")
+        wl.eviction_counts[stat] = wl.eviction_counts.get(stat, 0) + 1
+
+
 def complete(wl: Workload, eviction: Eviction, now: int) -> None:
     """The job stopped: write the status of a workload that lost its reservation."""
     wl.set_condition(
@@ -122,6 +132,14 @@ def backoff_over(wl: Workload, now: int) -> bool:
     wl.requeue_at = None
     wl.set_condition("Requeued", "True", BACKOFF_FINISHED, BACKOFF_FINISHED_MESSAGE, now)
     return True
+
+
+def backing_off(wl: Workload, now: int) -> bool:
+    """Is the workload in a requeue backoff (upstream's requeueState / Requeued=False)?"""
+    requeued = wl.conditions.get("Requeued")
+    if requeued is not None and requeued.status == "False":
+        return True
+    return wl.requeue_at is not None and now < wl.requeue_at
 
 
 def release(wl: Workload, reasons: tuple[str, ...], new_reason: str, message: str, now: int) -> bool:

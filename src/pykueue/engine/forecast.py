@@ -176,9 +176,7 @@ def outcomes(state: State, model: Model, end: int) -> Outcomes:
 
 def restore(snap: Snapshot) -> State:
     """A private state for one forward run, built from ``snap`` (which stays as it was)."""
-    state = State(config=snap.config)
-    state.now = snap.now
-    state.cycle = snap.cycle
+    state = State(config=snap.config, now=snap.now, cycle=snap.cycle)
     for name, labels in snap.namespaces.items():
         state.apply_namespace(name, labels)
     for flavor in snap.flavors:
@@ -191,8 +189,9 @@ def restore(snap: Snapshot) -> State:
         state.apply_cluster_queue(cq)
     for lq in snap.local_queues:
         state.apply_local_queue(lq)
-    state.priority_values = dict(snap.priority_values)
-    state.afs = copy.deepcopy(snap.afs)
+    for (kind, name), value in snap.priority_values.items():
+        state.apply_priority_class(kind, name, value)
+    state.adopt_fair_sharing(copy.deepcopy(snap.afs))
     evicting = []
     for wl in snap.workloads:
         state.add_workload(_copy_workload(wl))
@@ -200,8 +199,8 @@ def restore(snap: Snapshot) -> State:
             evicting.append(wl.key)
     for key in evicting:
         state.complete_eviction(key)  # the copy does not wait for the job to stop
-    state.events.clear()
-    state.touched.clear()
+    state.clear_events()
+    state.clear_touched()
     return state
 
 
@@ -353,8 +352,8 @@ class _Run:
                     self.because[key] = self._freed[0] if self._freed else FITS_NOW
                 runtime = self.model.runtime(key, wl.queue_key)
                 self._schedule(key, now + max(runtime.pick(self.which), 1), runtime.basis)
-            state.events.clear()
-            state.touched.clear()
+            state.clear_events()
+            state.clear_touched()
             if result.heads == 0 or (not result.changed and _parked(state) == parked):
                 return
 

@@ -24,7 +24,8 @@ Every function is deterministic and reads no clock: the time is ``state.now``.
 from __future__ import annotations
 
 from pykueue.engine import admission_checks, aging, evictions, execution_time, pods_ready
-from pykueue.engine.state import PODS_READY, Event, State
+from pykueue.engine.events import PODS_READY, Event
+from pykueue.engine.state import State
 from pykueue.engine.workloads import CHECK_REJECTED, CHECK_RETRY, CHECK_STATES
 
 
@@ -47,7 +48,7 @@ def report_check(
     if admission_checks.set_state(
         wl, check, value, state.now, message, requeue_after_seconds, pod_set_updates
     ):
-        state.touched.add(key)
+        state.touch(key)
     reconcile_checks(state, key)
 
 
@@ -104,15 +105,12 @@ def report_pods_ready(state: State, key: str, ready: bool) -> None:
     became = pods_ready.report(wl, ready, state.now)
     after = wl.conditions[pods_ready.PODS_READY]
     if was != (after.status, after.reason, after.message):
-        state.touched.add(key)
-    if ready:
-        state.pods_not_ready.discard(key)
-    elif wl.admission is not None:
-        state.pods_not_ready.add(key)
+        state.touch(key)
+    state.mark_pods_ready(key, ready)
     if became and wl.admission is not None:
         admitted = wl.conditions.get("Admitted")
         waited = state.now - admitted.last_transition if admitted is not None else None
-        state.events.append(
+        state.record(
             Event(
                 state.cycle,
                 key,
@@ -159,7 +157,7 @@ def _exceed(state: State, key: str) -> None:
     workload is deactivated (and so evicted), with a Warning event."""
     wl = state.workloads[key]
     assert wl.admission is not None
-    state.events.append(
+    state.record(
         Event(
             state.cycle,
             key,

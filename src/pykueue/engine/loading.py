@@ -50,14 +50,14 @@ def apply(state: State, obj: Any) -> None:
         state.apply_admission_check(intake.admission_check(obj, state.config.checks_active_without_condition))
     elif kind == "WorkloadPriorityClass":
         assert isinstance(obj, WorkloadPriorityClass)
-        state.priority_values[("WorkloadPriorityClass", obj.metadata.name)] = obj.value
+        state.apply_priority_class("WorkloadPriorityClass", obj.metadata.name, obj.value)
     elif kind == "PriorityClass":
         assert isinstance(obj, PriorityClass)
-        state.priority_values[("PriorityClass", obj.metadata.name)] = obj.value
+        state.apply_priority_class("PriorityClass", obj.metadata.name, obj.value)
     elif kind == "LimitRange":
         assert isinstance(obj, LimitRange)
         namespace = obj.metadata.namespace or "default"
-        state.limit_ranges.setdefault(namespace, {})[obj.metadata.name] = intake.limit_range_items(obj)
+        state.apply_limit_range(namespace, obj.metadata.name, intake.limit_range_items(obj))
     elif kind == "Workload":
         assert isinstance(obj, Workload)
         add_workload(state, obj)
@@ -201,11 +201,11 @@ def delete(state: State, kind: str, namespace: str, name: str) -> None:
     elif kind == "AdmissionCheck":
         state.delete_admission_check(name)
     elif kind == "Namespace":
-        state.namespaces.pop(name, None)
+        state.delete_namespace(name)
     elif kind in ("WorkloadPriorityClass", "PriorityClass"):
-        state.priority_values.pop((kind, name), None)
+        state.delete_priority_class(kind, name)
     elif kind == "LimitRange":
-        state.limit_ranges.get(namespace or "default", {}).pop(name, None)
+        state.delete_limit_range(namespace or "default", name)
     elif kind == "Topology":
         state.delete_topology(name)
     elif kind == "Node":

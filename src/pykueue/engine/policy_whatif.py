@@ -90,8 +90,8 @@ def _apply(state: State, changes: Sequence[Change]) -> list[str]:
     for wl in list(state.workloads.values()):
         if wl.eviction is not None:
             state.complete_eviction(wl.key)  # the what-if does not wait for a job to stop
-    state.events.clear()
-    state.touched.clear()
+    state.clear_events()
+    state.clear_touched()
     return [key for key in held if key in state.workloads and state.workloads[key].admission is None]
 
 

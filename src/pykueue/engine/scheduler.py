@@ -70,10 +70,11 @@ from pykueue.engine.entries import (
     SKIPPED,
     Entry,
 )
+from pykueue.engine.events import ADMITTED, PENDING, PREEMPTED, Event
 from pykueue.engine.flavor_assigner import Assignment, FlavorAssigner, Mode, Possibility
 from pykueue.engine.preemption import Preemptor
 from pykueue.engine.resources import FlavorResource, Quantities
-from pykueue.engine.state import ADMITTED, EXPLICIT_STATUS, PENDING, PREEMPTED, Event, State
+from pykueue.engine.state import State
 from pykueue.engine.targets import HUMAN_REASONS, Target, can_always_reclaim
 from pykueue.engine.waiting import NAMESPACE_MISMATCH_MESSAGE
 from pykueue.engine.workloads import Admission, PodSetAssignment, Workload
@@ -105,7 +106,7 @@ def run_cycle(state: State, max_admissions: int | None = None) -> CycleResult:
     """
     aging.refresh(state)
     state.explain_waiting()
-    state.cycle += 1
+    state.begin_cycle()
     result = CycleResult()
     if state.config.gate("TopologyAwareScheduling") and state.config.gate("TASFailedNodeReplacement"):
         outcomes = topology_recovery.recover(
@@ -571,7 +572,7 @@ def _admit(state: State, entry: Entry) -> None:
         usage = {res: ps.requests[res] for res in flavors}
         pod_sets.append(PodSetAssignment(ps.name, flavors, usage, ps.count, ps.topology))
     wl.admission = Admission(cq.name, pod_sets)
-    state.touched.add(wl.key)
+    state.touch(wl.key)
     wl.admitted_at = state.now
     wl.borrowing = entry.borrows > 0
     wl.preempted_by = None
@@ -593,7 +594,7 @@ def _admit(state: State, entry: Entry) -> None:
     )
     borrowing = " (borrowing from the cohort)" if entry.borrows else ""
     waiting = "" if wl.is_admitted() else "; waiting for admission checks"
-    state.events.append(
+    state.record(
         Event(
             state.cycle,
             wl.key,
@@ -643,16 +644,16 @@ def _requeue(state: State, entry: Entry) -> None:
     reason = entry.reason or evictions.PENDING_EVALUATION
     message = entry.message or "The workload is waiting for quota"
     if evictions.unreserve(wl, reason, message, state.now):
-        state.touched.add(wl.key)
-        state.events.append(Event(state.cycle, wl.key, PENDING, message, reason))
-    if park_twins and state.config.gate(EXPLICIT_STATUS):
+        state.touch(wl.key)
+        state.record(Event(state.cycle, wl.key, PENDING, message, reason))
+    if park_twins and state.config.gate(waiting.EXPLICIT_STATUS):
         # Parked with it, its twins are never tried: they say so, with its reason (upstream's
         # workload controller answers them from the equivalence cache under this gate).
         for twin in queue.unstamped_twins(wl, reason):
             if twin.admission is None and evictions.unreserve(
                 twin, reason, waiting.BYPASSED_MESSAGE, state.now
             ):
-                state.touched.add(twin.key)
+                state.touch(twin.key)
 
 
 def _evict_target(state: State, target: Target, entry: Entry) -> None:
@@ -674,7 +675,7 @@ def _evict_target(state: State, target: Target, entry: Entry) -> None:
         # it go first (the yield rule) would hand it back the quota, the two taking turns.
         preemptor.preempted_by = None
     contract.record_preemption(victim, state.now)
-    state.events.append(
+    state.record(
         Event(
             state.cycle,
             victim.key,

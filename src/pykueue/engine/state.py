@@ -36,8 +36,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pykueue.engine import (
+    activeness,
     admission_checks,
     admission_fair_sharing,
+    cohort_shape,
     cohort_tree,
     contract,
     evictions,
@@ -47,53 +49,19 @@ from pykueue.engine import (
 )
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import CREATION_TIMESTAMP, EngineConfig
+from pykueue.engine.events import CHECKS_PASSED, EVICTED, FINISHED, Event
 from pykueue.engine.queueing import ClusterQueueQueue
 from pykueue.engine.resources import Quantities, add_into
 from pykueue.engine.topology_snapshot import Cluster, NodeView, Requests
+from pykueue.engine.waiting import EXPLICIT_STATUS
 from pykueue.engine.workloads import Condition, Workload
-
-# Event types. ADMITTED is a quota reservation (its reason says whether the workload is
-# Admitted at once, "Admitted", or waits for admission checks, "QuotaReserved").
-ADMITTED = "Admitted"
-PREEMPTED = "Preempted"
-PENDING = "Pending"
-FINISHED = "Finished"
-EVICTED = "Evicted"
-# A reservation that waited for its admission checks became Admitted (waited: since the
-# reservation).
-CHECKS_PASSED = "AdmissionChecksPassed"
-# PodsReady became True (reason Started or Recovered; waited: since Admitted).
-PODS_READY = "PodsReady"
-# Upstream's gate: every pending workload gets QuotaReserved=False at once (Kubernetes mode turns it on).
-EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One decision, in words, for the audit trail and the scenario output."""
-
-    cycle: int
-    workload: str
-    type: str
-    message: str
-    reason: str = ""
-    # Evicted: the ClusterQueue the workload was admitted to (it may route nowhere afterwards).
-    cluster_queue: str = ""
-    # Evicted: upstream's underlying_cause label (WaitForStart, WaitForRecovery,
-    # AdmissionCheck, RequeuingLimitExceeded); "" for none.
-    underlying_cause: str = ""
-    # CHECKS_PASSED, PODS_READY: the wait the metric histograms observe, microseconds;
-    # EVICTED: how long the pods had been ready (None when they were not).
-    waited: int | None = None
-    # PREEMPTED: the quota the stopped run held (milli-units) and for how long, microseconds
-    # since its reservation: the work a preemption may have thrown away.
-    held: Quantities = field(default_factory=dict)
-    held_for: int = 0
 
 
 @dataclass(slots=True)
 class State:
-    """Everything the engine knows. Mutate it only through its methods."""
+    """Everything the engine knows. Read its fields; change them only through its methods
+    (objects: ``apply_*``/``delete_*``; workloads: ``add_workload`` ... ``deactivate``; the
+    rest: the bookkeeping methods), which keep the fields consistent with each other."""
 
     config: EngineConfig = field(default_factory=EngineConfig)
     flavors: dict[str, specs.ResourceFlavor] = field(default_factory=dict)
@@ -125,7 +93,7 @@ class State:
     now: int = 0
     _next_seq: int = 0
     _tree_dirty: bool = True
-    _tree_members: dict[str, list[str]] = field(default_factory=dict)  # root cohort -> its queues
+    _tree_members: cohort_shape.Members = field(default_factory=cohort_shape.Members)
     # Workloads holding a reservation whose pods are not ready (blockAdmission waits on them;
     # upstream's WorkloadsNotReady).
     pods_not_ready: set[str] = field(default_factory=set)
@@ -149,20 +117,23 @@ class State:
 
     # ----------------------------------------------------------------- objects
 
-    def apply_flavor(self, flavor: specs.ResourceFlavor) -> None:
+    def _shape_changed(self) -> None:
+        """An object the cohort trees or the queues' activeness depend on changed: both are
+        worked out again (`ensure_tree`), and the pending workloads say again why they wait."""
         self._waiting_dirty = True
-        self.flavors[flavor.name] = flavor
-        self.cluster.apply_flavor(flavor)
         self._tree_dirty = True
         self._tree_members.clear()
+
+    def apply_flavor(self, flavor: specs.ResourceFlavor) -> None:
+        self.flavors[flavor.name] = flavor
+        self.cluster.apply_flavor(flavor)
+        self._shape_changed()
         self._requeue_all()
 
     def delete_flavor(self, name: str) -> None:
-        self._waiting_dirty = True
         self.flavors.pop(name, None)
         self.cluster.delete_flavor(name)
-        self._tree_dirty = True
-        self._tree_members.clear()
+        self._shape_changed()
 
     # Topology-aware scheduling: a change of the nodes may let parked workloads fit.
 
@@ -189,17 +160,13 @@ class State:
         self._requeue_all()
 
     def apply_admission_check(self, check: specs.AdmissionCheck) -> None:
-        self._waiting_dirty = True
         self.admission_checks[check.name] = check
-        self._tree_dirty = True
-        self._tree_members.clear()
+        self._shape_changed()
         self._requeue_all()
 
     def delete_admission_check(self, name: str) -> None:
-        self._waiting_dirty = True
         self.admission_checks.pop(name, None)
-        self._tree_dirty = True
-        self._tree_members.clear()
+        self._shape_changed()
 
     def apply_cluster_queue(self, cq: specs.ClusterQueue) -> None:
         if cq.contract is None and self.config.default_contract is not None:
@@ -221,7 +188,7 @@ class State:
             queue.strategy = cq.queueing_strategy
         self.queues[cq.name].usage_of = self.afs_usage if self.uses_afs(cq.name) else None
         self._tree_dirty = True
-        self._note_member(cq, old)
+        self._tree_members.note(cq, old, self.cohorts)
         self._route_unrouted()
         if old is not None and old.cohort and old.cohort != cq.cohort:
             self._requeue_cohort_of_name(old.cohort)
@@ -248,23 +215,18 @@ class State:
         if queue is not None:
             for wl in [*queue.active(), *queue.inadmissible.values()]:
                 self.unrouted.setdefault(wl.queue_key, {})[wl.key] = wl
-        self._tree_dirty = True
-        self._tree_members.clear()
+        self._shape_changed()
         if cq.cohort:
             self._requeue_cohort_of_name(cq.cohort)
 
     def apply_cohort(self, cohort: specs.Cohort) -> None:
-        self._waiting_dirty = True
         self.cohorts[cohort.name] = cohort
-        self._tree_dirty = True
-        self._tree_members.clear()
+        self._shape_changed()
         self._requeue_all()
 
     def delete_cohort(self, name: str) -> None:
-        self._waiting_dirty = True
         self.cohorts.pop(name, None)
-        self._tree_dirty = True
-        self._tree_members.clear()
+        self._shape_changed()
         self._requeue_all()
 
     def apply_local_queue(self, lq: specs.LocalQueue) -> None:
@@ -281,9 +243,8 @@ class State:
             self._restart(self.unrouted.get(lq.key, {}).values(), evictions.LOCAL_QUEUE_STOPPED)
         self._route_unrouted()
         if lq.stop_policy == "HoldAndDrain":
-            for wl in [
-                w for w in self.workloads.values() if w.admission is not None and w.queue_key == lq.key
-            ]:
+            held = [w for w in self.workloads.values() if w.admission is not None and w.queue_key == lq.key]
+            for wl in held:
                 self.evict(wl.key, evictions.LOCAL_QUEUE_STOPPED, "The LocalQueue is stopped")
         if lq.cluster_queue in self.queues:
             self._requeue_tree(lq.cluster_queue)
@@ -298,8 +259,78 @@ class State:
         self.namespaces[name] = dict(labels)
         self._requeue_all()
 
+    def delete_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+
     def namespace_labels(self, name: str) -> dict[str, str]:
         return self.namespaces.get(name, {})
+
+    # Priority classes and LimitRanges are read when a workload is (`pykueue.engine.loading`):
+    # a change applies to the workloads read after it.
+
+    def apply_priority_class(self, kind: str, name: str, value: int) -> None:
+        """``kind`` is WorkloadPriorityClass or PriorityClass (each its own namespace of names)."""
+        self.priority_values[(kind, name)] = value
+
+    def delete_priority_class(self, kind: str, name: str) -> None:
+        self.priority_values.pop((kind, name), None)
+
+    def apply_limit_range(self, namespace: str, name: str, items: list[specs.LimitRangeItem]) -> None:
+        self.limit_ranges.setdefault(namespace, {})[name] = items
+
+    def delete_limit_range(self, namespace: str, name: str) -> None:
+        self.limit_ranges.get(namespace, {}).pop(name, None)
+
+    # ------------------------------------------------------------ bookkeeping
+
+    def set_clock(self, now: int) -> None:
+        """Set the clock without what `advance_clock` does on the way (decay, backoffs,
+        contracts): for a state being loaded, or a caller that fires those itself."""
+        self.now = now
+
+    def begin_cycle(self) -> int:
+        """A scheduling cycle starts: its number, which its events carry."""
+        self.cycle += 1
+        return self.cycle
+
+    def record(self, event: Event) -> None:
+        """A decision for the audit trail; its reader takes them with `clear_events`."""
+        self.events.append(event)
+
+    def clear_events(self) -> None:
+        """The reader has what it wanted of `events`: without this the list only grows."""
+        self.events.clear()
+
+    def touch(self, key: str) -> None:
+        """The workload's status changed outside a `State` method: its owner writes it back."""
+        self.touched.add(key)
+
+    def clear_touched(self) -> None:
+        """The owner has taken the workloads `touched` names (or writes back none)."""
+        self.touched.clear()
+
+    def forget_finished(self, key: str) -> None:
+        """A finished workload no one needs to hear about again (its store has it)."""
+        self.finished.pop(key, None)
+
+    def mark_pods_ready(self, key: str, ready: bool) -> None:
+        """Keep `pods_not_ready` (what blockAdmission waits on) as a workload's pods report."""
+        wl = self.workloads.get(key)
+        if ready:
+            self.pods_not_ready.discard(key)
+        elif wl is not None and wl.admission is not None:
+            self.pods_not_ready.add(key)
+
+    def mark_aged(self, cq_name: str, aged: bool) -> None:
+        """Whether a ClusterQueue's workloads may carry aged priority (`pykueue.engine.aging`)."""
+        if aged:
+            self.aged_queues.add(cq_name)
+        else:
+            self.aged_queues.discard(cq_name)
+
+    def adopt_fair_sharing(self, ledger: admission_fair_sharing.Ledger | None) -> None:
+        """Take over another state's admission-fair-sharing ledger (a forward run's copy)."""
+        self.afs = ledger
 
     # --------------------------------------------------------------- workloads
 
@@ -329,7 +360,7 @@ class State:
         self.pods_not_ready.discard(wl.key)
         self._insert(wl)
         if old.admission is not None and wl.admission is None:
-            self._on_release(old.admission.cluster_queue)  # an admission gate took it back
+            self._requeue_tree(old.admission.cluster_queue)  # an admission gate took it back
 
     def _insert(self, wl: Workload) -> None:
         self.workloads[wl.key] = wl
@@ -351,24 +382,13 @@ class State:
                 self.evict(wl.key, evictions.DEACTIVATED, evictions.DEACTIVATED_MESSAGE)
             return
         if not wl.active:
-            self._deactivated_while_pending(wl)
+            evictions.deactivate_pending(wl, self.now)
         else:
             # Reactivated after a deactivation: Requeued=True, and it queues again.
             evictions.release(
                 wl, (evictions.DEACTIVATED,), evictions.REACTIVATED, evictions.REACTIVATED_MESSAGE, self.now
             )
         self._enqueue(wl)
-
-    def _deactivated_while_pending(self, wl: Workload) -> None:
-        """A pending workload deactivated: evicted in name only (it holds nothing), as upstream."""
-        wl.requeue_count, wl.requeue_at = 0, None
-        evicted = wl.conditions.get("Evicted")
-        if evicted is None or evicted.status != "True":
-            wl.set_condition(
-                "Evicted", "True", evictions.DEACTIVATED, evictions.DEACTIVATED_MESSAGE, self.now
-            )
-            stat = (evictions.DEACTIVATED, "")
-            wl.eviction_counts[stat] = wl.eviction_counts.get(stat, 0) + 1
 
     def delete_workload(self, key: str) -> None:
         wl = self.workloads.pop(key, None)
@@ -379,9 +399,8 @@ class State:
             self.finished.pop(key, None)
             return
         if wl.admission is not None:
-            cq = wl.admission.cluster_queue
             self._account(wl, -1)
-            self._on_release(cq)
+            self._requeue_tree(wl.admission.cluster_queue)  # quota released
             return
         self._dequeue(wl)
 
@@ -402,7 +421,7 @@ class State:
         )
         self.finished[key] = wl
         self.events.append(Event(self.cycle, key, FINISHED, message or "the workload finished"))
-        self._on_release(cq)
+        self._requeue_tree(cq)  # quota released
 
     def evict(
         self,
@@ -438,11 +457,8 @@ class State:
             wl.evicted_at = None  # requeuingStrategy.timestamp: Creation keeps its place by creation time
         self.touched.add(key)
         if not preempted_reason:
-            self.events.append(
-                Event(
-                    self.cycle, key, EVICTED, message, reason, eviction.cluster_queue, underlying_cause, ran
-                )
-            )
+            cq = eviction.cluster_queue
+            self.record(Event(self.cycle, key, EVICTED, message, reason, cq, underlying_cause, ran))
         if not self.config.async_evictions:
             self.complete_eviction(key)
 
@@ -467,7 +483,7 @@ class State:
         self.sync_checks(wl)
         self.touched.add(key)
         self._enqueue(wl)
-        self._on_release(eviction.cluster_queue)
+        self._requeue_tree(eviction.cluster_queue)  # quota released
 
     def deactivate(self, key: str, underlying_cause: str, message: str) -> None:
         """The engine deactivates a workload (spec.active false), as upstream's
@@ -491,15 +507,16 @@ class State:
             )
             return
         self._dequeue(wl)
-        self._deactivated_while_pending(wl)
+        evictions.deactivate_pending(wl, self.now)
         self._enqueue(wl)
 
     # ------------------------------------------------------- admission checks
 
     def sync_checks(self, wl: Workload) -> None:
         """`status.admissionChecks` follows the workload's ClusterQueue (and admission)."""
-        cq_name = wl.admission.cluster_queue if wl.admission is not None else self._cluster_queue_of(wl)
-        cq = self.cluster_queues.get(cq_name or "")
+        lq = self.local_queues.get(wl.queue_key)
+        routed = lq.cluster_queue if lq is not None else ""
+        cq = self.cluster_queues.get(wl.admission.cluster_queue if wl.admission is not None else routed)
         if cq is None:
             return
         if admission_checks.sync(wl, admission_checks.applicable(cq, wl.admission), self.now):
@@ -515,47 +532,23 @@ class State:
             for wl in [*queue.active(), *queue.inadmissible.values()]:
                 self.sync_checks(wl)
 
-    def _cluster_queue_of(self, wl: Workload) -> str:
-        lq = self.local_queues.get(wl.queue_key)
-        return lq.cluster_queue if lq is not None else ""
-
     def sync_admitted(self, wl: Workload, at_reservation: bool = False) -> None:
-        """Admitted follows the reservation and the checks (upstream's SyncAdmittedCondition).
-
-        A workload already Admitted stays so when a check is added later, as upstream.
-        """
-        if wl.admission is None or wl.eviction is not None or wl.is_admitted():
+        """Admitted follows the reservation and the checks (`admission_checks.sync_admitted`);
+        once Admitted after waiting for its checks, the workload's CHECKS_PASSED is recorded."""
+        became = admission_checks.sync_admitted(wl, self.now)
+        if became is None:
             return
-        if not admission_checks.all_ready(wl):
-            wl.set_condition(
-                "Admitted",
-                "False",
-                "UnsatisfiedAdmissionChecks",
-                "The workload has not all checks ready",
-                self.now,
-            )
-            self.touched.add(wl.key)
-            return
-        wl.set_condition("Admitted", "True", "Admitted", "The workload is admitted", self.now)
         self.touched.add(wl.key)
+        if not became or wl.admission is None:
+            return
         if self.config.wait_for_pods_ready is not None:
             pods_ready.on_admitted(wl, self.now)
         if not at_reservation:
             reserved = wl.conditions.get("QuotaReserved")
             waited = self.now - reserved.last_transition if reserved is not None else None
-            message = f"Admitted by ClusterQueue {wl.admission.cluster_queue}: every admission check is Ready"
-            self.events.append(
-                Event(
-                    self.cycle,
-                    wl.key,
-                    CHECKS_PASSED,
-                    message,
-                    "Admitted",
-                    wl.admission.cluster_queue,
-                    "",
-                    waited,
-                )
-            )
+            cq = wl.admission.cluster_queue
+            message = f"Admitted by ClusterQueue {cq}: every admission check is Ready"
+            self.record(Event(self.cycle, wl.key, CHECKS_PASSED, message, "Admitted", cq, "", waited))
 
     def register_admission(self, wl: Workload) -> None:
         """Account a workload the scheduler just admitted (its admission is already set)."""
@@ -579,12 +572,7 @@ class State:
     def advance_clock(self, now: int) -> None:
         """Move the clock; LocalQueue consumption decays toward current usage."""
         if self.afs is not None and now > self.now:
-            current: dict[str, dict[str, int]] = {}
-            for wl in self.workloads.values():
-                if wl.admission is not None and self.uses_afs(wl.admission.cluster_queue):
-                    bucket = current.setdefault(wl.queue_key, {})
-                    for res, value in wl.total_requests().items():
-                        bucket[res] = bucket.get(res, 0) + value
+            current = admission_fair_sharing.requests_by_local_queue(self.workloads.values(), self.uses_afs)
             for key in self.local_queues:
                 self.afs.decay(key, current.get(key, {}), now)
         if now > self.now:
@@ -609,23 +597,20 @@ class State:
         """Preemption contracts that end by ``now`` make their workloads candidates again:
         the parked workloads of the cohort tree get another look, as on a release."""
         for name in sorted(self.contract_queues):
-            cq = self.cluster_queues[name]
-            for wl in self.admitted.get(name, {}).values():
-                until = contract.protected_until(cq, wl, self.now)
-                if until is not None and until <= now:
-                    self._requeue_tree(name)
-                    break
+            ends = contract.ends(self.cluster_queues[name], self.admitted.get(name, {}).values(), self.now)
+            if any(until <= now for until in ends):
+                self._requeue_tree(name)
 
     def protection_deadlines(self) -> list[int]:
         """When the preemption contracts of admitted workloads end (for `lifecycle.next_deadline`)."""
-        times = []
-        for name in self.contract_queues:
-            cq = self.cluster_queues[name]
-            for wl in self.admitted.get(name, {}).values():
-                until = contract.protected_until(cq, wl, self.now)
-                if until is not None and until < contract.FOREVER:
-                    times.append(until)
-        return times
+        return [
+            until
+            for name in self.contract_queues
+            for until in contract.ends(
+                self.cluster_queues[name], self.admitted.get(name, {}).values(), self.now
+            )
+            if until < contract.FOREVER
+        ]
 
     # ------------------------------------------------------------------ quota
 
@@ -635,90 +620,18 @@ class State:
             return
         self._tree_dirty = False
         self._waiting_dirty = True
-        self.nodes = {}
-        self.cohort_nodes = {}
-        for cohort in self.cohorts.values():
-            self._cohort_node(cohort.name)
-        for cohort in self.cohorts.values():
-            node = self.cohort_nodes[cohort.name]
-            node.quotas = dict(cohort.quotas)
-            node.weight = cohort.fair_weight
-            if cohort.parent:
-                parent = self._cohort_node(cohort.parent)
-                node.parent = parent
-                parent.children.append(node)
-        in_cycle = self._cohorts_in_cycles()
-        for name in in_cycle:
-            node = self.cohort_nodes[name]
-            if node.parent is not None and node in node.parent.children:
-                node.parent.children.remove(node)
-            node.parent = None
-        for cq in self.cluster_queues.values():
-            node = Node(cq.name, is_cohort=False, quotas=dict(cq.quotas), weight=cq.fair_weight)
-            self.nodes[cq.name] = node
-            if cq.cohort:
-                parent = self._cohort_node(cq.cohort)
-                node.parent = parent
-                parent.children.append(node)
-            self.generation[cq.name] = self.generation.get(cq.name, 0) + 1
+        self.nodes, self.cohort_nodes, in_cycle = cohort_shape.build(self.cohorts, self.cluster_queues)
+        for name in self.cluster_queues:
+            self.generation[name] = self.generation.get(name, 0) + 1
         for node in [*self.nodes.values(), *self.cohort_nodes.values()]:
             if node.parent is None:
                 cohort_tree.rebuild(node, self.cq_usage)
         self.inactive_reason = {}
         self.inactive_kind = {}
         for cq in self.cluster_queues.values():
-            reason = self._inactive_reason(cq, in_cycle)
-            if reason:
-                self.inactive_reason[cq.name] = reason
-
-    def _cohort_node(self, name: str) -> Node:
-        node = self.cohort_nodes.get(name)
-        if node is None:
-            node = Node(name, is_cohort=True)
-            self.cohort_nodes[name] = node
-        return node
-
-    def _cohorts_in_cycles(self) -> set[str]:
-        result: set[str] = set()
-        for start in self.cohorts:
-            seen: list[str] = []
-            name = start
-            while name and name not in seen:
-                seen.append(name)
-                cohort = self.cohorts.get(name)
-                name = cohort.parent if cohort is not None else ""
-            if name:
-                result.update(seen[seen.index(name) :])
-        return result
-
-    def _inactive_reason(self, cq: specs.ClusterQueue, in_cycle: set[str]) -> str:
-        """Why a ClusterQueue cannot admit ("" when it can), in upstream's words and reasons."""
-        reasons: list[tuple[str, str]] = []
-        if cq.stop_policy != "None":
-            reasons.append(("Stopped", "is stopped"))
-        missing = [f for f in cq.flavors() if f not in self.flavors]
-        if missing:
-            reasons.append(("FlavorNotFound", f"references missing ResourceFlavor(s): {','.join(missing)}"))
-        checks = [c for c in cq.admission_checks if c not in self.admission_checks]
-        if checks:
-            reasons.append(
-                ("AdmissionCheckNotFound", f"references missing AdmissionCheck(s): {','.join(checks)}")
-            )
-        inactive = [
-            c
-            for c in cq.admission_checks
-            if c in self.admission_checks and not self.admission_checks[c].active
-        ]
-        if inactive:
-            reasons.append(
-                ("AdmissionCheckInactive", f"references inactive AdmissionCheck(s): {','.join(inactive)}")
-            )
-        if cq.cohort in in_cycle:
-            reasons.append(("CohortCycle", f"is in cohort {cq.cohort}, whose parents form a cycle"))
-        if not reasons:
-            return ""
-        self.inactive_kind[cq.name] = reasons[0][0]
-        return f"Can't admit new workloads: {', '.join(message for _, message in reasons)}."
+            found = activeness.inactive(cq, self.flavors, self.admission_checks, in_cycle)
+            if found is not None:
+                self.inactive_kind[cq.name], self.inactive_reason[cq.name] = found
 
     def is_active(self, cq_name: str) -> bool:
         self.ensure_tree()
@@ -789,11 +702,8 @@ class State:
                 self.touched.add(wl.key)
 
     def backing_off(self, wl: Workload) -> bool:
-        """Is the workload in a requeue backoff (upstream's requeueState / Requeued=False)?"""
-        requeued = wl.conditions.get("Requeued")
-        if requeued is not None and requeued.status == "False":
-            return True
-        return wl.requeue_at is not None and self.now < wl.requeue_at
+        """Is the workload in a requeue backoff now (`evictions.backing_off`)?"""
+        return evictions.backing_off(wl, self.now)
 
     def _dequeue(self, wl: Workload) -> None:
         for queue in self.queues.values():
@@ -822,9 +732,6 @@ class State:
                 queue.remove(wl.key)
                 self.unrouted.setdefault(lq_key, {})[wl.key] = wl
 
-    def _on_release(self, cq_name: str) -> None:
-        self._requeue_tree(cq_name)
-
     def _requeue_tree(self, cq_name: str) -> None:
         """Unpark the inadmissible workloads of every ClusterQueue sharing ``cq_name``'s cohort tree."""
         cq = self.cluster_queues.get(cq_name)
@@ -836,44 +743,10 @@ class State:
         self._requeue_cohort_of_name(cq.cohort)
 
     def _requeue_cohort_of_name(self, cohort: str) -> None:
-        if not self._tree_members:
-            self._tree_members = self._members_by_root()
-        for name in self._tree_members.get(self._root_cohort_name(cohort), ()):
+        for name in self._tree_members.of_tree(cohort, self.cohorts, self.cluster_queues):
             queue = self.queues.get(name)
             if queue is not None and queue.inadmissible:
                 queue.unpark_all(self.backing_off)
-
-    def _note_member(self, cq: specs.ClusterQueue, old: specs.ClusterQueue | None) -> None:
-        """Keep the queues of each cohort tree (`_tree_members`) as ``cq`` joins or moves."""
-        if old is not None and old.cohort == cq.cohort:
-            return  # same tree
-        if old is None and (not cq.cohort or not self._tree_members):
-            return  # in no tree, or the members are worked out when next needed
-        if old is None:
-            # A new queue comes last, as it does in `cluster_queues`: a thousand queues
-            # loading one by one must not work the whole tree out again each time.
-            self._tree_members.setdefault(self._root_cohort_name(cq.cohort), []).append(cq.name)
-            return
-        self._tree_members.clear()
-
-    def _members_by_root(self) -> dict[str, list[str]]:
-        """Every root cohort's ClusterQueues, in one look at the queues.
-
-        Worked out once and then kept (`_note_member`), so a release looks only at its own
-        tree's queues: before, a cluster with nothing parked looked at every queue per release.
-        """
-        members: dict[str, list[str]] = {}
-        for name, cq in self.cluster_queues.items():
-            if cq.cohort:
-                members.setdefault(self._root_cohort_name(cq.cohort), []).append(name)
-        return members
-
-    def _root_cohort_name(self, name: str) -> str:
-        seen: set[str] = set()
-        while name in self.cohorts and self.cohorts[name].parent and name not in seen:
-            seen.add(name)
-            name = self.cohorts[name].parent
-        return name
 
     def _requeue_all(self) -> None:
         for queue in self.queues.values():
@@ -922,6 +795,3 @@ class State:
 
     def inadmissible(self) -> dict[str, list[str]]:
         return {name: sorted(q.inadmissible) for name, q in self.queues.items() if q.inadmissible}
-
-    def cluster_queue_usage(self) -> dict[str, Quantities]:
-        return {name: dict(self.cq_usage.get(name, {})) for name in self.cluster_queues}

@@ -86,7 +86,7 @@ def _recover_one(state: State, wl: Workload, least_free_mixed: bool) -> Outcome:
             assignment.topology = updates[assignment.name]
     state.cluster.account(wl, +1)
     wl.unhealthy_nodes = wl.unhealthy_nodes[1:]
-    state.touched.add(wl.key)
+    state.touch(wl.key)
     return Outcome(wl.key, True, f"Pods of unhealthy node {failed} placed again")
 
 

@@ -35,6 +35,8 @@ SCHEDULER_REASONS = frozenset(
         evictions.PENDING_EVALUATION,
     }
 )
+# Upstream's gate: every pending workload gets QuotaReserved=False at once (Kubernetes mode turns it on).
+EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
 GATED = "AdmissionGated"
 GATE_CLEARED_MESSAGE = "AdmissionGatedBy cleared, waiting for quota reservation"
 # A twin of a workload that did not fit, parked with it and not tried itself.

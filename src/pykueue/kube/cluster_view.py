@@ -73,7 +73,7 @@ class ClusterView:
                     while not events.empty():
                         self._take(events.get_nowait())
                 # Backoffs end with the clock, not with an event.
-                self.admission.state.now = intake.micros(self.admission.clock())
+                self.admission.state.set_clock(intake.micros(self.admission.clock()))
         finally:
             for task in watchers:
                 task.cancel()

@@ -35,7 +35,8 @@ from pykueue.api import governance, manifests
 from pykueue.api.workload import Workload as WorkloadManifest
 from pykueue.engine import intake, lifecycle, loading, scheduler
 from pykueue.engine.config import EngineConfig
-from pykueue.engine.state import EVICTED, PREEMPTED, State
+from pykueue.engine.events import EVICTED, PREEMPTED
+from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
 from pykueue.errors import Conflict, InputError, NotFound
 from pykueue.reconcilers import workload_status
@@ -223,8 +224,7 @@ class AdmissionController:
 
     async def sync(self) -> None:
         """Rebuild the engine state from everything stored now."""
-        self.state = State(config=self.config)
-        self.state.now = intake.micros(self.clock())
+        self.state = State(config=self.config, now=intake.micros(self.clock()))
         self.cache.clear()
         self.settled.clear()
         self.rescan = True
@@ -272,7 +272,7 @@ class AdmissionController:
                     # Someone cleared the reservation of a workload being evicted (what
                     # upstream's job reconciler does once the job stopped): it is released.
                     self.state.complete_eviction(engine_key)
-                self.state.touched.add(engine_key)
+                self.state.touch(engine_key)
                 return
         # A Workload whose spec or metadata changed, not its status, keeps the engine's status.
         self._apply(
@@ -379,7 +379,7 @@ class AdmissionController:
             self.state.finish(engine_key)
         else:
             self.state.delete_workload(engine_key)
-        self.state.finished.pop(engine_key, None)  # nothing to remember: the store has it
+        self.state.forget_finished(engine_key)  # nothing to remember: the store has it
         self.forget({engine_key})
 
     # -------------------------------------------------------------- reconcile
@@ -471,7 +471,7 @@ class AdmissionController:
             for name in due:
                 del self._words_due[name]
             candidates = sorted(self.state.touched.union(due))
-        self.state.touched.clear()
+        self.state.clear_touched()
         queue = self._write_queue()
         offered = 0
         for engine_key in candidates:

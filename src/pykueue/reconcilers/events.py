@@ -33,9 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from pykueue.engine import events as engine_events
 from pykueue.engine import execution_time
-from pykueue.engine import state as engine_state
-from pykueue.engine.state import Event, State
+from pykueue.engine.events import Event
+from pykueue.engine.state import State
 from pykueue.errors import StoreError
 from pykueue.store.base import Key, Manifest, Store
 
@@ -192,25 +193,25 @@ def _refill(bucket: _Bucket, now: float, rate: float, cap: int) -> None:
 
 def workload_events(event: Event) -> list[tuple[str, str, str]]:
     """The Kubernetes Events (type, reason, message) upstream records for an engine decision."""
-    if event.type == engine_state.ADMITTED:
+    if event.type == engine_events.ADMITTED:
         # Upstream's scheduler records QuotaReserved for every reservation, and Admitted
         # too when no admission check is left to wait for.
         reserved = (NORMAL, "QuotaReserved", event.message)
         return [reserved, (NORMAL, "Admitted", event.message)] if event.reason == "Admitted" else [reserved]
-    if event.type == engine_state.CHECKS_PASSED:
+    if event.type == engine_events.CHECKS_PASSED:
         return [(NORMAL, "Admitted", event.message)]
-    if event.type == engine_state.PENDING:
+    if event.type == engine_events.PENDING:
         return [(WARNING, "Pending", event.message)]
-    if event.type == engine_state.PREEMPTED:
+    if event.type == engine_events.PREEMPTED:
         return [(NORMAL, "Preempted", event.message)]
-    if event.type == engine_state.EVICTED:
+    if event.type == engine_events.EVICTED:
         reason = f"EvictedDueTo{event.reason or 'Eviction'}"
         if event.reason == "Deactivated" and event.underlying_cause:
             # Only a deactivation names its cause in the reason (WaitForStart and
             # WaitForRecovery are metric labels, never part of an event's reason).
             reason = f"{reason}DueTo{event.underlying_cause}"
         return [(NORMAL, reason, event.message)]
-    if event.type == engine_state.PODS_READY:
+    if event.type == engine_events.PODS_READY:
         return [(NORMAL, "PodsReady", event.message)]
     if event.type == execution_time.EXCEEDED:
         return [(WARNING, execution_time.EXCEEDED, event.message)]

@@ -281,7 +281,7 @@ class Manager:
                 record_decisions(self.events, self.admission.state, self._stored_workload)
             if self.on_pass is not None:
                 self.on_pass(self.admission.state)
-            self.admission.state.events.clear()
+            self.admission.state.clear_events()
             self._forget_gone()
         writes += await self.statuses.write(
             self.admission.state, self.admission.cache, self.admission.rejected

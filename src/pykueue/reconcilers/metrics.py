@@ -26,8 +26,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from pykueue.engine import events as engine_events
 from pykueue.engine import pending_causes
-from pykueue.engine import state as engine_state
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
 
@@ -144,7 +144,7 @@ class Metrics:
         role = self.role()
         for event in state.events:
             wl = state.workloads.get(event.workload)
-            if event.type == engine_state.EVICTED:
+            if event.type == engine_events.EVICTED:
                 # Every eviction but a preemption (counted below), with the engine's reason:
                 # ClusterQueueStopped, LocalQueueStopped, Deactivated, AdmissionCheck...
                 priority_class = wl.priority_class if wl is not None else ""
@@ -157,14 +157,14 @@ class Metrics:
                     )
             if wl is None:
                 continue
-            if event.type in (engine_state.ADMITTED, engine_state.CHECKS_PASSED):
+            if event.type in (engine_events.ADMITTED, engine_events.CHECKS_PASSED):
                 self._admitted(state, event, wl, role)
-            elif event.type == engine_state.PODS_READY and wl.admission is not None:
+            elif event.type == engine_events.PODS_READY and wl.admission is not None:
                 labels = (wl.admission.cluster_queue, wl.priority_class, role)
                 self.ready_wait.labels(*labels).observe(_seconds(state.now - _queued_at(wl)))
                 if event.waited is not None:
                     self.admitted_until_ready.labels(*labels).observe(_seconds(event.waited))
-            elif event.type == engine_state.PREEMPTED:
+            elif event.type == engine_events.PREEMPTED:
                 if self.unseen_preemption(event.workload):
                     continue
                 victim_cq = state.route_of(wl) or ""
@@ -177,9 +177,9 @@ class Metrics:
                 preempting = (preemptor and state.route_of(preemptor)) or victim_cq
                 self.preempted.labels(preempting, event.reason, role).inc()
                 self._lost(event, event.cluster_queue or victim_cq, wl.namespace, role)
-        state.events.clear()
+        state.clear_events()
 
-    def _lost(self, event: engine_state.Event, cluster_queue: str, namespace: str, role: str) -> None:
+    def _lost(self, event: engine_events.Event, cluster_queue: str, namespace: str, role: str) -> None:
         """Count the work a preemption stopped: each held resource (whole units) times the run's seconds."""
         seconds = _seconds(event.held_for)
         if not seconds:
@@ -188,13 +188,13 @@ class Metrics:
             counter = self.preempted_resource_seconds.labels(cluster_queue, namespace, flavor, resource, role)
             counter.inc(milli / 1000 * seconds)
 
-    def _admitted(self, state: State, event: engine_state.Event, wl: Workload, role: str) -> None:
+    def _admitted(self, state: State, event: engine_events.Event, wl: Workload, role: str) -> None:
         """A reservation (ADMITTED) and an admission (at once, or when the checks passed)."""
         if wl.admission is None:
             return
         labels = (wl.admission.cluster_queue, wl.priority_class, role)
         queued_at = _queued_at(wl)
-        if event.type == engine_state.ADMITTED:
+        if event.type == engine_events.ADMITTED:
             self.reserved.labels(*labels).inc()
             self.reserved_wait.labels(*labels).observe(
                 _seconds(wl.admitted_at - queued_at) if queued_at else 0.0

@@ -8,7 +8,8 @@ from typing import Any
 from pykueue.api import quantity
 from pykueue.api.topology import HOSTNAME_LABEL
 from pykueue.engine import intake
-from pykueue.engine.state import PREEMPTED, State
+from pykueue.engine.events import PREEMPTED
+from pykueue.engine.state import State
 from pykueue.engine.workloads import PodSetAssignment, Workload
 
 # The event types FORMAT.md defines; the engine records more (Evicted, for metrics), which

@@ -6,7 +6,8 @@ from typing import Any
 
 from pykueue.api.workload import Workload as ApiWorkload
 from pykueue.engine import lifecycle, loading, scheduler
-from pykueue.engine.state import PREEMPTED, State
+from pykueue.engine.events import PREEMPTED
+from pykueue.engine.state import State
 from pykueue.errors import ScenarioError
 from pykueue.scenario import report
 from pykueue.scenario.loader import CheckUpdate, Scenario, Step
@@ -16,8 +17,7 @@ MAX_SETTLE_CYCLES = 10_000
 
 def run(scenario: Scenario) -> dict[str, Any]:
     """Run every step and return the result document (FORMAT.md's `scenario run --json`)."""
-    state = State(config=scenario.config)
-    state.now = scenario.now
+    state = State(config=scenario.config, now=scenario.now)
     for obj in scenario.objects:
         _apply(state, obj, scenario.path)
     checkpoints: list[dict[str, Any]] = []

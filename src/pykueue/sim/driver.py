@@ -222,7 +222,7 @@ class _Loop:
             elif self.next_cycle is None or self.next_cycle <= now:
                 quiet = self.cycle(now, dirty)
                 self.next_cycle = None if quiet else now + self.options.cycle_time
-            self.state.events.clear()  # the recorder keeps what matters; the audit trail would only grow
+            self.state.clear_events()  # the recorder keeps what matters; the audit trail would only grow
             self.recorder.settled(self.state, now, dirty)
             if progress is not None and self.instants % self.options.progress_every == 0:
                 progress(self.finished, len(self.jobs), now)

@@ -224,7 +224,7 @@ class _Federated:
             self.submit(now, dirty)
             self.settle(now, dirty)
             for state in self._states():
-                state.events.clear()  # the records keep what matters
+                state.clear_events()  # the records keep what matters
             self.recorder.settled(self.manager, now, dirty)
             primary = self.recorder.primary
             self.figures.manager.sample(self.manager, now, primary)

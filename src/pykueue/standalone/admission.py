@@ -18,7 +18,7 @@ from typing import Any
 
 from pykueue.engine import aging, pending_causes
 from pykueue.engine import status as engine_status
-from pykueue.engine.state import ADMITTED, CHECKS_PASSED, Event
+from pykueue.engine.events import ADMITTED, CHECKS_PASSED, Event
 from pykueue.engine.workloads import Workload
 from pykueue.reconcilers.admission import AdmissionController
 from pykueue.reconcilers.workload_status import is_finished
