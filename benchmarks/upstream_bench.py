@@ -73,7 +73,9 @@ from typing import Any
 import yaml
 
 from benchmarks.cluster_bench import kueue_requests
-from pykueue.devcluster.controlplane import ControlPlaneError, KubeCluster, write_kubeconfig
+from pykueue.devcluster.controlplane import KubeCluster
+from pykueue.devcluster.credentials import write_kubeconfig
+from pykueue.devcluster.processes import ControlPlaneError
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES_DIR = ROOT.parent / "shared" / "bench" / "kueue-scheduler-perf"

@@ -16,6 +16,7 @@ from pykueue.api import configuration
 from pykueue.errors import ValidationError
 from pykueue.multikueue import clusters as multikueue_clusters
 from pykueue.multikueue import controller as multikueue
+from pykueue.multikueue import dispatching
 from pykueue.reconcilers import integrations
 from pykueue.reconcilers.integrations import batch_job, jobset
 from pykueue.store.base import Key
@@ -28,26 +29,26 @@ def _reserved(at: str) -> dict[str, object]:
 
 def test_the_earliest_reservation_wins_and_a_tie_goes_to_the_config_order() -> None:
     remote = {"b": _reserved("2026-01-01T00:00:05Z"), "a": _reserved("2026-01-01T00:00:09Z"), "c": None}
-    assert multikueue.winner(remote, ["a", "b", "c"]) == "b"
+    assert dispatching.winner(remote, ["a", "b", "c"]) == "b"
     tie = {"b": _reserved("2026-01-01T00:00:05Z"), "a": _reserved("2026-01-01T00:00:05Z")}
-    assert multikueue.winner(tie, ["b", "a"]) == "b"
-    assert multikueue.winner({"a": {"status": {}}}, ["a"]) is None
+    assert dispatching.winner(tie, ["b", "a"]) == "b"
+    assert dispatching.winner({"a": {"status": {}}}, ["a"]) is None
 
 
 def test_dispatchers_choose_different_workers() -> None:
     clusters = ["w5", "w1", "w4", "w2", "w3"]
     active = {"w1", "w2", "w3", "w4"}
     wl: dict[str, object] = {"status": {"nominatedClusterNames": ["w3", "w5"]}}
-    assert multikueue.eligible("AllAtOnce", clusters, active, wl, timedelta(0)) == ["w1", "w4", "w2", "w3"]
-    assert multikueue.eligible("Incremental", clusters, active, wl, timedelta(0)) == ["w1", "w2", "w3"]
-    assert multikueue.eligible("Incremental", clusters, active, wl, timedelta(minutes=5)) == [
+    assert dispatching.eligible("AllAtOnce", clusters, active, wl, timedelta(0)) == ["w1", "w4", "w2", "w3"]
+    assert dispatching.eligible("Incremental", clusters, active, wl, timedelta(0)) == ["w1", "w2", "w3"]
+    assert dispatching.eligible("Incremental", clusters, active, wl, timedelta(minutes=5)) == [
         "w1",
         "w2",
         "w3",
         "w4",
     ]
     # External: only what another controller nominated, and only if active.
-    assert multikueue.eligible("External", clusters, active, wl, timedelta(0)) == ["w3"]
+    assert dispatching.eligible("External", clusters, active, wl, timedelta(0)) == ["w3"]
 
 
 def _workload(check_state: str, cluster: str | None = None, **conditions: str) -> dict[str, object]:
@@ -62,43 +63,43 @@ def _workload(check_state: str, cluster: str | None = None, **conditions: str) -
 
 
 def test_which_copies_are_kept() -> None:
-    assert multikueue.copy_wanted(_workload("Pending"), "w1", "Pending")
-    assert multikueue.copy_wanted(_workload("Ready", "w1"), "w1", "Ready")
-    assert not multikueue.copy_wanted(_workload("Ready", "w1"), "w2", "Ready"), "a loser's copy"
-    assert not multikueue.copy_wanted(None, "w1", None), "an orphan"
-    assert not multikueue.copy_wanted(_workload("Ready", "w1", Finished="True"), "w1", "Ready")
-    assert not multikueue.copy_wanted(_workload("Retry", "w1"), "w1", "Retry")
-    assert not multikueue.copy_wanted({"status": {}}, "w1", "Pending"), "no quota reserved"
+    assert dispatching.copy_wanted(_workload("Pending"), "w1", "Pending")
+    assert dispatching.copy_wanted(_workload("Ready", "w1"), "w1", "Ready")
+    assert not dispatching.copy_wanted(_workload("Ready", "w1"), "w2", "Ready"), "a loser's copy"
+    assert not dispatching.copy_wanted(None, "w1", None), "an orphan"
+    assert not dispatching.copy_wanted(_workload("Ready", "w1", Finished="True"), "w1", "Ready")
+    assert not dispatching.copy_wanted(_workload("Retry", "w1"), "w1", "Retry")
+    assert not dispatching.copy_wanted({"status": {}}, "w1", "Pending"), "no quota reserved"
 
 
 def test_the_check_is_active_while_one_cluster_is() -> None:
     check = {"spec": {"parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "mk"}}}
     configs = {"mk": {"spec": {"clusters": ["w1", "w2"]}}}
-    assert multikueue.check_active(check, configs, {"w1", "w2"})[0:2] == (True, "Active")
-    assert multikueue.check_active(check, configs, {"w2"}) == (
+    assert dispatching.check_active(check, configs, {"w1", "w2"})[0:2] == (True, "Active")
+    assert dispatching.check_active(check, configs, {"w2"}) == (
         True,
         "SomeActiveClusters",
         "Inactive clusters: [w1]",
     )
-    assert multikueue.check_active(check, configs, set())[0:2] == (False, "NoUsableClusters")
-    assert multikueue.check_active(check, {}, {"w1"})[1] == "BadParametersRef"
+    assert dispatching.check_active(check, configs, set())[0:2] == (False, "NoUsableClusters")
+    assert dispatching.check_active(check, {}, {"w1"})[1] == "BadParametersRef"
     wrong = {
         "spec": {
             "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "x"}
         }
     }
-    assert multikueue.check_active(wrong, configs, {"w1"})[1] == "BadParametersRef"
+    assert dispatching.check_active(wrong, configs, {"w1"})[1] == "BadParametersRef"
 
 
 def test_a_config_naming_a_missing_cluster_says_which() -> None:
     check = {"spec": {"parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "mk"}}}
     configs = {"mk": {"spec": {"clusters": ["w1", "w2", "w3"]}}}
-    assert multikueue.check_active(check, configs, {"w2"}, known={"w1", "w2"}) == (
+    assert dispatching.check_active(check, configs, {"w2"}, known={"w1", "w2"}) == (
         True,
         "SomeActiveClusters",
         "Missing clusters: [w3], Inactive clusters: [w1]",
     )
-    assert multikueue.check_active(check, configs, set(), known={"w1", "w2"}) == (
+    assert dispatching.check_active(check, configs, set(), known={"w1", "w2"}) == (
         False,
         "NoUsableClusters",
         "Missing clusters: [w3], Inactive clusters: [w1 w2]",
@@ -280,7 +281,7 @@ def test_a_batch_job_copy_is_suspended_unmanaged_and_without_the_managers_identi
 
 def test_the_configuration_section_sets_the_dispatcher_and_the_timeout() -> None:
     section = configuration.MultiKueue(
-        worker_lost_timeout="1h30m", dispatcher_name=multikueue.INCREMENTAL, origin="east"
+        worker_lost_timeout="1h30m", dispatcher_name=dispatching.INCREMENTAL, origin="east"
     )
     settings = multikueue.settings_of(section, "ops")
     assert settings.worker_lost_timeout == timedelta(hours=1, minutes=30)

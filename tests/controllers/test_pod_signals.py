@@ -23,8 +23,8 @@ import pytest
 
 from pykueue.standalone.node import cgroups
 from pykueue.standalone.node.cgroups import CgroupTree, Limits
-from pykueue.standalone.node.executor import Pod
 from pykueue.standalone.node.launcher_client import LaunchedProcess
+from pykueue.standalone.node.pod_processes import Pod
 from pykueue.store.base import Key
 
 # The leader, a child in its group, and a child that started a session of its own.

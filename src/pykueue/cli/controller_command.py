@@ -270,6 +270,129 @@ async def _estimate_when_ready(
     await estimates.run(stop)
 
 
+def _build_manager(
+    writer: kubernetes.KubernetesStore | leader.FencedStore,
+    elector: leader.LeaderElector | None,
+    config: EngineConfig,
+    ops: Operations,
+    jobs: Jobs,
+    resync: float,
+) -> tuple[Manager, metrics.Metrics]:
+    """The manager over ``writer`` and the metrics registry that observes its passes."""
+    registry = metrics.Metrics(
+        state=lambda: manager.admission.state if manager.passes else None,
+        role=lambda: "standalone" if elector is None else ("leader" if elector.leading else "follower"),
+        lease_name=ops.lease_name if elector is not None else "",
+        write_backlog=lambda: manager.admission.write_backlog(),
+        unseen_preemption=lambda key: key in manager.admission.unseen_preemptions,
+    )
+    manager = Manager(
+        writer,
+        config=config,
+        registry=jobs.registry,
+        settings=jobs.settings,
+        resync_seconds=resync,
+        min_pass_seconds=ops.min_pass_seconds,
+        max_admissions_ahead=ops.max_admissions_ahead,
+        on_pass=registry.observe_pass,
+        events=EventRecorder(writer),
+        multikueue=multikueue.for_manager(jobs.multikueue),
+        policy_history_namespace=ops.lease_namespace if ops.policy_history else "",
+        retention_policy=jobs.retention_policy,
+    )
+    return manager, registry
+
+
+async def _serve_health(
+    ops: Operations,
+    registry: metrics.Metrics,
+    manager: Manager,
+    store: kubernetes.KubernetesStore,
+    ready: asyncio.Event,
+    elector: leader.LeaderElector | None,
+    estimates: estimating.StartEstimates,
+) -> health.HealthServer | None:
+    """/metrics, the probes and the visibility API on ``ops.metrics_port`` (None: not served).
+
+    The probes' ports listen before the API server answers: /healthz 200 and /readyz 503
+    meanwhile, so a pod that starts during an API outage is not restarted by its liveness probe.
+    """
+    if not ops.metrics_port:
+        return None
+    app = health.create_app(
+        registry,
+        state=lambda: manager.admission.state if manager.passes else None,
+        ready=lambda: ready.is_set() or (elector is not None and elector.standing_by),
+        authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
+        workloads=lambda: [m for k, m in manager.admission.cache.items() if k.kind == "Workload"],
+        estimated=estimates.estimated_start,
+    )
+    side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
+    await side.start()
+    return side
+
+
+async def _serve_local_webhooks(
+    address: tuple[str, int],
+    store: kubernetes.KubernetesStore,
+    manager: Manager,
+    ops: Operations,
+    jobs: Jobs,
+    elector: leader.LeaderElector | None,
+    source: visibility_api.Source,
+    on_review: Callable[[Manifest], None] | None,
+    stop: asyncio.Event,
+) -> tuple[webhooks.WebhookServer | None, asyncio.Task[None] | None]:
+    """The webhooks served outside the cluster, and the task that keeps them registered while
+    this replica should be (None, None when stopped before they could start)."""
+    host, port = address
+    queues = cached_queues(manager, store)
+    server: webhooks.WebhookServer | None = None
+
+    async def start_local() -> None:
+        nonlocal server
+        server = await serve_local_webhooks(
+            store,
+            queues,
+            host,
+            port,
+            ops.lease_namespace,
+            jobs=jobs,
+            visibility=source,
+            on_review=on_review,
+            objects=cached_objects(manager, store),
+        )
+
+    await _until_reachable(start_local, stop, "start the local webhooks")
+    if server is None:
+        return None, None
+    registration = _local_registration(store, server, ops.lease_namespace, jobs, elector)
+    # The first check registers this replica unless a live one is registered already.
+    await _until_reachable(registration.first_check, stop, "register the local webhooks")
+    return server, asyncio.create_task(registration.run(stop))
+
+
+async def _lead(
+    manager: Manager,
+    estimates: estimating.StartEstimates,
+    store: kubernetes.KubernetesStore,
+    stop: asyncio.Event,
+    ready: asyncio.Event,
+) -> None:
+    """What the lease holder (or the only replica) runs: the manager, and the start estimates."""
+    task = asyncio.create_task(manager.run(stop, ready))
+    waiter = asyncio.create_task(ready.wait())
+    estimating_task = asyncio.create_task(_estimate_when_ready(estimates, ready, stop))
+    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    if ready.is_set():
+        log.info("pykueue controller is running against %s", store.config.server)
+    try:
+        await task
+    finally:
+        waiter.cancel()
+        estimating_task.cancel()
+
+
 async def _run_controller(
     store: kubernetes.KubernetesStore,
     resync: float,
@@ -294,27 +417,7 @@ async def _run_controller(
     elector = leader.LeaderElector(store, ops.lease_namespace, ops.lease_name) if ops.leader_elect else None
     # Only the lease holder writes: every write of the manager goes through the fence.
     writer = leader.FencedStore(store, elector.may_write) if elector is not None else store
-    registry = metrics.Metrics(
-        state=lambda: manager.admission.state if manager.passes else None,
-        role=lambda: "standalone" if elector is None else ("leader" if elector.leading else "follower"),
-        lease_name=ops.lease_name if elector is not None else "",
-        write_backlog=lambda: manager.admission.write_backlog(),
-        unseen_preemption=lambda key: key in manager.admission.unseen_preemptions,
-    )
-    manager = Manager(
-        writer,
-        config=config,
-        registry=jobs.registry,
-        settings=jobs.settings,
-        resync_seconds=resync,
-        min_pass_seconds=ops.min_pass_seconds,
-        max_admissions_ahead=ops.max_admissions_ahead,
-        on_pass=registry.observe_pass,
-        events=EventRecorder(writer),
-        multikueue=multikueue.for_manager(jobs.multikueue),
-        policy_history_namespace=ops.lease_namespace if ops.policy_history else "",
-        retention_policy=jobs.retention_policy,
-    )
+    manager, registry = _build_manager(writer, elector, config, ops, jobs, resync)
     estimates = estimating.StartEstimates(manager.admission, job_by_uid=manager.jobs.job_by_uid)
     annotations = estimate_annotations.AnnotationWriter(writer, manager.admission.cache.get)
     estimates.on_refresh = lambda found: annotations.write(found, intake.micros(manager.clock()))
@@ -326,20 +429,7 @@ async def _run_controller(
     )
     # The policy history takes the user of a change from the webhook's request when it saw it.
     on_review = manager.policy.note_request if manager.policy is not None else None
-    # The probes' ports listen before the API server answers: /healthz 200 and /readyz 503
-    # meanwhile, so a pod that starts during an API outage is not restarted by its liveness probe.
-    side = None
-    if ops.metrics_port:
-        app = health.create_app(
-            registry,
-            state=lambda: manager.admission.state if manager.passes else None,
-            ready=lambda: ready.is_set() or (elector is not None and elector.standing_by),
-            authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
-            workloads=lambda: [m for k, m in manager.admission.cache.items() if k.kind == "Workload"],
-            estimated=estimates.estimated_start,
-        )
-        side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
-        await side.start()
+    side = await _serve_health(ops, registry, manager, store, ready, elector, estimates)
     server: webhooks.WebhookServer | None = None
     registering: asyncio.Task[None] | None = None
     if webhook_config is not None:
@@ -361,42 +451,12 @@ async def _run_controller(
             await store.close()
             return True
     elif local_webhooks is not None:
-        host, port = local_webhooks
-        queues = cached_queues(manager, store)
-
-        async def start_local() -> None:
-            nonlocal server
-            server = await serve_local_webhooks(
-                store,
-                queues,
-                host,
-                port,
-                ops.lease_namespace,
-                jobs=jobs,
-                visibility=source,
-                on_review=on_review,
-                objects=cached_objects(manager, store),
-            )
-
-        await _until_reachable(start_local, stop, "start the local webhooks")
-        if server is not None:
-            registration = _local_registration(store, server, ops.lease_namespace, jobs, elector)
-            # The first check registers this replica unless a live one is registered already.
-            await _until_reachable(registration.first_check, stop, "register the local webhooks")
-            registering = asyncio.create_task(registration.run(stop))
+        server, registering = await _serve_local_webhooks(
+            local_webhooks, store, manager, ops, jobs, elector, source, on_review, stop
+        )
 
     async def lead() -> None:
-        task = asyncio.create_task(manager.run(stop, ready))
-        waiter = asyncio.create_task(ready.wait())
-        estimating_task = asyncio.create_task(_estimate_when_ready(estimates, ready, stop))
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        if ready.is_set():
-            log.info("pykueue controller is running against %s", store.config.server)
-        try:
-            await task
-        finally:
-            waiter.cancel()
-            estimating_task.cancel()
+        await _lead(manager, estimates, store, stop, ready)
 
     try:
         if elector is None:
@@ -414,90 +474,118 @@ async def _run_controller(
         await store.close()
 
 
-def controller(
-    kubeconfig: Path | None = typer.Option(
-        None,
-        "--kubeconfig",
-        help="kubeconfig file; without it $KUBECONFIG, else the pod's service account, else ~/.kube/config.",
-    ),
-    context: str | None = typer.Option(None, "--context", help="kubeconfig context (default: current)."),
-    resync: float = typer.Option(1.0, "--resync-seconds", help="Seconds between passes without events."),
-    min_pass: float = typer.Option(
-        0.1, "--min-pass-seconds", help="Least seconds between passes; events meanwhile are batched."
-    ),
-    max_ahead: int = typer.Option(
-        64,
-        "--max-admissions-ahead",
-        help="Admissions and evictions decided ahead of their status writes, at most: those queued or waiting for the rate limit (0: no limit).",
-    ),
-    log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
-    serve_webhooks: bool = typer.Option(
-        False, "--webhooks", help="Also serve the webhooks (Job suspension, validation, conversion)."
-    ),
-    local_webhooks: bool = typer.Option(
-        False,
-        "--local-webhooks",
-        help="Outside the cluster: serve the webhooks on --webhook-host and register them (and the CRDs' "
-        "v1beta1 conversion) by URL, with a self-signed certificate.",
-    ),
-    webhook_host: str = typer.Option(
-        "127.0.0.1",
-        "--webhook-host",
-        help="With --local-webhooks: the address the API server reaches this process at.",
-    ),
-    webhook_port: int = typer.Option(9443, "--webhook-port", help="HTTPS port of the webhook server."),
-    config_file: Path | None = typer.Option(
-        None,
-        "--config",
-        help="Upstream Kueue's Configuration file (integrations, waitForPodsReady, fairSharing, ...).",
-    ),
-    fair_sharing: bool = typer.Option(
-        False,
-        "--fair-sharing",
-        help="Fair sharing between ClusterQueues (upstream's fairSharing.enable; also in --config).",
-    ),
-    nominal_first: bool = typer.Option(
-        True,
-        "--nominal-first/--upstream-cycle",
-        help="Within a pass, a queue's heads take back its freed nominal quota before others borrow it "
-        "(docs/semantics.md); --upstream-cycle runs upstream's cycle unchanged.",
-    ),
-    policy_history: bool = typer.Option(
-        True,
-        "--policy-history/--no-policy-history",
-        help="Record every change of flavors, queues, cohorts and priority classes as ConfigMaps "
-        "in the lease namespace (pykueue policy history).",
-    ),
-    leader_elect: bool = typer.Option(
-        False, "--leader-elect", help="Write only while holding the Lease (run several replicas)."
-    ),
-    lease_namespace: str = typer.Option(
-        "", "--lease-namespace", help="Namespace of the Lease (default: $POD_NAMESPACE or kueue-system)."
-    ),
-    metrics_port: int = typer.Option(
-        0,
-        "--metrics-port",
-        "--health-port",
-        help="HTTP port of /metrics, /healthz, /readyz and the visibility API (0: none; the Deployment uses 8080).",
-    ),
-    metrics_host: str = typer.Option("0.0.0.0", "--metrics-host", help="Address of that port."),
-    qps: float = typer.Option(
-        50.0, "--qps", help="API requests per second per resource kind, sustained (0: unlimited)."
-    ),
-    burst: int = typer.Option(
-        100, "--burst", help="API requests per resource kind allowed in a burst above --qps."
-    ),
-) -> None:
-    """Run pykueue as a Kubernetes controller: admit queued jobs and Workloads, write queue status."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def _load_configuration(config_file: Path | None) -> tuple[configuration.Configuration, Jobs]:
+    """The --config file's Configuration (else the default) and its job side; exit 2 when it is bad."""
     try:
         cfg = configuration.load(config_file) if config_file else configuration.default()
-        jobs = jobs_of(cfg)
+        return cfg, jobs_of(cfg)
     except (PykueueError, jobframework.UnknownFramework) as exc:
         typer.echo(
             f"error: {config_file}: {exc}" if isinstance(exc, ValueError) else f"error: {exc}", err=True
         )
         raise typer.Exit(2) from None
+
+
+# The options of `pykueue controller`, one constant each (as `standalone_commands` names its own).
+KUBECONFIG_OPTION = typer.Option(
+    None,
+    "--kubeconfig",
+    help="kubeconfig file; without it $KUBECONFIG, else the pod's service account, else ~/.kube/config.",
+)
+CONTEXT_OPTION = typer.Option(None, "--context", help="kubeconfig context (default: current).")
+RESYNC_OPTION = typer.Option(1.0, "--resync-seconds", help="Seconds between passes without events.")
+MIN_PASS_OPTION = typer.Option(
+    0.1, "--min-pass-seconds", help="Least seconds between passes; events meanwhile are batched."
+)
+MAX_AHEAD_OPTION = typer.Option(
+    64,
+    "--max-admissions-ahead",
+    help="Admissions and evictions decided ahead of their status writes, at most: those queued or waiting for the rate limit (0: no limit).",
+)
+LOG_LEVEL_OPTION = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR.")
+SERVE_WEBHOOKS_OPTION = typer.Option(
+    False, "--webhooks", help="Also serve the webhooks (Job suspension, validation, conversion)."
+)
+LOCAL_WEBHOOKS_OPTION = typer.Option(
+    False,
+    "--local-webhooks",
+    help="Outside the cluster: serve the webhooks on --webhook-host and register them (and the CRDs' "
+    "v1beta1 conversion) by URL, with a self-signed certificate.",
+)
+WEBHOOK_HOST_OPTION = typer.Option(
+    "127.0.0.1",
+    "--webhook-host",
+    help="With --local-webhooks: the address the API server reaches this process at.",
+)
+WEBHOOK_PORT_OPTION = typer.Option(9443, "--webhook-port", help="HTTPS port of the webhook server.")
+CONFIG_FILE_OPTION = typer.Option(
+    None,
+    "--config",
+    help="Upstream Kueue's Configuration file (integrations, waitForPodsReady, fairSharing, ...).",
+)
+FAIR_SHARING_OPTION = typer.Option(
+    False,
+    "--fair-sharing",
+    help="Fair sharing between ClusterQueues (upstream's fairSharing.enable; also in --config).",
+)
+NOMINAL_FIRST_OPTION = typer.Option(
+    True,
+    "--nominal-first/--upstream-cycle",
+    help="Within a pass, a queue's heads take back its freed nominal quota before others borrow it "
+    "(docs/semantics.md); --upstream-cycle runs upstream's cycle unchanged.",
+)
+POLICY_HISTORY_OPTION = typer.Option(
+    True,
+    "--policy-history/--no-policy-history",
+    help="Record every change of flavors, queues, cohorts and priority classes as ConfigMaps "
+    "in the lease namespace (pykueue policy history).",
+)
+LEADER_ELECT_OPTION = typer.Option(
+    False, "--leader-elect", help="Write only while holding the Lease (run several replicas)."
+)
+LEASE_NAMESPACE_OPTION = typer.Option(
+    "", "--lease-namespace", help="Namespace of the Lease (default: $POD_NAMESPACE or kueue-system)."
+)
+METRICS_PORT_OPTION = typer.Option(
+    0,
+    "--metrics-port",
+    "--health-port",
+    help="HTTP port of /metrics, /healthz, /readyz and the visibility API (0: none; the Deployment uses 8080).",
+)
+METRICS_HOST_OPTION = typer.Option("0.0.0.0", "--metrics-host", help="Address of that port.")
+QPS_OPTION = typer.Option(
+    50.0, "--qps", help="API requests per second per resource kind, sustained (0: unlimited)."
+)
+BURST_OPTION = typer.Option(
+    100, "--burst", help="API requests per resource kind allowed in a burst above --qps."
+)
+
+
+def controller(
+    kubeconfig: Path | None = KUBECONFIG_OPTION,
+    context: str | None = CONTEXT_OPTION,
+    resync: float = RESYNC_OPTION,
+    min_pass: float = MIN_PASS_OPTION,
+    max_ahead: int = MAX_AHEAD_OPTION,
+    log_level: str = LOG_LEVEL_OPTION,
+    serve_webhooks: bool = SERVE_WEBHOOKS_OPTION,
+    local_webhooks: bool = LOCAL_WEBHOOKS_OPTION,
+    webhook_host: str = WEBHOOK_HOST_OPTION,
+    webhook_port: int = WEBHOOK_PORT_OPTION,
+    config_file: Path | None = CONFIG_FILE_OPTION,
+    fair_sharing: bool = FAIR_SHARING_OPTION,
+    nominal_first: bool = NOMINAL_FIRST_OPTION,
+    policy_history: bool = POLICY_HISTORY_OPTION,
+    leader_elect: bool = LEADER_ELECT_OPTION,
+    lease_namespace: str = LEASE_NAMESPACE_OPTION,
+    metrics_port: int = METRICS_PORT_OPTION,
+    metrics_host: str = METRICS_HOST_OPTION,
+    qps: float = QPS_OPTION,
+    burst: int = BURST_OPTION,
+) -> None:
+    """Run pykueue as a Kubernetes controller: admit queued jobs and Workloads, write queue status."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    cfg, jobs = _load_configuration(config_file)
     webhook_config = (
         webhooks.WebhookConfig.from_env(
             os.environ,

@@ -28,14 +28,8 @@ import typer
 from pykueue.api import crd
 from pykueue.cli import controller_command
 from pykueue.devcluster import kinds, running
-from pykueue.devcluster.controlplane import (
-    ControlPlaneError,
-    KubeCluster,
-    NodeSpec,
-    Process,
-    find_bin_dir,
-    host_address,
-)
+from pykueue.devcluster.controlplane import KubeCluster, NodeSpec, find_bin_dir
+from pykueue.devcluster.processes import ControlPlaneError, Process, host_address
 from pykueue.errors import PykueueError
 from pykueue.reconcilers import integrations
 from pykueue.store import kubernetes

@@ -6,28 +6,26 @@ apiserver's serving certificate, an admin client certificate, a bearer token and
 service-account signing key) are generated at start with the ``openssl`` command line tool.
 
 The kube tests' pytest fixtures (tests/kube/conftest.py) and ``pykueue dev-cluster`` both start
-their control plane with this module; it uses the standard library only.
+their control plane with this module; it uses the standard library only. The child processes
+and waiting for them are in `processes`, the certificates and the kubeconfig in `credentials`.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import ctypes
 import json
 import os
-import secrets
-import signal
-import socket
 import ssl
 import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+
+from pykueue.devcluster.credentials import Credentials, make_credentials, write_kubeconfig
+from pykueue.devcluster.processes import ControlPlaneError, Process, free_port, free_ports, wait_for
 
 # The build scripts live in the checkout (src/pykueue/devcluster/ -> the repository root).
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -41,12 +39,6 @@ KUBERNETES_SERVICE_IP = "10.96.0.1"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 # Taints that the node lifecycle controller keeps on nodes that are not (yet) Ready.
 NODE_CONDITION_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
-
-T = TypeVar("T")
-
-
-class ControlPlaneError(RuntimeError):
-    """The control plane could not be built, started or reached."""
 
 
 class ApiError(ControlPlaneError):
@@ -92,343 +84,6 @@ def find_bin_dir() -> Path:
             f"the first build takes a long while), or point ${BIN_DIR_ENV} at a folder that has them."
         )
     return bin_dir
-
-
-# --------------------------------------------------------------------------------------------
-# Small utilities
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports on 127.0.0.1 that nobody listens on right now."""
-    with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(count):
-            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind(("127.0.0.1", 0))
-            ports.append(int(sock.getsockname()[1]))
-        return ports
-
-
-def host_address() -> str | None:
-    """This machine's IPv4 address on its first non-loopback route, or None when it has none.
-
-    What the API server can be given as an endpoint: it refuses loopback addresses there.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        # A UDP "connect" sends nothing; it only picks the outgoing interface.
-        for target in ("192.0.2.1", "10.255.255.255", "8.8.8.8"):
-            with contextlib.suppress(OSError):
-                probe.connect((target, 9))
-                address = str(probe.getsockname()[0])
-                if not address.startswith("127.") and address != "0.0.0.0":
-                    return address
-    return None
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nobody listens on right now."""
-    return free_ports(1)[0]
-
-
-def wait_for(
-    probe: Callable[[], T | None],
-    *,
-    timeout: float,
-    what: str,
-    interval: float = 0.2,
-    watch: Iterable[Process] = (),
-) -> T:
-    """Call ``probe`` until it returns something truthy; fail after ``timeout`` seconds.
-
-    The processes in ``watch`` are checked on every round: if one of them exits, waiting
-    stops at once with the tail of its log.
-    """
-    deadline = time.monotonic() + timeout
-    last_error: BaseException | None = None
-    watched = list(watch)
-    while True:
-        for proc in watched:
-            proc.check_running()
-        try:
-            result = probe()
-        except (OSError, ControlPlaneError, ValueError) as exc:
-            last_error, result = exc, None
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            detail = f" (last error: {last_error})" if last_error else ""
-            raise ControlPlaneError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
-        time.sleep(interval)
-
-
-def _set_parent_death_signal() -> None:
-    """In the child before exec: die with SIGKILL if the test process dies without cleaning up."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-
-
-# --------------------------------------------------------------------------------------------
-# Child processes
-
-
-_LIVE_PROCESSES: list[Process] = []
-
-
-@dataclass
-class Process:
-    """A control plane component, started in a process group of its own, logging to a file."""
-
-    name: str
-    argv: list[str]
-    log_path: Path
-    popen: subprocess.Popen[bytes] | None = None
-    started_at: float = 0.0
-
-    def start(self) -> Process:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
-            self.popen = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_set_parent_death_signal,
-            )
-        self.started_at = time.monotonic()
-        _LIVE_PROCESSES.append(self)
-        return self
-
-    @property
-    def pid(self) -> int:
-        assert self.popen is not None
-        return self.popen.pid
-
-    def running(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
-
-    def exited(self) -> bool:
-        return self.popen is not None and self.popen.poll() is not None
-
-    def exit_message(self) -> str:
-        assert self.popen is not None
-        return (
-            f"{self.name} exited with code {self.popen.returncode}; last lines of {self.log_path}:\n"
-            f"{self.log_tail()}"
-        )
-
-    def check_running(self) -> None:
-        if self.exited():
-            raise ControlPlaneError(self.exit_message())
-
-    def stop(self, grace: float = 10.0) -> None:
-        """SIGTERM to the whole process group, then SIGKILL if it has not exited after ``grace``."""
-        if self.popen is None:
-            return
-        with contextlib.suppress(ValueError):
-            _LIVE_PROCESSES.remove(self)
-        pgid = self.popen.pid  # start_new_session: the child leads its own group
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(pgid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.popen.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                continue
-            # The leader is gone; anything else left in its group goes too.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, signal.SIGKILL)
-            break
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=5.0)
-
-
-def stop_all_processes() -> None:
-    """Stop every component still running, newest first (a safety net for aborted sessions)."""
-    for proc in reversed(list(_LIVE_PROCESSES)):
-        proc.stop()
-
-
-# --------------------------------------------------------------------------------------------
-# Credentials
-
-
-_OPENSSL_CONFIG = """\
-[req]
-distinguished_name = dn
-prompt = no
-
-[dn]
-CN = unused
-
-[ca_ext]
-basicConstraints = critical, CA:TRUE
-keyUsage = critical, keyCertSign, cRLSign, digitalSignature
-subjectKeyIdentifier = hash
-
-[server_ext]
-basicConstraints = critical, CA:FALSE
-keyUsage = critical, digitalSignature, keyEncipherment
-extendedKeyUsage = serverAuth
-subjectAltName = {sans}
-authorityKeyIdentifier = keyid
-
-[client_ext]
-basicConstraints = critical, CA:FALSE
-keyUsage = critical, digitalSignature, keyEncipherment
-extendedKeyUsage = clientAuth
-authorityKeyIdentifier = keyid
-"""
-
-
-@dataclass
-class Credentials:
-    ca_cert: Path
-    ca_key: Path
-    serving_cert: Path
-    serving_key: Path
-    admin_cert: Path
-    admin_key: Path
-    front_proxy_cert: Path
-    front_proxy_key: Path
-    sa_key: Path
-    sa_pub: Path
-    token: str
-    token_file: Path
-
-
-def _openssl(*args: str) -> None:
-    try:
-        subprocess.run(["openssl", *args], check=True, capture_output=True, text=True, timeout=60)
-    except FileNotFoundError as exc:
-        raise ControlPlaneError("the `openssl` command is needed to create the test certificates") from exc
-    except subprocess.CalledProcessError as exc:
-        raise ControlPlaneError(f"openssl {' '.join(args)} failed: {exc.stderr}") from exc
-
-
-def make_credentials(directory: Path) -> Credentials:
-    """Create a CA, the apiserver's serving cert, an admin client cert, a token and the SA key pair."""
-    directory.mkdir(parents=True, exist_ok=True)
-    sans = ", ".join(
-        [
-            "DNS:localhost",
-            "DNS:kubernetes",
-            "DNS:kubernetes.default",
-            "DNS:kubernetes.default.svc",
-            "DNS:kubernetes.default.svc.cluster.local",
-            "IP:127.0.0.1",
-            f"IP:{KUBERNETES_SERVICE_IP}",
-        ]
-    )
-    config = directory / "openssl.cnf"
-    config.write_text(_OPENSSL_CONFIG.format(sans=sans))
-
-    def key(name: str) -> Path:
-        path = directory / f"{name}.key"
-        _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", str(path))
-        return path
-
-    def signed(name: str, subject: str, extensions: str, serial: int) -> tuple[Path, Path]:
-        private = key(name)
-        csr = directory / f"{name}.csr"
-        cert = directory / f"{name}.crt"
-        _openssl(
-            "req", "-new", "-key", str(private), "-subj", subject, "-config", str(config), "-out", str(csr)
-        )
-        _openssl(
-            "x509", "-req", "-in", str(csr), "-CA", str(ca_cert), "-CAkey", str(ca_key),
-            "-set_serial", str(serial), "-days", "7", "-sha256",
-            "-extfile", str(config), "-extensions", extensions, "-out", str(cert),
-        )  # fmt: skip
-        return cert, private
-
-    ca_key = key("ca")
-    ca_cert = directory / "ca.crt"
-    _openssl(
-        "req", "-x509", "-new", "-key", str(ca_key), "-subj", "/CN=pykueue-test-ca", "-days", "7",
-        "-sha256", "-config", str(config), "-extensions", "ca_ext", "-out", str(ca_cert),
-    )  # fmt: skip
-    serving_cert, serving_key = signed("apiserver", "/CN=kube-apiserver", "server_ext", 2)
-    admin_cert, admin_key = signed("admin", "/O=system:masters/CN=pykueue-admin", "client_ext", 3)
-    # The apiserver's identity when it proxies to aggregated API servers (APIService objects).
-    front_proxy_cert, front_proxy_key = signed(
-        "front-proxy-client", "/CN=front-proxy-client", "client_ext", 4
-    )
-    sa_key = key("service-account")
-    sa_pub = directory / "service-account.pub"
-    _openssl("pkey", "-in", str(sa_key), "-pubout", "-out", str(sa_pub))
-
-    token = secrets.token_hex(24)
-    token_file = directory / "tokens.csv"
-    token_file.write_text(f'{token},pykueue-admin,pykueue-admin,"system:masters"\n')
-    for path in directory.iterdir():
-        path.chmod(0o600)
-    return Credentials(
-        ca_cert=ca_cert,
-        ca_key=ca_key,
-        serving_cert=serving_cert,
-        serving_key=serving_key,
-        admin_cert=admin_cert,
-        admin_key=admin_key,
-        front_proxy_cert=front_proxy_cert,
-        front_proxy_key=front_proxy_key,
-        sa_key=sa_key,
-        sa_pub=sa_pub,
-        token=token,
-        token_file=token_file,
-    )
-
-
-def write_kubeconfig(path: Path, server: str, creds: Credentials, inline: bool = False) -> Path:
-    """A kubeconfig (JSON is valid YAML) for the admin user, authenticating with its client cert.
-
-    ``inline`` puts the certificates and key in the file itself (``*-data``), for readers
-    that take only those (upstream's scheduler-performance runner writes its own so).
-    """
-
-    def ref(key: str, file: Path) -> dict[str, str]:
-        if inline:
-            return {f"{key}-data": base64.b64encode(file.read_bytes()).decode()}
-        return {key: str(file)}
-
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "pykueue-test",
-                "cluster": {"server": server, **ref("certificate-authority", creds.ca_cert)},
-            }
-        ],
-        "users": [
-            {
-                "name": "pykueue-admin",
-                "user": {
-                    **ref("client-certificate", creds.admin_cert),
-                    **ref("client-key", creds.admin_key),
-                },
-            }
-        ],
-        "contexts": [
-            {"name": "pykueue-test", "context": {"cluster": "pykueue-test", "user": "pykueue-admin"}}
-        ],
-        "current-context": "pykueue-test",
-        "preferences": {},
-    }
-    path.write_text(json.dumps(config, indent=2))
-    path.chmod(0o600)
-    return path
 
 
 # --------------------------------------------------------------------------------------------
@@ -498,7 +153,7 @@ class KubeCluster:
         upstream's runner gives its control plane).
         """
         begin = time.monotonic()
-        self.creds = creds = make_credentials(self.workdir / "pki")
+        self.creds = creds = make_credentials(self.workdir / "pki", KUBERNETES_SERVICE_IP)
         self.timings["credentials"] = time.monotonic() - begin
 
         client_port, peer_port = free_ports(2)

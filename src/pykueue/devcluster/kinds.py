@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from pykueue.devcluster.controlplane import REPO_ROOT, ControlPlaneError, KubeCluster, free_ports, wait_for
+from pykueue.devcluster.controlplane import REPO_ROOT, KubeCluster
+from pykueue.devcluster.processes import ControlPlaneError, free_ports, wait_for
 
 BUILD_SCRIPT = REPO_ROOT / "hack" / "kind-controllers"
 

@@ -7,7 +7,7 @@
                                   /mutate-batch-v1-job is the same handler (older manifests).
     POST /validate-jobs           upstream's job rules for every enabled kind: a valid queue
                                   name, a positive max-exec-time; a running job's queue, time
-                                  limit and priority class stay (`jobframework.validate_on_*`)
+                                  limit and priority class stay (`job_validation.validate_on_*`)
     POST /mutate-kueue            fill in defaults our models have (for objects written in
                                   v1beta1, whose schema cannot default them)
     POST /validate-kueue          upstream's webhook rules (`pykueue.api.validation`): what
@@ -55,7 +55,7 @@ from pykueue.api.batch import QUEUE_NAME_LABEL
 from pykueue.errors import FieldProblem, NotFound, StoreError, ValidationError
 from pykueue.kube import certs, conversion_webhook, front_proxy, visibility_api
 from pykueue.multikueue import managed_by as multikueue_managed_by
-from pykueue.reconcilers import integrations, jobframework
+from pykueue.reconcilers import integrations, job_validation, jobframework
 
 log = logging.getLogger(__name__)
 
@@ -263,10 +263,10 @@ async def validate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLo
             and not jobframework.queue_name_of(job)
             and await queues(namespace, config.default_queue_name)
         )
-        problems = jobframework.validate_on_update(integration.adapter(), old, job, bool(default_exists))
+        problems = job_validation.validate_on_update(integration.adapter(), old, job, bool(default_exists))
     else:
-        problems = jobframework.validate_on_create(job)
-    problems.extend(jobframework.validate_prebuilt_workload(integration, job, old or None))
+        problems = job_validation.validate_on_create(job)
+    problems.extend(job_validation.validate_prebuilt_workload(integration, job, old or None))
     if integration.validate is not None:
         problems.extend(integration.validate(job, old or None))
     return _denied(request, problems) if problems else _allowed(request)

@@ -10,10 +10,10 @@ answer) is simply made again on the next poll:
     2. checks      AdmissionCheck Active: its MultiKueueConfig exists and a cluster is active
     3. observe     each active worker: the job copies labelled with our origin, their Workloads
     4. dispatch    a Workload with quota reserved and the check Pending is sent to every
-                   eligible worker (the dispatcher decides which: `eligible`), as upstream:
+                   eligible worker (the dispatcher decides which: `dispatching.eligible`), as upstream:
                    the Workload alone, pre-built, which the worker's Kueue queues; a kind
                    without pre-built Workloads (a pod group) sends its job copies instead
-    5. elect       the first worker whose copy reserves quota wins (`winner`): the check
+    5. elect       the first worker whose copy reserves quota wins (`dispatching.winner`): the check
                    turns Ready, ``status.clusterName`` names the worker; the engine admits;
                    the winner then gets the job, naming the Workload sent before, so a
                    loser never holds a copy of the job
@@ -42,13 +42,27 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pykueue.api import configuration
 from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
 from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError, Unavailable, ValidationError
-from pykueue.multikueue import messages as multikueue_messages
 from pykueue.multikueue.clusters import ClusterConnections, WorkerStore
+from pykueue.multikueue.dispatching import (
+    ALL_AT_ONCE,
+    CONFIG_KIND,
+    INCREMENTAL,
+    Dispatcher,
+    check_active,
+    condition,
+    conditions_of,
+    config_name,
+    copy_wanted,
+    eligible,
+    is_true,
+    out_of_sync,
+    winner,
+)
 from pykueue.reconcilers import jobframework
 from pykueue.store.base import Key, Manifest, Store
 
@@ -58,16 +72,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = MULTIKUEUE_CONTROLLER
-CONFIG_KIND = "MultiKueueConfig"
-ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
-INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
-# Incremental dispatch: this many more workers each round, a round lasting this long.
-INCREMENTAL_STEP = 3
-INCREMENTAL_ROUND = timedelta(minutes=5)
 # The reason of the Events on the manager's Workload, as upstream's.
 EVENT_REASON = "MultiKueue"
-
-Dispatcher = Literal["AllAtOnce", "Incremental", "External"]
 
 
 @dataclass(frozen=True)
@@ -109,107 +115,6 @@ def duration(text: str) -> timedelta:
         else:
             number += char
     return timedelta(seconds=total)
-
-
-# ------------------------------------------------------------------ planning (pure)
-
-
-def _conditions(obj: Manifest | None) -> list[Manifest]:
-    return list(((obj or {}).get("status") or {}).get("conditions") or [])
-
-
-def condition(obj: Manifest | None, kind: str) -> Manifest | None:
-    return next((c for c in _conditions(obj) if c.get("type") == kind), None)
-
-
-def is_true(obj: Manifest | None, kind: str) -> bool:
-    found = condition(obj, kind)
-    return found is not None and found.get("status") == "True"
-
-
-def config_name(check: Manifest) -> str | None:
-    """The MultiKueueConfig an AdmissionCheck names, or None when its parameters name none."""
-    params = (check.get("spec") or {}).get("parameters") or {}
-    if params.get("apiGroup") != "kueue.x-k8s.io" or params.get("kind") != CONFIG_KIND:
-        return None
-    return str(params.get("name") or "") or None
-
-
-def check_active(
-    check: Manifest, configs: Mapping[str, Manifest], active: set[str], known: set[str] | None = None
-) -> tuple[bool, str, str]:
-    """(status, reason, message) of one of our AdmissionChecks' Active condition; ``known``: the
-    MultiKueueClusters that exist (a config's other clusters are missing), None: all exist."""
-    name = config_name(check)
-    if name is None:
-        return False, "BadParametersRef", "spec.parameters must name a kueue.x-k8s.io MultiKueueConfig"
-    config = configs.get(name)
-    if config is None:
-        return False, "BadParametersRef", f'multikueueconfigs.kueue.x-k8s.io "{name}" not found'
-    clusters = list((config.get("spec") or {}).get("clusters") or [])
-    missing = [c for c in clusters if known is not None and c not in known]
-    inactive = [c for c in clusters if c not in active and c not in missing]
-    message = multikueue_messages.unusable_clusters(missing, inactive)
-    if len(missing) + len(inactive) == len(clusters):
-        return False, "NoUsableClusters", message
-    if missing or inactive:
-        return True, "SomeActiveClusters", message
-    return True, "Active", "The admission check is active"
-
-
-def eligible(
-    dispatcher: Dispatcher,
-    clusters: Sequence[str],
-    active: set[str],
-    workload: Manifest,
-    reserved_for: timedelta,
-) -> list[str]:
-    """The workers that should hold a copy of a Workload waiting for a winner.
-
-    AllAtOnce: every active worker of the config. Incremental: the first
-    ``INCREMENTAL_STEP`` by name, that many more each ``INCREMENTAL_ROUND`` the Workload
-    waits. External: the ones ``status.nominatedClusterNames`` lists (another controller
-    writes it).
-    """
-    usable = [c for c in clusters if c in active]
-    if dispatcher == "AllAtOnce":
-        return usable
-    if dispatcher == "Incremental":
-        rounds = int(reserved_for / INCREMENTAL_ROUND) + 1
-        return sorted(usable)[: INCREMENTAL_STEP * rounds]
-    nominated = set((workload.get("status") or {}).get("nominatedClusterNames") or [])
-    return [c for c in usable if c in nominated]
-
-
-def winner(remote: Mapping[str, Manifest | None], order: Sequence[str]) -> str | None:
-    """The worker whose Workload reserved quota first (ties: the config's order), or None."""
-    reserved = []
-    for position, name in enumerate(order):
-        found = condition(remote.get(name), "QuotaReserved")
-        if found is not None and found.get("status") == "True":
-            reserved.append((str(found.get("lastTransitionTime") or ""), position, name))
-    return min(reserved)[2] if reserved else None
-
-
-def out_of_sync(remote: Manifest | None) -> str | None:
-    """The message of a worker's Workload finished OutOfSync (the worker's Kueue found it does not
-    describe the job sent with it, and will never run it), or None."""
-    found = condition(remote, "Finished")
-    if found is None or found.get("status") != "True" or found.get("reason") != jobframework.OUT_OF_SYNC:
-        return None
-    return str(found.get("message") or jobframework.OUT_OF_SYNC)
-
-
-def copy_wanted(workload: Manifest | None, cluster: str, check_state: str | None) -> bool:
-    """Whether a worker should keep its copy of the manager's Workload ``workload``."""
-    if workload is None or is_true(workload, "Finished") or is_true(workload, "Evicted"):
-        return False
-    if not (workload.get("status") or {}).get("admission"):
-        return False
-    elected = (workload.get("status") or {}).get("clusterName")
-    if check_state == "Ready" and elected:
-        return bool(cluster == elected)
-    return check_state in ("Pending", "Ready")
 
 
 def _time(moment: datetime) -> str:
@@ -695,7 +600,7 @@ class MultiKueueController:
     ) -> None:
         status, reason, message = check_active(check, configs, active, known)
         text = "True" if status else "False"
-        conditions = _conditions(check)
+        conditions = conditions_of(check)
         current = condition(check, "Active")
         if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
             text,

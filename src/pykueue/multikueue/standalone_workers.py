@@ -39,6 +39,7 @@ import yaml
 
 from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError, Unavailable
 from pykueue.multikueue import controller as multikueue
+from pykueue.multikueue import dispatching
 from pykueue.multikueue.clusters import BadConfig, ClusterConnections, WorkerStore
 from pykueue.reconcilers.jobframework import MULTIKUEUE_WORKLOAD_ANNOTATION, MultiKueueAdapter
 from pykueue.store.base import Key, Manifest
@@ -326,7 +327,7 @@ class StandaloneMultiKueue(multikueue.MultiKueueController):
         status = (mine or {}).get("status") or {}
         if self.keep_logs is None or mine is None or status.get("clusterName") != cluster:
             return True
-        if not multikueue.is_true(mine, "Finished"):
+        if not dispatching.is_true(mine, "Finished"):
             return True
         owner = self.registry.owner_of(mine)
         job = None if owner is None else self.job_by_uid(str(owner[1].get("uid") or ""))

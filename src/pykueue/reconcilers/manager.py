@@ -58,7 +58,7 @@ from pykueue.reconcilers.job_reconciler import JobReconciler
 from pykueue.reconcilers.node_failures import NodeFailures
 from pykueue.reconcilers.pod_groups import PodGroupReconciler
 from pykueue.reconcilers.policy_recorder import PolicyRecorder
-from pykueue.reconcilers.provisioning import ProvisioningController
+from pykueue.reconcilers.provisioning_controller import ProvisioningController
 from pykueue.reconcilers.queue_status import QueueStatusWriter
 from pykueue.reconcilers.topology_ungater import TopologyUngater
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, resource_version

@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from pykueue.standalone.node.executor import pods_of
+from pykueue.standalone.node.pod_processes import pods_of
 
 PREFIX = "pykueue-demo-"
 WORK_SUFFIX = "-work"

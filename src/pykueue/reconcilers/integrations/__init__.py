@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from pykueue.api import manifests
 from pykueue.errors import FieldProblem, ValidationError
-from pykueue.reconcilers import jobframework
+from pykueue.reconcilers import job_validation, jobframework
 from pykueue.reconcilers.integrations import (
     appwrapper,
     batch_job,
@@ -85,7 +85,7 @@ def check_job(doc: Manifest, integration: jobframework.Integration) -> list[Fiel
         problems.append(FieldProblem("metadata.name", "name or generateName is required"))
     if integration.adapter is None:
         return problems  # queued through its pods: what matters is on them
-    problems.extend(jobframework.validate_prebuilt_workload(integration, doc))
+    problems.extend(job_validation.validate_prebuilt_workload(integration, doc))
     adapter = integration.adapter()
     named = copy.deepcopy(doc)
     named["metadata"]["name"] = meta.get("name") or f"{str(meta.get('generateName', '')).rstrip('-.')}-x"
@@ -94,7 +94,7 @@ def check_job(doc: Manifest, integration: jobframework.Integration) -> list[Fiel
         workload = jobframework.workload_for(adapter, named)
     except trainjob.MissingRuntime:
         # Its pod sets are its runtime's, which lives in the cluster: what can be checked here is its labels.
-        return [*problems, *jobframework.validate_on_create(doc)]
+        return [*problems, *job_validation.validate_on_create(doc)]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return [*problems, FieldProblem("spec", f"cannot read the pod sets Kueue would queue: {exc}")]
     try:

@@ -50,6 +50,11 @@ restarting work that was in flight (at-least-once execution).
 The Job's status is the executor's alone, so it writes it without a
 resourceVersion; everything it counts (completed indexes, failures,
 preemptions) lives there and survives a restart.
+
+This module is the loop and the decisions that need its state (which pods to start,
+when, with which devices). The rest lives beside it: `job_spec` reads what a Job or
+JobSet asks for, `job_status` what it counts and the status made of that, `pod_exits` what a
+pod's exit means, `gpus` which devices a pod takes, `pod_processes` a pod's processes.
 """
 
 from __future__ import annotations
@@ -63,43 +68,38 @@ import signal
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pykueue.errors import NotFound
 from pykueue.reconcilers import jobframework
-from pykueue.standalone.node import local_jobset, probes
+from pykueue.standalone.node import gpus, local_jobset, pod_exits, probes
 from pykueue.standalone.node.accounts import AccountError, RunAs
-from pykueue.standalone.node.cgroups import Limits, PodCgroup, Usage
-from pykueue.standalone.node.isolation import (
-    POD_MARKER_ENV,
-    Isolation,
-    OwnerChanged,
-    bounded,
-    sweep,
-    unreachable_ancestor,
+from pykueue.standalone.node.cgroups import Limits
+from pykueue.standalone.node.isolation import Isolation, OwnerChanged, bounded, unreachable_ancestor
+from pykueue.standalone.node.job_spec import (
+    PodSlot,
+    gang_size,
+    is_gang,
+    job_counts,
+    ours,
+    pod_slot,
+    suspended,
 )
-from pykueue.standalone.node.launcher_client import FenceError, LaunchedProcess, LauncherClient, LaunchError
+from pykueue.standalone.node.job_status import JobRun, counts_of, now_text, status_of
+from pykueue.standalone.node.launcher_client import FenceError, LauncherClient, LaunchError
 from pykueue.standalone.node.machine import GPU_RESOURCE, DeviceTable, Node
+from pykueue.standalone.node.pod_exits import GANG_RETRY
+from pykueue.standalone.node.pod_processes import Pod, kill_leftovers, pod_variables
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, version_number
 
 log = logging.getLogger(__name__)
 
-MARKER_ENV = "PYKUEUE_STORE"
 DEFAULT_GRACE_SECONDS = 30
-DEFAULT_BACKOFF_LIMIT = 6
 POD_START_FAILED = "PodStartFailed"  # the reason of a Job whose pod could not be set up or fenced in
-IMAGE_WARNING = "the container image is ignored in standalone mode: the command runs on this machine"
 REAP_SECONDS = 10.0  # how long a pod's leftovers may take to die after SIGKILL before we stop waiting
-GANG_ANNOTATION = "pykueue.io/gang"
-GANG_RETRY = -1  # the key of a whole gang's back-off in JobRun.retry_at
 RUNNABLE_KINDS = ("Job", local_jobset.KIND)  # the kinds whose pods this executor runs
-
-
-def _now_text() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,100 +113,6 @@ class Backoff:
         if failures <= 0 or self.base <= 0:
             return 0.0
         return float(min(self.most, self.base * 2 ** min(failures - 1, 30)))
-
-
-@dataclass
-class Pod:
-    """One running (or terminating) pod of a Job: its leading process and its fence."""
-
-    job: Key
-    index: int
-    process: LaunchedProcess
-    devices: list[str]
-    log_path: Path
-    grace: float
-    user: str
-    marker: str
-    cgroup: PodCgroup | None = None
-    name: str = ""
-    stopping: bool = False
-    ready: bool = True  # running, and its readiness probe (if any) passed
-    prober: asyncio.Task[None] | None = None
-
-    @property
-    def holder(self) -> str:
-        return f"{self.job}#{self.index}"
-
-    def signal_all(self, sig: int) -> None:
-        """``sig`` once to every process of the pod: its process group, then what left it in its cgroup.
-
-        Once, because a second SIGTERM runs a program's handler a second time (a checkpoint
-        written twice, a shell trap run twice); the group first, because one ``killpg`` also
-        reaches a child forked while the cgroup's members are being read.
-        """
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, sig)
-        if self.cgroup is not None:
-            self.cgroup.signal(sig, except_group=self.process.pid)
-
-    def kill_all(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.kill()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        if self.cgroup is None:
-            sweep(self.process.pid, f"{POD_MARKER_ENV}={self.marker}")
-
-    def gone(self) -> bool:
-        return self.cgroup.empty() if self.cgroup is not None else True
-
-
-@dataclass
-class JobRun:
-    """What the executor counts for one Job (mirrored into its status)."""
-
-    completed: set[int] = field(default_factory=set)
-    failed: int = 0
-    preemptions: int = 0
-    interruptions: int = 0
-    start_time: str = ""
-    outcome: tuple[str, str, str] | None = None  # (condition type, reason, message) once finished
-    waiting: str = ""  # why a pod is not started (devices, no command, back-off)
-    retry_at: dict[int, float] = field(default_factory=dict)  # index -> monotonic time it may start again
-    cpu_seconds: float = 0.0
-    memory_peak: int = 0
-    gang_port: int = 0  # MASTER_PORT of the gang's current start
-    restarts: int = 0  # a JobSet's restarts of all its pods (status.restarts)
-    # Wall seconds during which at least one of its pods ran, for `report usage` to set
-    # against the quota the ledger says it held (pods a server restart killed not counted).
-    run_seconds: float = 0.0
-    busy_since: float | None = None  # monotonic time its first live pod started
-
-    @staticmethod
-    def from_status(status: Manifest) -> JobRun:
-        """What an earlier executor counted, from a Job's or a JobSet's status."""
-        extra = status.get("pykueue") or {}
-        usage = extra.get("usage") or {}
-        run = JobRun(
-            completed=set(extra.get("completed", [])),
-            failed=int(_counts(status).get("failed", 0)),
-            preemptions=int(extra.get("preemptions", 0)),
-            interruptions=int(extra.get("interruptions", 0)),
-            start_time=str(status.get("startTime", "")),
-            cpu_seconds=float(usage.get("cpuSeconds", 0.0)),
-            memory_peak=int(usage.get("memoryPeakBytes", 0)),
-            restarts=int(status.get("restarts", 0)),
-            run_seconds=float(usage.get("runSeconds", 0.0)),
-        )
-        for cond in status.get("conditions", []):
-            finished = ("Complete", local_jobset.COMPLETED, "Failed")
-            if cond.get("type") in finished and cond.get("status") == "True":
-                run.outcome = (cond["type"], cond.get("reason", ""), cond.get("message", ""))
-        return run
-
-    def add_usage(self, usage: Usage) -> None:
-        self.cpu_seconds = round(self.cpu_seconds + usage.cpu_seconds, 3)
-        self.memory_peak = max(self.memory_peak, usage.memory_peak_bytes)
 
 
 class LocalExecutor:
@@ -250,23 +156,9 @@ class LocalExecutor:
         Returns (how many there were, how many would not die): a server killed with -9 leaves
         its pods running, and the user should hear that they were stopped.
         """
-        stuck = 0
-        found = _marked_processes(f"{MARKER_ENV}={self.marker}")
-        present = set(found)
-        self.interrupted.update(job for job in map(_job_of, found) if job is not None)
-        if self.isolation.cgroups is not None:
-            present.update(pid for pod in self.isolation.cgroups.leftovers() for pid in pod.pids())
-            stuck = self.isolation.cgroups.kill_leftovers(timeout)
-        for pid in found:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(os.getpgid(pid), signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + timeout
-        while found and time.monotonic() < deadline:
-            found = [pid for pid in found if _alive(pid)]
-            time.sleep(0.02)
-        return len(present), stuck + len(found)
+        present, stuck, jobs = kill_leftovers(self.marker, self.isolation.cgroups, timeout)
+        self.interrupted.update(jobs)
+        return present, stuck
 
     async def sync(self) -> str:
         items, versions = [], []
@@ -278,7 +170,7 @@ class LocalExecutor:
         # (the older copy is dropped by `handle`), never missed.
         version = versions[0]
         for job in items:
-            if not _ours(job):
+            if not ours(job):
                 continue
             key = Key.of(job)
             self.jobs[key] = job
@@ -286,7 +178,7 @@ class LocalExecutor:
                 continue  # a restarted loop: this executor's own counts and pods are current
             run = JobRun.from_status(job.get("status") or {})
             self.runs[key] = run
-            active = int(_counts(job.get("status") or {}).get("active", 0)) > 0
+            active = int(counts_of(job.get("status") or {}).get("active", 0)) > 0
             ran = (key.namespace, key.name) in self.interrupted
             if (active or ran) and run.outcome is None:
                 # Its pods died with the previous server (kill_leftovers made sure), whether or not
@@ -336,7 +228,7 @@ class LocalExecutor:
         if event.type == "DELETED":
             self.jobs.pop(key, None)
             self._forget_files(key, event.object)
-        elif not _ours(event.object):
+        elif not ours(event.object):
             return  # another controller's job (MultiKueue runs it on a worker): never run here
         else:
             current = self.jobs.get(key)
@@ -378,7 +270,7 @@ class LocalExecutor:
     def _wants_pods(self, key: Key) -> bool:
         job = self.jobs.get(key)
         run = self.runs.get(key)
-        return job is not None and run is not None and run.outcome is None and not _suspended(job)
+        return job is not None and run is not None and run.outcome is None and not suspended(job)
 
     # ----------------------------------------------------------- reconcile
 
@@ -400,7 +292,7 @@ class LocalExecutor:
             for pod in pods.values():
                 self._stop(pod)
             return
-        if _suspended(job):
+        if suspended(job):
             run.retry_at.clear()  # a preemption ends the back-off: the next admission starts afresh
             live = [pod for pod in pods.values() if not pod.stopping]
             if live:
@@ -469,8 +361,8 @@ class LocalExecutor:
         needs, flavor_of = await self._gang_gpus(key, job, todo)
         short = {flavor: n for flavor, n in needs.items() if self.devices.free(flavor or None) < n}
         if short:
-            gpus = sum(needs.values())
-            message = f"waiting for {gpus} free GPU(s) to start all {len(todo)} pods of the gang together"
+            wanted = sum(needs.values())
+            message = f"waiting for {wanted} free GPU(s) to start all {len(todo)} pods of the gang together"
             if run.waiting != message:
                 run.waiting = message
                 await self._write_status(key)
@@ -492,18 +384,9 @@ class LocalExecutor:
         """GPUs the gang's pods ``todo`` need at once, by the flavor their pod set was admitted
         with ("" when it names none), and each GPU pod's flavor."""
         slots = [pod_slot(job, index) for index in todo]
-        if not any(_gpu_count(slot.container) for slot in slots):
+        if not any(gpus.gpu_count(slot.container) for slot in slots):
             return {}, {}
-        workload = await self._workload(key, job)
-        needs: dict[str, int] = {}
-        flavor_of: dict[int, str] = {}
-        for slot in slots:
-            gpus = _gpu_count(slot.container)
-            if gpus:
-                flavor = _admitted_flavors(workload, slot.pod_set).get(GPU_RESOURCE) or ""
-                flavor_of[slot.index] = flavor
-                needs[flavor] = needs.get(flavor, 0) + gpus
-        return needs, flavor_of
+        return gpus.gang_needs(slots, await self._workload(key, job))
 
     def _wake_at(self, due: float) -> None:
         loop = asyncio.get_running_loop()
@@ -527,13 +410,13 @@ class LocalExecutor:
             return await self._fail_job(key, run, "OwnerChanged", str(exc))
         except AccountError as exc:
             return await self._fail_job(key, run, "NoSuchUser", str(exc))
-        gpus = _gpu_count(container)
-        flavors = _admitted_flavors(await self._workload(key, job), slot.pod_set) if gpus else {}
+        wanted = gpus.gpu_count(container)
+        flavors = gpus.admitted_flavors(await self._workload(key, job), slot.pod_set) if wanted else {}
         holder = f"{key}#{index}"
         # A gang's pods start together: the first one picks a GPU domain with room for all.
-        devices = self.devices.take(holder, flavors.get(GPU_RESOURCE), gpus, together=together)
+        devices = self.devices.take(holder, flavors.get(GPU_RESOURCE), wanted, together=together)
         if devices is None:
-            message = f"waiting for {gpus} free GPU(s) of {flavors.get(GPU_RESOURCE) or 'any flavor'}"
+            message = f"waiting for {wanted} free GPU(s) of {flavors.get(GPU_RESOURCE) or 'any flavor'}"
             if run.waiting != message:
                 run.waiting = message
                 await self._write_status(key)
@@ -579,7 +462,7 @@ class LocalExecutor:
         )
         with open(log_path, "ab") as out:
             out.write(
-                f"--- pykueue: start of pod {slot.name} at {_now_text()} as {owner.name} "
+                f"--- pykueue: start of pod {slot.name} at {now_text()} as {owner.name} "
                 f"devices={','.join(devices)}\n".encode()
             )
         cgroup = None
@@ -627,7 +510,7 @@ class LocalExecutor:
             key.namespace,
         )
         if not run.start_time:
-            run.start_time = _now_text()
+            run.start_time = now_text()
         self._spawn(self._watch_pod(pod))
         return True
 
@@ -682,37 +565,10 @@ class LocalExecutor:
         self, key: Key, run: JobRun, slot: PodSlot, devices: list[str], marker: str
     ) -> dict[str, str]:
         """pykueue's own variables, set last so a Job cannot hide them."""
-        index = slot.index
-        variables = {
-            MARKER_ENV: self.marker,
-            POD_MARKER_ENV: marker,
-            "PYKUEUE_NAMESPACE": key.namespace,
-            "PYKUEUE_JOB": key.name,
-            "PYKUEUE_POD_INDEX": str(index),
-            "PYKUEUE_POD_NAME": slot.name,
-            "JOB_COMPLETION_INDEX": str(index),
-            "CUDA_VISIBLE_DEVICES": ",".join(devices),
-        }
-        if run.preemptions or run.interruptions:
-            variables["PYKUEUE_PREEMPTED"] = "1"
-        job = self.jobs.get(key)
-        if job is None or not is_gang(job):
-            return variables
-        # What torch.distributed (and torchrun's workers) read to find each other, one node.
-        world = str(gang_size(job))
-        variables.update(
-            MASTER_ADDR="127.0.0.1",
-            MASTER_PORT=str(run.gang_port),
-            WORLD_SIZE=world,
-            RANK=str(index),
-            LOCAL_RANK=str(index),
-            LOCAL_WORLD_SIZE=world,
-            NODE_RANK="0",
-            GROUP_RANK="0",
+        preempted = bool(run.preemptions or run.interruptions)
+        return pod_variables(
+            self.marker, marker, key, slot, devices, preempted, self.jobs.get(key), run.gang_port
         )
-        if slot.jobset_pod is not None:
-            variables.update(local_jobset.environment(slot.jobset_pod))
-        return variables
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -739,7 +595,7 @@ class LocalExecutor:
             run.run_seconds += time.monotonic() - run.busy_since
             run.busy_since = None
         with contextlib.suppress(OSError), open(pod.log_path, "ab") as out:
-            out.write(f"--- pykueue: pod {pod.index} exited with {code} at {_now_text()}\n".encode())
+            out.write(f"--- pykueue: pod {pod.index} exited with {code} at {now_text()}\n".encode())
         await self._pod_exited(pod.job, pod.index, code, pod.stopping)
         self._wake.set()
 
@@ -773,71 +629,14 @@ class LocalExecutor:
         if stopping or run.outcome is not None:
             await self._write_status(key)
             return
-        if job.get("kind") == local_jobset.KIND:
-            self._jobset_pod_exited(key, job, run, index, code)
-            await self._write_status(key)
-            return
-        spec = job.get("spec") or {}
-        if code == 0:
-            run.completed.add(index)
-            _, completions = job_counts(spec)
-            if len(run.completed) >= completions:
-                run.outcome = ("Complete", "Completed", f"{completions} pod(s) succeeded")
-                self.record(f"{key.namespace}/{key.name}: completed", key.namespace)
-        else:
-            run.failed += 1
-            limit = _int(spec.get("backoffLimit"), DEFAULT_BACKOFF_LIMIT)
-            if run.failed > limit:
-                run.outcome = (
-                    "Failed",
-                    "BackoffLimitExceeded",
-                    f"pod {index} exited with {code}; {run.failed} failure(s) exceed backoffLimit {limit}",
-                )
-                self.record(f"{key.namespace}/{key.name}: failed ({run.outcome[2]})", key.namespace)
-                for pod in self.pods.get(key, {}).values():
-                    self._stop(pod)
-            elif is_gang(job):
-                # A rank is gone: the others cannot go on without it. Stop them; the whole gang
-                # starts again after the back-off.
-                run.retry_at[GANG_RETRY] = time.monotonic() + self.backoff.delay(run.failed)
-                self.record(
-                    f"{key.namespace}/{key.name}: pod {index} of the gang exited with {code}; restarting the gang",
-                    key.namespace,
-                )
-                for pod in self.pods.get(key, {}).values():
-                    self._stop(pod)
-            else:
-                run.retry_at[index] = time.monotonic() + self.backoff.delay(run.failed)
+        decided = pod_exits.pod_exited(key, job, run, index, code)
+        if decided.retry is not None:
+            run.retry_at[decided.retry] = time.monotonic() + self.backoff.delay(run.failed)
+        if decided.message:
+            self.record(decided.message, key.namespace)
+        if decided.stop_others:
+            self._stop_all(key)
         await self._write_status(key)
-
-    def _jobset_pod_exited(self, key: Key, job: Manifest, run: JobRun, index: int, code: int) -> None:
-        """A JobSet's pod ended: its success policy may be met; a failure restarts it, or fails it."""
-        name = pod_slot(job, index).name
-        if code == 0:
-            run.completed.add(index)
-            met = local_jobset.success(job, run.completed)
-            if met is not None:
-                run.outcome = (local_jobset.COMPLETED, "AllJobsCompleted", met)
-                self.record(f"{key.namespace}/{key.name}: completed ({met})", key.namespace)
-                self._stop_all(key)  # successPolicy Any: the others are not needed any more
-            return
-        run.failed += 1
-        limit = local_jobset.max_restarts(job)
-        if run.restarts >= limit:
-            message = f"pod {name} exited with {code}; {run.restarts} restart(s) used of maxRestarts {limit}"
-            run.outcome = (local_jobset.FAILED, "ReachedMaxRestarts", message)
-            self.record(f"{key.namespace}/{key.name}: failed ({message})", key.namespace)
-        else:
-            # As the JobSet controller: a failed Job restarts the whole JobSet, every pod of it.
-            run.restarts += 1
-            run.completed.clear()
-            run.retry_at[GANG_RETRY] = time.monotonic() + self.backoff.delay(run.failed)
-            self.record(
-                f"{key.namespace}/{key.name}: pod {name} exited with {code}; restarting the JobSet "
-                f"(restart {run.restarts} of {limit})",
-                key.namespace,
-            )
-        self._stop_all(key)
 
     def _stop_all(self, key: Key) -> None:
         for pod in self.pods.get(key, {}).values():
@@ -863,63 +662,8 @@ class LocalExecutor:
         run = self.runs.get(key)
         if job is None or run is None:
             return
-        pods = self.pods.get(key, {})
-        counts = {
-            "active": len(pods),
-            "ready": sum(1 for pod in pods.values() if pod.ready and not pod.stopping),
-            "succeeded": len(run.completed),
-            "failed": run.failed,
-        }
-        status: Manifest = {
-            **counts,
-            "pykueue": {
-                "completed": sorted(run.completed),
-                "preemptions": run.preemptions,
-                "interruptions": run.interruptions,
-                "pods": [
-                    {
-                        "index": pod.index,
-                        "name": pod.name,
-                        "pid": pod.process.pid,
-                        "user": pod.user,
-                        "devices": pod.devices,
-                        "cgroup": pod.cgroup.name if pod.cgroup is not None else "",
-                        "stopping": pod.stopping,
-                    }
-                    for pod in sorted(pods.values(), key=lambda p: p.index)
-                ],
-                "warnings": _warnings(job),
-                "waiting": run.waiting,
-                "usage": {
-                    "cpuSeconds": run.cpu_seconds,
-                    "memoryPeakBytes": run.memory_peak,
-                    "runSeconds": round(run.run_seconds, 3),
-                },
-            },
-        }
-        if run.start_time:
-            status["startTime"] = run.start_time
-        if job.get("kind") == local_jobset.KIND:
-            status = self._jobset_status(job, run, status, counts)
-        if run.outcome is not None:
-            kind, reason, message = run.outcome
-            status["conditions"] = [
-                {
-                    "type": kind,
-                    "status": "True",
-                    "reason": reason,
-                    "message": message,
-                    "lastTransitionTime": _now_text(),
-                }
-            ]
-            status["completionTime"] = _now_text()
+        status = status_of(job, run, self.pods.get(key, {}))
         previous = job.get("status") or {}
-        for cond in status.get("conditions", []):
-            for old in previous.get("conditions", []):
-                if old.get("type") == cond["type"]:
-                    cond["lastTransitionTime"] = old.get("lastTransitionTime", cond["lastTransitionTime"])
-        if previous.get("completionTime") and "completionTime" in status:
-            status["completionTime"] = previous["completionTime"]
         if status == previous:
             return
         meta = job["metadata"]
@@ -937,19 +681,6 @@ class LocalExecutor:
         if current is None or version_number(current) < version_number(written):
             self.jobs[key] = written
 
-    def _jobset_status(self, job: Manifest, run: JobRun, status: Manifest, counts: Manifest) -> Manifest:
-        """A JobSet's status as its controller writes it (Jobs counted per replicated job,
-        ``restarts``), the pod counts moved under ``pykueue``."""
-        pods = self.pods.get(Key.of(job), {})
-        live = [(pod.index, pod.ready) for pod in pods.values() if not pod.stopping]
-        shaped: Manifest = {k: v for k, v in status.items() if k not in counts}
-        shaped["pykueue"] = {**status["pykueue"], **counts}
-        shaped["restarts"] = run.restarts
-        shaped["replicatedJobsStatus"] = local_jobset.replicated_jobs_status(
-            job, run.completed, live, _suspended(job)
-        )
-        return shaped
-
 
 def _start_failure(slot: PodSlot, exc: OSError) -> str:
     where = f" ({exc.filename})" if exc.filename else ""
@@ -961,79 +692,6 @@ def log_folder(data_dir: Path, namespace: str, job: str, uid: str) -> Path:
     return data_dir / "logs" / namespace / job / (uid or "nouid")
 
 
-def _int(value: Any, default: int) -> int:
-    return int(value) if value is not None else default
-
-
-def job_counts(spec: Manifest) -> tuple[int, int]:
-    """(parallelism, completions) of a Job spec, with Kubernetes' defaults."""
-    parallelism = _int(spec.get("parallelism"), 1)
-    return parallelism, _int(spec.get("completions"), parallelism)
-
-
-@dataclass(frozen=True, slots=True)
-class PodSlot:
-    """What one pod of a Job or JobSet runs, and where it sits."""
-
-    index: int  # the executor's number for it: a Job's completion index, a JobSet's rank
-    name: str  # shown by describe and the logs: <job>-<index>, <jobset>-<replicated job>-<job>-<pod>
-    template: Manifest  # its pod template
-    pod_set: str | None  # its pod set in the Workload (None: the first one)
-    jobset_pod: local_jobset.JobSetPod | None = None
-
-    @property
-    def container(self) -> Manifest:
-        containers = (self.template.get("spec") or {}).get("containers") or [{}]
-        first: Manifest = containers[0]
-        return first
-
-    @property
-    def fields(self) -> dict[str, str]:
-        """What ``valueFrom.fieldRef`` reads for this pod: its name, its index labels."""
-        if self.jobset_pod is not None:
-            return local_jobset.field_values(self.jobset_pod)
-        index = str(self.index)
-        key = "batch.kubernetes.io/job-completion-index"
-        return {
-            "metadata.name": self.name,
-            f"metadata.labels['{key}']": index,
-            f"metadata.annotations['{key}']": index,
-        }
-
-
-def pod_slot(job: Manifest, index: int) -> PodSlot:
-    """Pod ``index`` of a Job or a JobSet."""
-    name = str((job.get("metadata") or {}).get("name", ""))
-    if job.get("kind") == local_jobset.KIND:
-        pod = local_jobset.pods(job)[index]
-        return PodSlot(index, pod.name, pod.template, pod.replicated_job, pod)
-    template = (job.get("spec") or {}).get("template") or {}
-    return PodSlot(index, f"{name}-{index}", template, None)
-
-
-def gang_size(job: Manifest) -> int:
-    """The ranks of a gang: a Job's completions, every pod of a JobSet."""
-    if job.get("kind") == local_jobset.KIND:
-        return len(local_jobset.pods(job))
-    return job_counts(job.get("spec") or {})[1]
-
-
-def _counts(status: Manifest) -> Manifest:
-    """Where a status keeps its pod counts: a Job's top level, a JobSet's ``pykueue`` section."""
-    if "replicatedJobsStatus" in status or "restarts" in status:
-        counts: Manifest = status.get("pykueue") or {}
-        return counts
-    return status
-
-
-def _admitted_flavors(workload: Manifest | None, pod_set: str | None = None) -> dict[str, str]:
-    """resource -> flavor of a pod set's admission (the first when unnamed): where its GPUs come from."""
-    admission = ((workload or {}).get("status") or {}).get("admission") or {}
-    assignments = admission.get("podSetAssignments") or [{}]
-    chosen = next((a for a in assignments if a.get("name") == pod_set), assignments[0])
-    return dict(chosen.get("flavors") or {})
-
-
 def _eviction_reason(workload: Manifest | None) -> str:
     for cond in ((workload or {}).get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Evicted" and cond.get("status") == "True":
@@ -1043,119 +701,7 @@ def _eviction_reason(workload: Manifest | None) -> str:
     return "its workload lost its quota reservation"
 
 
-def is_gang(job: Manifest) -> bool:
-    """A distributed job: N > 1 pods that all run at once until each completes (parallelism = completions).
-
-    A JobSet always is one: its replicated jobs start together, as JobSet's own
-    controller creates all its Jobs at once.
-    """
-    if job.get("kind") == local_jobset.KIND:
-        return True
-    if ((job.get("metadata") or {}).get("annotations") or {}).get(GANG_ANNOTATION) == "false":
-        return False
-    parallelism, completions = job_counts(job.get("spec") or {})
-    return parallelism > 1 and completions == parallelism
-
-
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-# The value of ``spec.managedBy`` that means "the ordinary Job controller" (and its default).
-JOB_CONTROLLER = "kubernetes.io/job-controller"
-
-
-def _ours(job: Manifest) -> bool:
-    """Whether this node runs the Job: as Kubernetes' Job controller, not when ``spec.managedBy``
-    hands it to another controller (MultiKueue runs it on a worker and mirrors its status)."""
-    managed_by = (job.get("spec") or {}).get("managedBy")
-    return not managed_by or managed_by == JOB_CONTROLLER
-
-
-def _suspended(job: Manifest) -> bool:
-    return bool((job.get("spec") or {}).get("suspend"))
-
-
-def _templates(job: Manifest) -> list[Manifest]:
-    """The pod templates of a Job (one) or a JobSet (one per replicated job)."""
-    if job.get("kind") == local_jobset.KIND:
-        return [
-            ((rj.get("template") or {}).get("spec") or {}).get("template") or {}
-            for rj in local_jobset.replicated_jobs(job)
-        ]
-    return [(job.get("spec") or {}).get("template") or {}]
-
-
-def _warnings(job: Manifest) -> list[str]:
-    """What the Job asks for that standalone mode does not do (shown by describe)."""
-    warnings = [IMAGE_WARNING] if _has_image(job) else []
-    for template in _templates(job):
-        containers = (template.get("spec") or {}).get("containers") or []
-        if containers:
-            _, probe_warning = probes.Probe.of_container(containers[0])
-            if probe_warning and probe_warning not in warnings:
-                warnings.append(probe_warning)
-    return warnings
-
-
-def _has_image(job: Manifest) -> bool:
-    return any(c.get("image") for t in _templates(job) for c in (t.get("spec") or {}).get("containers") or [])
-
-
-def _gpu_count(container: Manifest) -> int:
-    resources = container.get("resources") or {}
-    value = (resources.get("requests") or {}).get(GPU_RESOURCE) or (resources.get("limits") or {}).get(
-        GPU_RESOURCE
-    )
-    try:
-        return int(str(value)) if value is not None else 0
-    except ValueError:
-        return 0
-
-
-def pods_of(db_path: Path) -> list[int]:
-    """PIDs of this user's processes a server on ``db_path`` started (they carry its marker)."""
-    return _marked_processes(f"{MARKER_ENV}={db_path.resolve()}")
-
-
-def _marked_processes(marker: str) -> list[int]:
-    """PIDs of this user's processes whose environment carries ``marker``."""
-    found = []
-    needle = marker.encode() + b"\0"
-    own = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == own:
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as environ:
-                data = environ.read() + b"\0"
-        except OSError:
-            continue
-        if b"\0" + needle in b"\0" + data:
-            found.append(int(entry))
-    return found
-
-
-def _job_of(pid: int) -> tuple[str, str] | None:
-    """The (namespace, name) of the job a pod's process belongs to, from its environment."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as environ:
-            entries = environ.read().split(b"\0")
-    except OSError:
-        return None
-    found = dict(entry.split(b"=", 1) for entry in entries if b"=" in entry)
-    namespace, name = found.get(b"PYKUEUE_NAMESPACE"), found.get(b"PYKUEUE_JOB")
-    if namespace is None or name is None:
-        return None
-    return namespace.decode(errors="replace"), name.decode(errors="replace")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[0] != "Z"  # a zombie holds nothing: it only waits to be reaped
