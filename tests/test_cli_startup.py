@@ -182,7 +182,7 @@ def test_the_top_level_help_lists_every_command_in_its_own_words() -> None:
 
 def test_the_kept_help_texts_are_what_the_commands_print_now() -> None:
     """Stale help after a changed option fails here: regenerate with
-    `python -m pykueue.cli.help_cache --write`."""
-    from pykueue.cli import help_cache
+    `python -m pykueue.cli.help_render --write`."""
+    from pykueue.cli import help_cache, help_render
 
-    assert help_cache.lookup_all() == help_cache.render()
+    assert help_cache.lookup_all() == help_render.render()

@@ -170,3 +170,20 @@ def test_failures_follow_backoff_limit(tmp_path: Path, start_server: Callable[..
     )
     cq = server.api("GET", "/api/v1/clusterqueues")[0]
     assert all(u["used"] == "0" for u in cq["usage"])  # finished and failed jobs gave their quota back
+
+
+def test_a_crashing_command_shows_its_exit_code_in_describe(
+    tmp_path: Path, start_server: Callable[..., Server]
+) -> None:
+    """Issue 44, item 2: while a crashing command waits out its back-off, describe says how it
+    crashed (its exit code), not only once the job has failed for good."""
+    config = write_config(
+        tmp_path, cluster_queue("main", cpu="2") + "---\n" + flavor_and_queue("a100", "main", "default")
+    )
+    config.write_text(config.read_text() + "executor: {podFailureBackoffSeconds: 600}\n")
+    server = start_server(config)
+    assert server.apply([job("crashing", "exit 3", backoff_limit=5)]).status_code == 200
+    wait_until(lambda: server.jobs()["default/crashing"]["failed"] == 1, timeout=60)
+    described = server.cli("describe", "workload", "crashing")
+    assert described.returncode == 0, described.stderr
+    assert "Crashed:   pod 0 exited with 3 (1 failure(s) so far" in described.stdout, described.stdout

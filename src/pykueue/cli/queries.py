@@ -271,6 +271,10 @@ def describe(
             )
         if job.get("waiting"):
             print(f"           {job['waiting']}")
+        if job.get("lastFailure") and not job.get("failure"):
+            print(
+                f"Crashed:   {job['lastFailure']} ({job['failed']} failure(s) so far; retried after a back-off)"
+            )
         if job.get("failure"):
             print(f"Failed:    {job['failure']}")
     for pod in data.get("pods") or []:

@@ -131,6 +131,8 @@ def job_row(job: Manifest) -> dict[str, Any]:
         "preemptions": extra.get("preemptions", 0),
         "interruptions": extra.get("interruptions", 0),
         "waiting": extra.get("waiting", ""),
+        # A crashing command shows its exit code while it is retried, not only once it failed.
+        "lastFailure": extra.get("lastFailure", ""),
         "owner": annotations.get(RUN_AS_USER_ANNOTATION, ""),
         "submittedBy": annotations.get(SUBMITTED_BY_ANNOTATION, ""),
         "usage": extra.get("usage") or {},

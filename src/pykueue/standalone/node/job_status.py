@@ -38,6 +38,7 @@ class JobRun:
     start_time: str = ""
     outcome: tuple[str, str, str] | None = None  # (condition type, reason, message) once finished
     waiting: str = ""  # why a pod is not started (devices, no command, back-off)
+    last_failure: str = ""  # the last failed pod's exit, in words ("pod 0 exited with 3")
     retry_at: dict[int, float] = field(default_factory=dict)  # index -> monotonic time it may start again
     cpu_seconds: float = 0.0
     memory_peak: int = 0
@@ -58,6 +59,7 @@ class JobRun:
             failed=int(counts_of(status).get("failed", 0)),
             preemptions=int(extra.get("preemptions", 0)),
             interruptions=int(extra.get("interruptions", 0)),
+            last_failure=str(extra.get("lastFailure") or ""),
             start_time=str(status.get("startTime", "")),
             cpu_seconds=float(usage.get("cpuSeconds", 0.0)),
             memory_peak=int(usage.get("memoryPeakBytes", 0)),
@@ -111,6 +113,7 @@ def status_of(job: Manifest, run: JobRun, pods: Mapping[int, Pod]) -> Manifest:
             ],
             "warnings": warnings(job),
             "waiting": run.waiting,
+            "lastFailure": run.last_failure,
             "usage": {
                 "cpuSeconds": run.cpu_seconds,
                 "memoryPeakBytes": run.memory_peak,

@@ -49,6 +49,7 @@ def pod_exited(key: Key, job: Manifest, run: JobRun, index: int, code: int) -> E
             return Exit(message=f"{key.namespace}/{key.name}: completed")
         return Exit()
     run.failed += 1
+    run.last_failure = f"pod {index} exited with {code}"
     limit = int_or(spec.get("backoffLimit"), DEFAULT_BACKOFF_LIMIT)
     if run.failed > limit:
         run.outcome = (
@@ -80,6 +81,7 @@ def _jobset_pod_exited(key: Key, job: Manifest, run: JobRun, index: int, code: i
             return Exit(message=f"{key.namespace}/{key.name}: completed ({met})", stop_others=True)
         return Exit()
     run.failed += 1
+    run.last_failure = f"pod {name} exited with {code}"
     limit = local_jobset.max_restarts(job)
     if run.restarts >= limit:
         message = f"pod {name} exited with {code}; {run.restarts} restart(s) used of maxRestarts {limit}"
