@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import httpx
-from fastapi.routing import APIRoute, _iter_routes_with_context
+from fastapi.routing import iter_route_contexts
 
 from pykueue.api import access
 from pykueue.standalone.http import auth
@@ -62,8 +62,8 @@ def _guarded_routes() -> list[tuple[str, str]]:
     """(method, path) of every route but the open ones, with values that do not fit the typed ones."""
     app = create_app(ServerContext.__new__(ServerContext))
     found = []
-    for route, _ in _iter_routes_with_context(app.routes):
-        assert isinstance(route, APIRoute), route
+    for route in iter_route_contexts(app.routes):  # the routes inside each included router
+        assert route.path is not None and route.methods, route
         if route.path in OPEN_PATHS:
             continue
         # "abc" fits no int: an unauthenticated caller must not learn even that.
