@@ -211,7 +211,7 @@ def test_the_dashboard_document_is_cut_to_the_caller(
 
 def test_an_estimate_is_shown_as_minutes_with_its_range(browser: Browser, tmp_path: Path) -> None:
     """The rendering of the estimatedStart contract, with the page's own function."""
-    script = Path(__file__).parents[2] / "src" / "pykueue" / "server" / "static" / "dashboard.js"
+    script = Path(__file__).parents[2] / "src" / "pykueue" / "views" / "static" / "dashboard.js"
     page = tmp_path / "page.html"
     page.write_text(f"<!doctype html><script>{script.read_text()}</script>")
     browser.load(page.as_uri(), *DESKTOP)
@@ -234,7 +234,7 @@ def test_an_estimate_is_shown_as_minutes_with_its_range(browser: Browser, tmp_pa
 
 def test_a_priority_shows_what_aging_added(browser: Browser, tmp_path: Path) -> None:
     """The Priority cell, with the page's own function: the aged part is named, or absent."""
-    script = Path(__file__).parents[2] / "src" / "pykueue" / "server" / "static" / "dashboard.js"
+    script = Path(__file__).parents[2] / "src" / "pykueue" / "views" / "static" / "dashboard.js"
     page = tmp_path / "page.html"
     page.write_text(f"<!doctype html><script>{script.read_text()}</script>")
     browser.load(page.as_uri(), *DESKTOP)
