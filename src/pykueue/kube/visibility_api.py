@@ -115,17 +115,22 @@ def api_group() -> dict[str, Any]:
     }
 
 
-def create_router(
-    config: Callable[[], front_proxy.RequestHeaderConfig | None],
-    authorizer: Authorizer,
-    state: Callable[[], State | None],
-    estimated: visibility.EstimatedStart | None = None,
-) -> APIRouter:
-    """The routes; ``config`` None (not read yet) answers 503, as the API server then would."""
-    router = APIRouter()
+# How a summary is answered from the engine: (engine, offset, limit, apiVersion) -> the body, None if unknown.
+Answer = Callable[[State, int, int, str], dict[str, Any] | None]
 
-    def authenticate(request: Request) -> front_proxy.User | JSONResponse:
-        trusted = config()
+
+@dataclass(frozen=True)
+class _Routes:
+    """What the routes of `create_router` answer from, and the three steps of every request."""
+
+    config: Callable[[], front_proxy.RequestHeaderConfig | None]
+    authorizer: Authorizer
+    state: Callable[[], State | None]
+    estimated: visibility.EstimatedStart | None
+
+    def authenticate(self, request: Request) -> front_proxy.User | JSONResponse:
+        """Step 1: the user the API server's front proxy speaks for, or the 503/401 to send."""
+        trusted = self.config()
         if trusted is None:
             return status(503, "ServiceUnavailable", "the API server's front-proxy settings are not read yet")
         user = front_proxy.identify(trusted, front_proxy.common_name(request.scope), request.headers)
@@ -133,44 +138,27 @@ def create_router(
             return status(401, "Unauthorized", "only the API server's front proxy may call this server")
         return user
 
-    def paging(offset: int, limit: int) -> tuple[int, int] | JSONResponse:
-        """Upstream's options: ``limit`` 0 (or absent) means the default; negatives are refused."""
-        for field, value in (("offset", offset), ("limit", limit)):
-            if value < 0:
-                return status(400, "BadRequest", f"PendingWorkloadOptions.{field}: must be >= 0, got {value}")
-        return offset, limit or visibility.DEFAULT_LIMIT
-
-    def forbidden(user: front_proxy.User, attributes: dict[str, Any]) -> JSONResponse:
-        resource, name = attributes["resource"], attributes["name"]
-        namespace = attributes.get("namespace")
-        where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-        return status(
-            403,
-            "Forbidden",
-            f'{resource}.{visibility.GROUP} "{name}" is forbidden: User "{user.name}" cannot get resource '
-            f'"{resource}/{PENDING}" in API group "{visibility.GROUP}" {where}',
-        )
-
     async def summary(
+        self,
         request: Request,
         version: str,
         attributes: dict[str, Any],
         page: tuple[int, int],
-        answer: Callable[[State, int, int, str], dict[str, Any] | None],
+        answer: Answer,
     ) -> JSONResponse:
         """Authenticate, check the version and paging, authorize, then answer from the engine."""
-        user = authenticate(request)
+        user = self.authenticate(request)
         if isinstance(user, JSONResponse):
             return user
         if version not in visibility.VERSIONS:
-            return status(404, "NotFound", f"the server could not find {visibility.GROUP}/{version}")
-        paged = paging(*page)
+            return _no_version(version)
+        paged = _paging(*page)
         if isinstance(paged, JSONResponse):
             return paged
         attributes = {"group": visibility.GROUP, "version": version, "verb": "get", **attributes}
-        if not await authorizer(user, attributes):
-            return forbidden(user, attributes)
-        engine = state()
+        if not await self.authorizer(user, attributes):
+            return _forbidden(user, attributes)
+        engine = self.state()
         if engine is None:
             return status(
                 503, "ServiceUnavailable", "pykueue is not the leader, or its caches are not synced"
@@ -182,17 +170,60 @@ def create_router(
             return status(404, "NotFound", f'{singular}.{visibility.GROUP} "{attributes["name"]}" not found')
         return JSONResponse(body)
 
+
+def _paging(offset: int, limit: int) -> tuple[int, int] | JSONResponse:
+    """Upstream's options: ``limit`` 0 (or absent) means the default; negatives are refused."""
+    for field, value in (("offset", offset), ("limit", limit)):
+        if value < 0:
+            return status(400, "BadRequest", f"PendingWorkloadOptions.{field}: must be >= 0, got {value}")
+    return offset, limit or visibility.DEFAULT_LIMIT
+
+
+def _forbidden(user: front_proxy.User, attributes: dict[str, Any]) -> JSONResponse:
+    """The API server's words for a SubjectAccessReview that said no."""
+    resource, name = attributes["resource"], attributes["name"]
+    namespace = attributes.get("namespace")
+    where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+    return status(
+        403,
+        "Forbidden",
+        f'{resource}.{visibility.GROUP} "{name}" is forbidden: User "{user.name}" cannot get resource '
+        f'"{resource}/{PENDING}" in API group "{visibility.GROUP}" {where}',
+    )
+
+
+def _no_version(version: str) -> JSONResponse:
+    return status(404, "NotFound", f"the server could not find {visibility.GROUP}/{version}")
+
+
+def create_router(
+    config: Callable[[], front_proxy.RequestHeaderConfig | None],
+    authorizer: Authorizer,
+    state: Callable[[], State | None],
+    estimated: visibility.EstimatedStart | None = None,
+) -> APIRouter:
+    """The routes; ``config`` None (not read yet) answers 503, as the API server then would."""
+    routes = _Routes(config, authorizer, state, estimated)
+    router = APIRouter()
+    _add_summaries(router, routes)
+    _add_discovery(router, routes)
+    return router
+
+
+def _add_summaries(router: APIRouter, routes: _Routes) -> None:
+    """The pending workloads of a ClusterQueue, and of a LocalQueue."""
+
     @router.get(PREFIX + "/{version}/clusterqueues/{name}/" + PENDING)
     async def cluster_queue(
         version: str, name: str, request: Request, offset: int = 0, limit: int = visibility.DEFAULT_LIMIT
     ) -> JSONResponse:
-        return await summary(
+        return await routes.summary(
             request,
             version,
             {"resource": "clusterqueues", "subresource": PENDING, "name": name},
             (offset, limit),
             lambda engine, first, count, api_version: visibility.cluster_queue_summary(
-                engine, name, first, count, estimated, api_version
+                engine, name, first, count, routes.estimated, api_version
             ),
         )
 
@@ -205,37 +236,41 @@ def create_router(
         offset: int = 0,
         limit: int = visibility.DEFAULT_LIMIT,
     ) -> JSONResponse:
-        return await summary(
+        return await routes.summary(
             request,
             version,
             {"resource": "localqueues", "subresource": PENDING, "name": name, "namespace": namespace},
             (offset, limit),
             lambda engine, first, count, api_version: visibility.local_queue_summary(
-                engine, namespace, name, first, count, estimated, api_version
+                engine, namespace, name, first, count, routes.estimated, api_version
             ),
         )
 
+
+def _add_discovery(router: APIRouter, routes: _Routes) -> None:
+    """The discovery documents: authenticated, never authorized (they name no data)."""
+
     @router.get("/apis")
     async def groups(request: Request) -> JSONResponse:
-        user = authenticate(request)
+        user = routes.authenticate(request)
         if isinstance(user, JSONResponse):
             return user
         return JSONResponse({"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group()]})
 
     @router.get(PREFIX)
     async def group(request: Request) -> JSONResponse:
-        user = authenticate(request)
+        user = routes.authenticate(request)
         if isinstance(user, JSONResponse):
             return user
         return JSONResponse(api_group())
 
     @router.get(PREFIX + "/{version}")
     async def resources(version: str, request: Request) -> JSONResponse:
-        user = authenticate(request)
+        user = routes.authenticate(request)
         if isinstance(user, JSONResponse):
             return user
         if version not in visibility.VERSIONS:
-            return status(404, "NotFound", f"the server could not find {visibility.GROUP}/{version}")
+            return _no_version(version)
         return JSONResponse(
             {
                 "kind": "APIResourceList",
@@ -244,5 +279,3 @@ def create_router(
                 "resources": _resources(),
             }
         )
-
-    return router

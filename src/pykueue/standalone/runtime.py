@@ -431,15 +431,78 @@ async def _sample_history(ctx: ServerContext, stop: asyncio.Event) -> None:
             await asyncio.wait_for(stop.wait(), timeout=dashboard_data.HISTORY_INTERVAL)
 
 
+@dataclass
+class _LocalNode:
+    """Where and how this server runs jobs: the machine, its fences, the executor."""
+
+    node: Node
+    fences: isolation.Isolation
+    work_root: Path
+    executor: LocalExecutor
+    leftovers: str  # what was killed of an earlier server's processes ("" when nothing)
+
+
 async def _main(options: Options, config: Config) -> None:
-    with contextlib.suppress(AttributeError, NotImplementedError, OSError):
-        watcher = asyncio.PidfdChildWatcher()  # no thread per child process, unlike the default
-        watcher.attach_loop(asyncio.get_running_loop())
-        asyncio.set_child_watcher(watcher)
+    """Start-up in the order the module's docstring gives, serve until stopped, then stop in order."""
+    _watch_children_by_pidfd()
     data_dir = options.data_dir
     store = SQLiteStore(data_dir / "pykueue.db")
     events: list[dict[str, Any]] = []
     console = Console(events, None if options.quiet else sys.stdout)
+    local = _local_node(options, config, store, console)
+    client_paths = [p for p in (options.client_config, data_dir / "client.json") if p is not None]
+    token = await ensure_admin(store, client_paths)
+    owning = _owners(config, local.fences)
+    itself = auth.local_admin(os.getuid())  # the config is the server owner's word
+    await _first_policies(store, itself, config, console, owning, local.node)
+    manager = _manager(store, config, console, data_dir)
+    port = options.port or free_port(options.host)
+    url = f"http://{options.host}:{port}"
+    ctx = _context(config, store, data_dir, local, manager, owning, events)
+    socket_path = options.socket or paths.default_socket(data_dir)
+    sockets = _listen(options.host, port, socket_path)
+    server = _Server(
+        uvicorn.Config(create_app(ctx), log_level="warning", lifespan="off", http=PeerCredentialsProtocol)
+    )
+    stop = asyncio.Event()
+
+    def request_stop() -> None:
+        server.should_exit = True
+        stop.set()
+
+    _handle_signals(request_stop)
+    tasks = [
+        asyncio.create_task(_supervised("manager", lambda: manager.run(stop), stop, console)),
+        asyncio.create_task(_supervised("executor", lambda: local.executor.run(stop), stop, console)),
+    ]
+    helpers = _start_helpers(options, config, ctx, itself, console, stop)
+    for path in client_paths:
+        write_client_config(path, url, token, socket_path)
+    _announce(options, url, token, socket_path, client_paths, local)
+    serving = asyncio.create_task(server.serve(sockets=sockets), name="api")
+    await _freeze_when_loaded(manager.admission)
+    done, _ = await asyncio.wait([serving, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    failed = [t for t in done if not t.cancelled() and t.exception() is not None]
+    request_stop()
+    await asyncio.gather(serving, *tasks, *helpers, return_exceptions=True)
+    await _clean_up(local, socket_path, store)
+    if failed:
+        error = failed[0].exception()
+        assert error is not None
+        raise error
+
+
+def _watch_children_by_pidfd() -> None:
+    """No thread per child process, unlike asyncio's default watcher (where the kernel has pidfds)."""
+    with contextlib.suppress(AttributeError, NotImplementedError, OSError):
+        watcher = asyncio.PidfdChildWatcher()
+        watcher.attach_loop(asyncio.get_running_loop())
+        asyncio.set_child_watcher(watcher)
+
+
+def _local_node(options: Options, config: Config, store: SQLiteStore, console: Console) -> _LocalNode:
+    """The machine, its fences and the executor, with an earlier server's processes killed first."""
+    data_dir = options.data_dir
     node = discover(config.gpus, config.gpu_domains)
     work_root = options.work_dir or isolation.default_work_root(data_dir, store.path)
     fences = isolation.Isolation.detect(store.path, work_root, use_cgroups=config.cgroups)
@@ -462,15 +525,28 @@ async def _main(options: Options, config: Config) -> None:
     leftovers = _leftovers_said(killed)
     if leftovers:
         console.record("executor", leftovers)
-    client_paths = [p for p in (options.client_config, data_dir / "client.json") if p is not None]
-    token = await ensure_admin(store, client_paths)
-    owning = owners.Owners(
+    return _LocalNode(node, fences, work_root, executor, leftovers)
+
+
+def _owners(config: Config, fences: isolation.Isolation) -> owners.Owners:
+    """Whose Unix users jobs run as, as the fences and the config allow."""
+    return owners.Owners(
         switch_users=fences.switch_users,
         server=fences.server,
         user_prefix=config.user_prefix,
         create_users=config.create_users,
     )
-    itself = auth.local_admin(os.getuid())  # the config is the server owner's word
+
+
+async def _first_policies(
+    store: SQLiteStore,
+    itself: access.Identity,
+    config: Config,
+    console: Console,
+    owning: owners.Owners,
+    node: Node,
+) -> None:
+    """The config's manifests; or, on a store without a ClusterQueue, queues sized to this machine."""
     if config.manifests:
         await _apply_files(store, itself, config.manifests, console, owning, config.limits)
     elif not (await store.list("ClusterQueue"))[0]:
@@ -482,6 +558,10 @@ async def _main(options: Options, config: Config) -> None:
             author=f"{access.author(itself)}, the server's default queues",
         )
         console.record("apply", "created ClusterQueue main and LocalQueue default/main sized to this machine")
+
+
+def _manager(store: SQLiteStore, config: Config, console: Console, data_dir: Path) -> StandaloneManager:
+    """The controllers, their log lines on the console, MultiKueue workers' logs kept in ``data_dir``."""
     # The kinds the local executor runs: batch/v1 Jobs and JobSets.
     registry = integrations.registry(integrations.STANDALONE_FRAMEWORKS)
     manager = StandaloneManager(
@@ -492,8 +572,6 @@ async def _main(options: Options, config: Config) -> None:
         multikueue=multikueue.for_manager(config.multikueue, StandaloneMultiKueue),
         retention_policy=config.retention,
     )
-    admission = manager.admission
-    estimates = estimating.StartEstimates(admission, job_by_uid=manager.jobs.job_by_uid)
     _forward_logs("pykueue.reconcilers.job_reconciler", "jobs", console)
     # Dispatches, elections, lost workers and refused copies, beside the decisions.
     _forward_logs("pykueue.multikueue.controller", "multikueue", console)
@@ -501,91 +579,106 @@ async def _main(options: Options, config: Config) -> None:
     _forward_logs("pykueue.multikueue.standalone_workers", "multikueue", console)
     if isinstance(manager.multikueue_checks, StandaloneMultiKueue):
         manager.multikueue_checks.keep_logs = lambda job, text: keep_worker_logs(data_dir, job, text)
-    port = options.port or free_port(options.host)
-    url = f"http://{options.host}:{port}"
-    ctx = ServerContext(
+    return manager
+
+
+def _context(
+    config: Config,
+    store: SQLiteStore,
+    data_dir: Path,
+    local: _LocalNode,
+    manager: StandaloneManager,
+    owning: owners.Owners,
+    events: list[dict[str, Any]],
+) -> ServerContext:
+    """What the API's routes are handed: the parts above, who is calling, the start estimates."""
+    return ServerContext(
         store=store,
-        admission=admission,
+        admission=manager.admission,
         manager=manager,
-        executor=executor,
+        executor=local.executor,
         authenticator=auth.Authenticator(store, server_uid=os.getuid()),
-        node=node,
+        node=local.node,
         data_dir=data_dir,
         owners=owning,
         events=events,
-        estimates=estimates,
+        estimates=estimating.StartEstimates(manager.admission, job_by_uid=manager.jobs.job_by_uid),
         limits=config.limits,
     )
-    socket_path = options.socket or paths.default_socket(data_dir)
+
+
+def _listen(host: str, port: int, socket_path: Path) -> list[socket.socket]:
     try:
-        sockets = [_tcp_socket(options.host, port), bind_unix_socket(socket_path)]
+        return [_tcp_socket(host, port), bind_unix_socket(socket_path)]
     except OSError as exc:
         raise PykueueError(f"cannot listen: {exc}") from None
-    server = _Server(
-        uvicorn.Config(create_app(ctx), log_level="warning", lifespan="off", http=PeerCredentialsProtocol)
-    )
-    stop = asyncio.Event()
+
+
+def _handle_signals(request_stop: Callable[[], None]) -> None:
     loop = asyncio.get_running_loop()
-
-    def request_stop() -> None:
-        server.should_exit = True
-        stop.set()
-
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, request_stop)
     loop.add_signal_handler(signal.SIGUSR2, _dump_tasks)  # where every coroutine waits, for bug reports
-    tasks = [
-        asyncio.create_task(_supervised("manager", lambda: manager.run(stop), stop, console)),
-        asyncio.create_task(_supervised("executor", lambda: executor.run(stop), stop, console)),
-    ]
+
+
+def _start_helpers(
+    options: Options,
+    config: Config,
+    ctx: ServerContext,
+    itself: access.Identity,
+    console: Console,
+    stop: asyncio.Event,
+) -> list[asyncio.Task[None]]:
+    """The background tasks beside the controllers: the console, the charts, the estimates, the demo."""
     helpers = [
-        asyncio.create_task(_pump_decisions(admission, console, stop), name="decisions"),
+        asyncio.create_task(_pump_decisions(ctx.admission, console, stop), name="decisions"),
         asyncio.create_task(_sample_history(ctx, stop), name="history"),
-        asyncio.create_task(estimates.run(stop), name="estimates"),
     ]
+    if ctx.estimates is not None:
+        helpers.append(asyncio.create_task(ctx.estimates.run(stop), name="estimates"))
     if options.demo and config.demo:
         helpers.append(
             asyncio.create_task(
-                _demo(store, itself, config.demo, console, owning, config.limits), name="demo"
+                _demo(ctx.store, itself, config.demo, console, ctx.owners, config.limits), name="demo"
             )
         )
-    for path in client_paths:
-        write_client_config(path, url, token, socket_path)
+    return helpers
+
+
+def _announce(
+    options: Options, url: str, token: str, socket_path: Path, client_paths: list[Path], local: _LocalNode
+) -> None:
+    """Where the server listens, its admin token, the dashboard, and what this machine offers."""
     print(f"pykueue is serving {url} and {socket_path}", flush=True)
     print(f"  admin token: {token}", flush=True)
     # The token rides in the fragment, which a browser never sends: the page keeps it in its session.
     print(f"  dashboard: {url}/dashboard#token={token}", flush=True)
-    print(f"  data: {data_dir}  (client config: {', '.join(map(str, client_paths))})", flush=True)
+    print(f"  data: {options.data_dir}  (client config: {', '.join(map(str, client_paths))})", flush=True)
     if options.demo and options.client_config is None:
         print(f"  CLI, in another terminal: export PYKUEUE_SOCKET={socket_path}", flush=True)
         print("    (the demo leaves your client config alone: without it the CLI talks to your server)")
     if options.throwaway:
         print("  the data and job folders are removed when the demo stops", flush=True)
+    node = local.node
     gpus = ", ".join(f"{f}: {len(d)}" for f, d in node.gpus.items()) or "none"
     print(
         f"  node: {node.cpus} CPUs, {node.memory // 2**20} MiB, GPUs {gpus} ({node.gpu_source})", flush=True
     )
-    print(f"  jobs: folders under {work_root}", flush=True)
-    if leftovers:
-        print(f"  {leftovers}", flush=True)
-    for line in fences.summary():
+    print(f"  jobs: folders under {local.work_root}", flush=True)
+    if local.leftovers:
+        print(f"  {local.leftovers}", flush=True)
+    for line in local.fences.summary():
         print(f"  {line}", flush=True)
-    serving = asyncio.create_task(server.serve(sockets=sockets), name="api")
-    await _freeze_when_loaded(admission)
-    done, _ = await asyncio.wait([serving, *tasks], return_when=asyncio.FIRST_COMPLETED)
-    failed = [t for t in done if not t.cancelled() and t.exception() is not None]
-    request_stop()
-    await asyncio.gather(serving, *tasks, *helpers, return_exceptions=True)
-    await executor.stop_all(SHUTDOWN_GRACE_SECONDS)
-    if fences.cgroups is not None:
-        fences.cgroups.remove()
+
+
+async def _clean_up(local: _LocalNode, socket_path: Path, store: SQLiteStore) -> None:
+    """After the API and the controllers stopped: the pods (their grace), the cgroups, the socket, the store."""
+    await local.executor.stop_all(SHUTDOWN_GRACE_SECONDS)
+    if local.fences.cgroups is not None:
+        local.fences.cgroups.remove()
     with contextlib.suppress(OSError):
         socket_path.unlink()
     store.close()
-    if failed:
-        error = failed[0].exception()
-        assert error is not None
-        raise error
 
 
 def _leftovers_said(killed: int) -> str:

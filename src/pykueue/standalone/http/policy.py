@@ -18,18 +18,21 @@ from pykueue.engine import runtimes
 from pykueue.engine.state import State
 from pykueue.reconcilers import policy_rollback
 from pykueue.store.base import authored_by
+from pykueue.store.sqlite import SQLiteStore
 
 
-def history(store: Any, kind: str | None, name: str | None, limit: int | None) -> list[dict[str, Any]]:
+def history(
+    store: SQLiteStore, kind: str | None, name: str | None, limit: int | None
+) -> list[dict[str, Any]]:
     return [r.summary() for r in store.policy_revisions(kind=kind, name=name, limit=limit)]
 
 
-def show(store: Any, rev: int) -> dict[str, Any]:
+def show(store: SQLiteStore, rev: int) -> dict[str, Any]:
     return dict(store.policy_revision(rev).as_dict())
 
 
 async def rollback(
-    store: Any, live: State, model: runtimes.Model, identity: access.Identity, rev: int, apply: bool
+    store: SQLiteStore, live: State, model: runtimes.Model, identity: access.Identity, rev: int, apply: bool
 ) -> dict[str, Any]:
     if rev > 0:
         store.policy_revision(rev)  # NotFound names the revision
