@@ -354,6 +354,7 @@ def simulate(
         sys.stdout.write(dumps(summary))
     else:
         console.print(tables.summary_table(summary))
+        console.print(tables.policies_table(summary))
         console.print(tables.checker_table(summary))
         console.print(tables.queues_table(summary))
         if "multiKueue" in summary:

@@ -642,6 +642,11 @@ def render_html(
         )
         + ".</p>"
     )
+    sections.append(
+        "<p class='note'>Policies in force (docs/governance.md): "
+        + "; ".join(f"{escape(o.name)}: {escape(_policies_text(o.summary))}" for o in outcomes)
+        + ".</p>"
+    )
     header = ["figure"]
     for k, name in enumerate(names):
         header.append(name)
@@ -664,6 +669,15 @@ def render_html(
     sections.append(_team_tables(outcomes))
     sections.extend(charts(outcomes))
     return page("pykueue capacity plan: " + " vs ".join(names), sections)
+
+
+def _policies_text(summary: dict[str, Any]) -> str:
+    section = summary.get("policies", {})
+    aging = ", ".join(f"{cq} ({text})" for cq, text in section.get("aging", {}).items()) or "none"
+    contracts = (
+        ", ".join(f"{cq} ({text})" for cq, text in section.get("preemptionContract", {}).items()) or "none"
+    )
+    return f"aging {aging}; preemption contracts {contracts}"
 
 
 def _html_value(figure: str, cell: Cell) -> str:
