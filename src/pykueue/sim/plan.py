@@ -290,7 +290,7 @@ def compare_table(
     result = Table(title=title, title_justify="left")
     items = differences(outcomes, first, second, noise_floor)
     longest = max((len(_label(item.figure)) for item in items), default=6)
-    result.add_column("figure", width=min(longest, COMPARE_FIGURE_WIDTH), overflow="fold")
+    result.add_column("figure", max_width=min(longest, COMPARE_FIGURE_WIDTH), overflow="fold")
     means = [
         (
             value_lines(item.figure, dataclasses.replace(item.first, ci=None, seeds=1))[0],
@@ -298,10 +298,9 @@ def compare_table(
         )
         for item in items
     ]
-    for k, name in enumerate((a, b)):
-        # a long design name folds in the header; the values keep their width
-        widest = max((len(pair[k]) for pair in means), default=1)
-        result.add_column(name, justify="right", overflow="fold", min_width=widest)
+    for name in (a, b):
+        # names and values keep their width: the figure names wrap instead
+        result.add_column(name, justify="right", no_wrap=True)
     result.add_column("difference", justify="right", no_wrap=True)
     result.add_column("verdict", no_wrap=True)
     for item, (mean_a, mean_b) in zip(items, means, strict=True):
@@ -402,13 +401,15 @@ def _unit(figure: str, values: list[float]) -> tuple[float, str]:
     return 86400.0, " d"
 
 
-def _number(value: float, divisor: float, suffix: str, signed: bool = False) -> str:
+def _number(value: float, divisor: float, suffix: str, signed: bool = False, digits: int = 3) -> str:
+    """``value / divisor`` with ``digits`` significant digits (whole numbers in full)."""
     if suffix:
-        text = f"{value / divisor:+.3g}" if signed else f"{value / divisor:.3g}"
+        value /= divisor
+        text = f"{value:+.{digits}g}" if signed else f"{value:.{digits}g}"
     elif float(value).is_integer() or abs(value) >= 1000:
         text = f"{value:+,.0f}" if signed else f"{value:,.0f}"
     else:
-        text = f"{value:+.3g}" if signed else f"{value:.3g}"
+        text = f"{value:+.{digits}g}" if signed else f"{value:.{digits}g}"
     return text
 
 
@@ -429,7 +430,7 @@ def value_lines(figure: str, cell: Cell, signed: bool = False) -> list[str]:
         mean = _number(float(v), divisor, suffix, signed)
     varies = cell.seeds > 1 and cell.low is not None and cell.high is not None and cell.low != cell.high
     if cell.ci is not None and varies:
-        mean += f" ±{_number(cell.ci, divisor, suffix)}"
+        mean += f" ±{_number(cell.ci, divisor, suffix, digits=2)}"  # an interval needs no more digits
     lines = [mean + suffix]
     if varies:
         assert cell.low is not None and cell.high is not None
