@@ -77,6 +77,12 @@ def test_the_80_column_table_keeps_every_name_and_value_with_six_designs(tmp_pat
         mean_wait = document["figures"]["mean wait (s)"][name]
         low = plan._number(mean_wait["min"], 60.0, " min")
         assert f"{low} to " in out, (name, low)  # every design's range is printed whole
+    team_rows = [line for line in lines if line.startswith(("│ research", "│ product"))]
+    assert len(team_rows) >= 4  # the per-team table comes in parts too
+    for row in team_rows:
+        cells = [cell.strip() for cell in row.strip("│").split("│")]
+        assert all(cells), row  # no column squeezed empty
+        assert len(re.findall(r"[\d.]+ \w+ / [\d.]+", row)) >= 2, row
     for label in ("utilisation of nominal", "nvidia.com/gpu (%)", "mean time to last", "fairness (min Jain"):
         assert sum(label in line for line in lines) == len(headers), label  # in every block
 

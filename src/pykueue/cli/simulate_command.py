@@ -448,7 +448,7 @@ def plan_command(
         _error("engine error", exc)
         raise typer.Exit(1) from exc
     console.print(plan.table(outcomes, noise_floor, console.width))
-    console.print(plan.teams_table(outcomes, noise_floor))
+    console.print(plan.teams_table(outcomes, noise_floor, width=console.width))
     for first, second in chosen:
         console.print(plan.compare_table(outcomes, first, second, noise_floor))
     if out is not None:

@@ -475,6 +475,19 @@ def _natural_width(renderable: Table) -> int:
     return Console(width=10_000).measure(renderable).maximum
 
 
+def _blocks(designs: int, build: Callable[[list[int]], Table], width: int) -> list[list[int]]:
+    """The designs after the base in groups, each as many as fit ``width`` beside the base."""
+    others = list(range(1, designs))
+    blocks: list[list[int]] = []
+    while others:
+        take = len(others)
+        while take > 1 and _natural_width(build([0, *others[:take]])) > width:
+            take -= 1
+        blocks.append(others[:take])
+        others = others[take:]
+    return blocks or [[]]
+
+
 def table(outcomes: list[Outcome], noise_floor: float = NOISE_FLOOR, width: int = 80) -> Group:
     """The headline figures, designs as columns, in as many blocks as ``width`` columns need.
 
@@ -491,18 +504,7 @@ def table(outcomes: list[Outcome], noise_floor: float = NOISE_FLOOR, width: int 
             else "; below: min to max)"
         )
     figures = rows(outcomes, noise_floor)
-    others = list(range(1, len(outcomes)))
-    blocks: list[list[int]] = []
-    while others:
-        take = len(others)
-        while (
-            take > 1 and _natural_width(_block_table(outcomes, figures, [0, *others[:take]], "", "")) > width
-        ):
-            take -= 1
-        blocks.append(others[:take])
-        others = others[take:]
-    if not blocks:
-        blocks = [[]]
+    blocks = _blocks(len(outcomes), lambda columns: _block_table(outcomes, figures, columns, "", ""), width)
     tables = []
     for number, block in enumerate(blocks, start=1):
         block_title = title if number == 1 else "capacity plan, continued"
@@ -534,32 +536,46 @@ def _legend_text(seeds: int) -> str:
     return f"Δ against the first design: ✓ better, ✗ worse, {noise}"
 
 
-def teams_table(outcomes: list[Outcome], noise_floor: float = NOISE_FLOOR, limit: int = 20) -> Table:
-    """Per team: p90 completion delay and received resource-hours per design, and a verdict."""
+def teams_table(
+    outcomes: list[Outcome], noise_floor: float = NOISE_FLOOR, limit: int = 20, width: int = 80
+) -> Group:
+    """Per team: p90 completion delay and received resource-hours per design, and a verdict
+    (in parts of as many designs as ``width`` holds, as the headline table)."""
     primary = outcomes[0].summary["totals"]["primaryResource"]
     unit = unit_of(primary)
     names = teams(outcomes)
-    title = f"per team (ClusterQueue): p90 completion delay / {unit} received"
+    title = f"per team (ClusterQueue): p90 completion delay / {unit} received; below: the verdict"
     if len(names) > limit:
         title += f" (the first {limit} of {len(names)}; all in plan.html)"
-    result = Table(title=title, title_justify="left")
-    result.add_column("team", no_wrap=True)
-    for k, outcome in enumerate(outcomes):
-        result.add_column(outcome.name, justify="right")
-        if k:
-            result.add_column("verdict", no_wrap=True)
-    for team in names[:limit]:
-        cells = team_cells(outcomes, team, noise_floor)
-        row = [team]
-        for k in range(len(outcomes)):
-            delay = cells["p90 completion delay"][k]
-            received = cells["received"][k]
-            row.append(f"{human_duration(_num(delay.value))} / {_text(received.value)}")
-            if k:
-                mark = team_verdict(cells, k)
-                row.append(_styled(VERDICT_TEXT[mark], VERDICT_STYLE[mark]))
-        result.add_row(*row)
-    return result
+    cells = {team: team_cells(outcomes, team, noise_floor) for team in names[:limit]}
+
+    def build(columns: list[int], heading: str = "") -> Table:
+        result = Table(title=heading or None, title_justify="left")
+        result.add_column("team", no_wrap=True)
+        for k in columns:
+            base = " (base)" if k == 0 and len(outcomes) > 1 else ""
+            result.add_column(outcomes[k].name + base, justify="right", no_wrap=True)
+        for team, team_figures in cells.items():
+            row = [team]
+            for k in columns:
+                delay = team_figures["p90 completion delay"][k]
+                received = team_figures["received"][k]
+                text = f"{human_duration(_num(delay.value))} / {_text(received.value)}"
+                if k:  # the verdict against the base below the figures
+                    mark = team_verdict(team_figures, k)
+                    text += "\n" + _styled(VERDICT_TEXT[mark], VERDICT_STYLE[mark])
+                row.append(text)
+            result.add_row(*row, end_section=True)
+        return result
+
+    blocks = _blocks(len(outcomes), build, width)
+    tables = []
+    for number, block in enumerate(blocks, start=1):
+        heading = title if number == 1 else "per team, continued"
+        if len(blocks) > 1:
+            heading += f"\npart {number} of {len(blocks)}"
+        tables.append(build([0, *block], heading))
+    return Group(*tables)
 
 
 VERDICT_TEXT = {"better": "✓ better", "worse": "✗ worse", "mixed": "± mixed", "same": "≈ same"}
