@@ -65,9 +65,11 @@ def test_plan_prints_per_team_rows_and_links_the_design_reports(tmp_path: Path):
     out = result.stdout
     assert "means of 2 seeds" in out
     assert max(len(line) for line in out.splitlines()) <= 80
-    team_rows = [line for line in out.splitlines() if line.startswith(("│ research", "│ product"))]
+    lines = out.splitlines()
+    team_rows = [k for k, line in enumerate(lines) if line.startswith(("│ research", "│ product"))]
     assert len(team_rows) == 2
-    assert all(re.search(r"(better|worse|mixed|same)", row) for row in team_rows)
+    # each design's verdict sits below its figures, in the team's second line
+    assert all(re.search(r"(better|worse|mixed|same)", lines[k + 1]) for k in team_rows)
     assert "✗" in out  # the capped design makes research wait longer: a sign, not only a colour
     html = (tmp_path / "plan.html").read_text()
     for name in ("queues", "queues-capped"):

@@ -207,13 +207,21 @@ def _writing(out: Path) -> Iterator[None]:
         raise InputError(f"{out}: cannot write the results: {exc.strerror or exc}") from exc
 
 
-def _write_plan(out: Path, outcomes: list[plan.Outcome], noise_floor: float = plan.NOISE_FLOOR) -> None:
+def _write_plan(
+    out: Path,
+    outcomes: list[plan.Outcome],
+    noise_floor: float = plan.NOISE_FLOOR,
+    chosen: list[tuple[int, int]] | None = None,
+) -> None:
     for outcome in outcomes:
         (out / f"summary-{outcome.name}.json").write_text(dumps(outcome.summary), encoding="utf-8")
         (out / f"report-{outcome.name}.html").write_text(
             report_html.render(outcome.run, outcome.summary), encoding="utf-8"
         )
-    (out / "plan.html").write_text(plan.render_html(outcomes, noise_floor), encoding="utf-8")
+    (out / "plan.html").write_text(plan.render_html(outcomes, noise_floor, chosen or []), encoding="utf-8")
+    (out / "plan.json").write_text(
+        dumps(plan.figures_json(outcomes, noise_floor, chosen or [])), encoding="utf-8"
+    )
 
 
 def _warn_notes(designs: list[Design]) -> None:
@@ -346,6 +354,7 @@ def simulate(
         sys.stdout.write(dumps(summary))
     else:
         console.print(tables.summary_table(summary))
+        console.print(tables.policies_table(summary))
         console.print(tables.checker_table(summary))
         console.print(tables.queues_table(summary))
         if "multiKueue" in summary:
@@ -399,6 +408,11 @@ def plan_command(
         "--outage",
         help="MultiKueue: NAME=START..END, a worker the manager cannot reach then (e.g. w1=1h..3h).",
     ),
+    compare: list[str] = typer.Option(
+        [],
+        "--compare",
+        help="A:B, two designs by name: B's difference from A per figure, with its range over the seeds.",
+    ),
 ) -> None:
     """Run one trace on several quota designs and show them side by side."""
     console = Console(highlight=False)
@@ -407,6 +421,7 @@ def plan_command(
         if len(designs) < 2:
             raise InputError("plan compares designs: give --queues at least twice")
         _unique_names(designs)
+        chosen = plan.pairs(compare, [design.name for design in designs])
         _warn_notes(designs)
         show = progress if progress is not None else sys.stderr.isatty()
         bar, update = _progress_bar(Console(stderr=True), show)
@@ -425,14 +440,16 @@ def plan_command(
             outcomes = plan.run_all(designs, jobs, source, options, seeds, spread)
         if out is not None:
             with _writing(out):
-                _write_plan(out, outcomes, noise_floor)
+                _write_plan(out, outcomes, noise_floor, chosen)
     except InputError as exc:
         _error("error", exc)
         raise typer.Exit(2) from exc
     except EngineError as exc:
         _error("engine error", exc)
         raise typer.Exit(1) from exc
-    console.print(plan.table(outcomes, noise_floor))
-    console.print(plan.teams_table(outcomes, noise_floor))
+    console.print(plan.table(outcomes, noise_floor, console.width))
+    console.print(plan.teams_table(outcomes, noise_floor, width=console.width))
+    for first, second in chosen:
+        console.print(plan.compare_table(outcomes, first, second, noise_floor))
     if out is not None:
         console.print(f"wrote {out / 'plan.html'}")

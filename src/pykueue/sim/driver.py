@@ -44,6 +44,7 @@ from pykueue.engine import aging, scheduler
 from pykueue.engine.evictions import PREEMPTED
 from pykueue.engine.state import State
 from pykueue.errors import EngineError
+from pykueue.sim import policies
 from pykueue.sim.cluster_metrics import Figures
 from pykueue.sim.design import Design
 from pykueue.sim.jobs import SECOND, Job, saved_progress
@@ -83,6 +84,7 @@ class Run:
 
     def summary(self, source: str) -> dict[str, Any]:
         document = self.recorder.summary(self.design.name, source, self.seed, self.notes, self.model())
+        document["policies"] = policies.in_force(self.design)  # aging and contracts in force
         if self.clusters is not None:
             document["multiKueue"] = self.clusters.summary(self.recorder)
         return document

@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from pykueue.sim import svg
+from pykueue.sim import policies, svg
 from pykueue.sim.driver import Run
 from pykueue.sim.jobs import SECOND
 from pykueue.sim.metrics import Recorder
@@ -155,6 +155,14 @@ def human_rows(rows: list[tuple[str, Any]]) -> list[list[Any]]:
     ]
 
 
+def policies_html(summary: dict[str, Any]) -> str:
+    """The aging and preemption contracts the run obeyed (docs/governance.md)."""
+    rows = [list(row) for row in policies.lines(summary.get("policies", {}))]
+    default = summary.get("policies", {}).get("siteDefaultContract", "none")
+    note = f"<p class='note'>Site default preemption contract: {escape(default)}.</p>"
+    return "<h2>Policies in force</h2>" + note + table_html(["ClusterQueue", "policy", "in force"], rows)
+
+
 def sections(run: Run, summary: dict[str, Any]) -> list[str]:
     rec = run.recorder
     primary = rec.primary
@@ -165,6 +173,7 @@ def sections(run: Run, summary: dict[str, Any]) -> list[str]:
     for note in summary["notes"]:
         out.append(f"<p class='note'>note: {escape(note)}</p>")
     out.append("<h2>Summary</h2>" + table_html(["figure", "value"], human_rows(headline_rows(summary))))
+    out.append(policies_html(summary))
     out.append(_checker(summary))
     grid = rec.grid()
     x = [t / SECOND for t in grid]

@@ -7,6 +7,13 @@ legend to the right of the plot on a wide screen and below it on a narrow one
 (a phone), so it is never off screen. Colours come from one fixed palette
 (colour-blind-safe Okabe-Ito first), series beyond it cycle.
 
+Each chart is drawn twice, for two layouts, and the page's style shows one: the
+wide drawing (640 x 260 user units) where the plot gets at least ~580 px, the
+narrow one (320 x 240, fewer ticks, shorter category labels) below that, i.e.
+on a phone. Text is 11 user units either way, so on a phone (the narrow drawing
+at 320-640 px) a label is 11-22 px and at a desktop's 720 px about 12 px;
+scaling the wide drawing down to a phone's 420 px would make it about 7 px.
+
 Time axes (``time_axis``) take seconds and show them in the unit that suits
 the span: seconds, minutes, hours or days. Wait CDFs may use a log scale
 (``log_x``), with human ticks (1 s, 10 s, 1 min, 10 min, 1 h, ...).
@@ -15,7 +22,9 @@ the span: seconds, minutes, hours or days. Wait CDFs may use a log scale
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from html import escape
 
 PALETTE = (
@@ -32,11 +41,32 @@ PALETTE = (
     "#bcbd22",
     "#17becf",
 )
-WIDTH = 640
-HEIGHT = 260
-LEFT, RIGHT, TOP, BOTTOM = 60, 16, 30, 34
-LABEL_CHARS = 20  # category labels of bar charts, rotated below the axis
-LABEL_SPACE = 90  # pixels they need
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """One drawing of a chart: its size and margins (user units) and how many labels fit."""
+
+    name: str
+    width: int
+    height: int
+    left: int
+    right: int
+    top: int
+    bottom: int
+    x_ticks: int  # about how many ticks a linear x axis gets
+    log_stride: int  # every n-th tick of a log axis
+    label_chars: int  # category labels of bar charts, rotated below the axis, are cut to this
+    label_space: int  # units below the plot they need
+    max_labels: int  # at most this many category labels (every n-th category beyond)
+    title_x: int  # where the title starts
+    title_chars: int  # a longer title wraps (bold 13 units: about 7.5 units a character)
+
+
+WIDE = Layout("wide", 640, 260, 60, 16, 38, 34, 5, 1, 20, 90, 24, 60, 76)
+NARROW = Layout("narrow", 320, 250, 46, 10, 44, 36, 3, 2, 11, 66, 10, 4, 40)
+LAYOUTS = (WIDE, NARROW)
+WIDTH, HEIGHT = WIDE.width, WIDE.height
 MAX_LEGEND = 24
 # (seconds, label) for log-scale duration axes
 LOG_TICKS = (
@@ -90,6 +120,7 @@ def _label(value: float) -> str:
 
 
 def _frame(
+    g: Layout,
     title: str,
     x_label: str,
     y_label: str,
@@ -98,31 +129,42 @@ def _frame(
     sx: Callable[[float], float],
     sy: Callable[[float], float],
 ) -> list[str]:
+    left, right, top, bottom, width, height = g.left, g.right, g.top, g.bottom, g.width, g.height
+    # A title too long for the layout's width takes two lines (the narrow layout leaves room).
+    lines = textwrap.wrap(title, g.title_chars) or [""]
+    if len(lines) > 2:
+        lines = [lines[0], " ".join(lines[1:])]
+    first_y = top - 10 - 15 * (len(lines) - 1)
+    spans = "".join(
+        f'<tspan x="{g.title_x}" y="{first_y + 15 * k}">{escape(line)}</tspan>'
+        for k, line in enumerate(lines)
+    )
     parts = [
-        f'<text x="{LEFT}" y="{TOP - 12}" class="t">{escape(title)}</text>',
-        f'<line x1="{LEFT}" y1="{HEIGHT - BOTTOM}" x2="{WIDTH - RIGHT}" y2="{HEIGHT - BOTTOM}" class="ax"/>',
-        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{HEIGHT - BOTTOM}" class="ax"/>',
+        f'<text x="{g.title_x}" y="{first_y}" class="t">{spans}</text>',
+        f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" class="ax"/>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" class="ax"/>',
     ]
     for tick, text in x_ticks:
         x = sx(tick)
         parts.append(
-            f'<line x1="{x:.1f}" y1="{HEIGHT - BOTTOM}" x2="{x:.1f}" y2="{HEIGHT - BOTTOM + 4}" class="ax"/>'
+            f'<line x1="{x:.1f}" y1="{height - bottom}" x2="{x:.1f}" y2="{height - bottom + 4}" class="ax"/>'
         )
         parts.append(
-            f'<text x="{x:.1f}" y="{HEIGHT - BOTTOM + 15}" class="tk" text-anchor="middle">{escape(text)}</text>'
+            f'<text x="{x:.1f}" y="{height - bottom + 15}" class="tk" text-anchor="middle">{escape(text)}</text>'
         )
     for tick in y_ticks:
         y = sy(tick)
-        parts.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" y2="{y:.1f}" class="grid"/>')
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" class="grid"/>')
         parts.append(
-            f'<text x="{LEFT - 5}" y="{y + 4:.1f}" class="tk" text-anchor="end">{_label(tick)}</text>'
+            f'<text x="{left - 5}" y="{y + 4:.1f}" class="tk" text-anchor="end">{_label(tick)}</text>'
         )
     parts.append(
-        f'<text x="{(LEFT + WIDTH - RIGHT) / 2}" y="{HEIGHT - 4}" class="tk" text-anchor="middle">{escape(x_label)}</text>'
+        f'<text x="{(left + width - right) / 2}" y="{height - 4}" class="tk" text-anchor="middle">{escape(x_label)}</text>'
     )
+    middle = (top + height - bottom) / 2
     parts.append(
-        f'<text x="12" y="{(TOP + HEIGHT - BOTTOM) / 2}" class="tk" text-anchor="middle" '
-        f'transform="rotate(-90 12 {(TOP + HEIGHT - BOTTOM) / 2})">{escape(y_label)}</text>'
+        f'<text x="11" y="{middle}" class="tk" text-anchor="middle" '
+        f'transform="rotate(-90 11 {middle})">{escape(y_label)}</text>'
     )
     return parts
 
@@ -145,26 +187,42 @@ def legend(
     return f'<ul class="legend">{"".join(items)}</ul>'
 
 
-def _wrap(parts: list[str], legend_html: str, extra: int = 0) -> str:
-    """The figure: the svg (``extra`` pixels below the usual height hold rotated labels), the legend."""
-    body = "".join(parts)
-    height = HEIGHT + extra
-    svg = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
-        f'preserveAspectRatio="xMinYMin meet" role="img">{body}</svg>'
-    )
-    return f'<figure class="chart">{svg}{legend_html}</figure>'
+def _wrap(draw: Callable[[Layout], tuple[list[str], int]], legend_html: str) -> str:
+    """The figure: the chart drawn for each layout (``draw`` gives its parts and the extra
+    height below the plot that rotated labels need), then the legend."""
+    drawings = []
+    for g in LAYOUTS:
+        parts, extra = draw(g)
+        drawings.append(
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="{g.name}" viewBox="0 0 {g.width} {g.height + extra}" '
+            f'preserveAspectRatio="xMinYMin meet" role="img">{"".join(parts)}</svg>'
+        )
+    return f'<figure class="chart">{"".join(drawings)}{legend_html}</figure>'
 
 
 def _time_ticks(
-    x: Sequence[float], time_axis: bool, x_label: str
+    x: Sequence[float], time_axis: bool, x_label: str, count: int = 5
 ) -> tuple[list[tuple[float, str]], float, float, str]:
     """Ticks (in seconds, with labels), the axis range in seconds, and the axis label."""
     low, high = min(x, default=0.0), max(x, default=1.0)
     scale, unit = time_unit(high - low) if time_axis else (1.0, "")
-    ticks = nice_ticks(low / scale, high / scale)
+    ticks = nice_ticks(low / scale, high / scale, count)
     label = f"{x_label} ({unit})" if time_axis else x_label
     return [(t * scale, _label(t)) for t in ticks], ticks[0] * scale, ticks[-1] * scale, label
+
+
+def _scales(
+    g: Layout, x_low: float, x_high: float, y_high: float
+) -> tuple[Callable[[float], float], Callable[[float], float]]:
+    """Data to user units for a linear x from ``x_low`` to ``x_high`` and a y from 0 to ``y_high``."""
+
+    def sx(v: float) -> float:
+        return g.left + (v - x_low) / ((x_high - x_low) or 1) * (g.width - g.left - g.right)
+
+    def sy(v: float) -> float:
+        return g.height - g.bottom - v / (y_high or 1) * (g.height - g.top - g.bottom)
+
+    return sx, sy
 
 
 def line_chart(
@@ -183,38 +241,35 @@ def line_chart(
     top = max(values, default=1.0)
     if y_max is not None:
         top = max(top, y_max)
-    x_ticks, x_low, x_high, x_text = _time_ticks(x, time_axis, x_label)
     y_ticks = nice_ticks(0, top or 1)
-    y_high = y_ticks[-1] or 1
 
-    def sx(v: float) -> float:
-        return LEFT + (v - x_low) / ((x_high - x_low) or 1) * (WIDTH - LEFT - RIGHT)
+    def draw(g: Layout) -> tuple[list[str], int]:
+        x_ticks, x_low, x_high, x_text = _time_ticks(x, time_axis, x_label, g.x_ticks)
+        sx, sy = _scales(g, x_low, x_high, y_ticks[-1] or 1)
+        parts = _frame(g, title, x_text, y_label, x_ticks, y_ticks, sx, sy)
+        for index, (_, ys) in enumerate(series):
+            points: list[str] = []
+            runs: list[list[str]] = [points]
+            previous: float | None = None
+            for xv, yv in zip(x, ys, strict=True):
+                if yv is None:
+                    points = []
+                    runs.append(points)
+                    previous = None
+                    continue
+                if step and previous is not None:
+                    points.append(f"{sx(xv):.1f},{sy(previous):.1f}")
+                points.append(f"{sx(xv):.1f},{sy(yv):.1f}")
+                previous = yv
+            dash = f' stroke-dasharray="{dashes[index]}"' if dashes and dashes[index] else ""
+            for run in runs:
+                if run:
+                    parts.append(
+                        f'<polyline fill="none" stroke="{colour(index)}" stroke-width="1.6"{dash} points="{" ".join(run)}"/>'
+                    )
+        return parts, 0
 
-    def sy(v: float) -> float:
-        return HEIGHT - BOTTOM - v / y_high * (HEIGHT - TOP - BOTTOM)
-
-    parts = _frame(title, x_text, y_label, x_ticks, y_ticks, sx, sy)
-    for index, (_, ys) in enumerate(series):
-        points: list[str] = []
-        runs: list[list[str]] = [points]
-        previous: float | None = None
-        for xv, yv in zip(x, ys, strict=True):
-            if yv is None:
-                points = []
-                runs.append(points)
-                previous = None
-                continue
-            if step and previous is not None:
-                points.append(f"{sx(xv):.1f},{sy(previous):.1f}")
-            points.append(f"{sx(xv):.1f},{sy(yv):.1f}")
-            previous = yv
-        dash = f' stroke-dasharray="{dashes[index]}"' if dashes and dashes[index] else ""
-        for run in runs:
-            if run:
-                parts.append(
-                    f'<polyline fill="none" stroke="{colour(index)}" stroke-width="1.6"{dash} points="{" ".join(run)}"/>'
-                )
-    return _wrap(parts, legend([name for name, _ in series], dashes))
+    return _wrap(draw, legend([name for name, _ in series], dashes))
 
 
 def stacked_chart(
@@ -229,39 +284,38 @@ def stacked_chart(
     """Piecewise-constant values stacked as areas (absolute amounts); ``line``: a dashed level."""
     totals = [sum(ys[k] for _, ys in series) for k in range(len(x))]
     top = max([*totals, line[1] if line else 0.0], default=1.0) or 1.0
-    x_ticks, x_low, x_high, x_text = _time_ticks(x, time_axis, x_label)
     y_ticks = nice_ticks(0, top)
-    y_high = y_ticks[-1] or 1
 
-    def sx(v: float) -> float:
-        return LEFT + (v - x_low) / ((x_high - x_low) or 1) * (WIDTH - LEFT - RIGHT)
+    def draw(g: Layout) -> tuple[list[str], int]:
+        x_ticks, x_low, x_high, x_text = _time_ticks(x, time_axis, x_label, g.x_ticks)
+        sx, sy = _scales(g, x_low, x_high, y_ticks[-1] or 1)
+        parts = _frame(g, title, x_text, y_label, x_ticks, y_ticks, sx, sy)
+        below = [0.0] * len(x)
+        for index, (name, ys) in enumerate(series):
+            above = [b + v for b, v in zip(below, ys, strict=True)]
+            upper: list[str] = []
+            lower: list[str] = []
+            for k, xv in enumerate(x):
+                if k:
+                    upper.append(f"{sx(xv):.1f},{sy(above[k - 1]):.1f}")
+                    lower.append(f"{sx(xv):.1f},{sy(below[k - 1]):.1f}")
+                upper.append(f"{sx(xv):.1f},{sy(above[k]):.1f}")
+                lower.append(f"{sx(xv):.1f},{sy(below[k]):.1f}")
+            points = " ".join(upper + lower[::-1])
+            parts.append(
+                f'<polygon fill="{colour(index)}" fill-opacity="0.85" stroke="{colour(index)}" '
+                f'stroke-width="0.5" points="{points}"><title>{escape(name)}</title></polygon>'
+            )
+            below = above
+        if line is not None:
+            y = sy(line[1])
+            parts.append(
+                f'<line x1="{g.left}" y1="{y:.1f}" x2="{g.width - g.right}" y2="{y:.1f}" class="mark"/>'
+            )
+        return parts, 0
 
-    def sy(v: float) -> float:
-        return HEIGHT - BOTTOM - v / y_high * (HEIGHT - TOP - BOTTOM)
-
-    parts = _frame(title, x_text, y_label, x_ticks, y_ticks, sx, sy)
-    below = [0.0] * len(x)
-    for index, (name, ys) in enumerate(series):
-        above = [b + v for b, v in zip(below, ys, strict=True)]
-        upper: list[str] = []
-        lower: list[str] = []
-        for k, xv in enumerate(x):
-            if k:
-                upper.append(f"{sx(xv):.1f},{sy(above[k - 1]):.1f}")
-                lower.append(f"{sx(xv):.1f},{sy(below[k - 1]):.1f}")
-            upper.append(f"{sx(xv):.1f},{sy(above[k]):.1f}")
-            lower.append(f"{sx(xv):.1f},{sy(below[k]):.1f}")
-        points = " ".join(upper + lower[::-1])
-        parts.append(
-            f'<polygon fill="{colour(index)}" fill-opacity="0.85" stroke="{colour(index)}" '
-            f'stroke-width="0.5" points="{points}"><title>{escape(name)}</title></polygon>'
-        )
-        below = above
-    if line is not None:
-        y = sy(line[1])
-        parts.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" y2="{y:.1f}" class="mark"/>')
     names = [name for name, _ in series]
-    return _wrap(parts, legend(names, kind="box", extra=line[0] if line else ""))
+    return _wrap(draw, legend(names, kind="box", extra=line[0] if line else ""))
 
 
 def bar_chart(
@@ -289,50 +343,54 @@ def bar_chart(
         y_label = f"{y_label} ({unit})"
     y_ticks = nice_ticks(0, top / scale)
     y_high = y_ticks[-1] * scale or 1
-    plot_width = WIDTH - LEFT - RIGHT
-    slot = plot_width / max(1, len(categories))
 
-    def sy(v: float) -> float:
-        return HEIGHT - BOTTOM - v / y_high * (HEIGHT - TOP - BOTTOM)
+    def draw(g: Layout) -> tuple[list[str], int]:
+        plot_width = g.width - g.left - g.right
+        slot = plot_width / max(1, len(categories))
+        _, sy = _scales(g, 0, 1, y_high)
 
-    def sy_tick(v: float) -> float:
-        return sy(v * scale)
+        def sy_tick(v: float) -> float:
+            return sy(v * scale)
 
-    parts = _frame(title, "", y_label, [], y_ticks, lambda v: LEFT, sy_tick)
-    groups = 1 if stacked else max(1, len(series))
-    bar = max(1.0, slot * 0.8 / groups)
-    label_every = max(1, math.ceil(len(categories) / 24))
-    for k, category in enumerate(categories):
-        base = LEFT + k * slot + slot * 0.1
-        bottom = 0.0
-        for index, (name, ys) in enumerate(series):
-            value = ys[k]
-            x = base if stacked else base + index * bar
-            low = bottom if stacked else 0.0
-            y_top, y_bottom = sy(low + value), sy(low)
-            parts.append(
-                f'<rect x="{x:.1f}" y="{y_top:.1f}" width="{bar:.1f}" height="{max(0.0, y_bottom - y_top):.1f}" '
-                f'fill="{colour(index)}"><title>{escape(category)} {escape(name)}: {value:g}</title></rect>'
-            )
-            if stacked:
-                bottom += value
-        if markers and markers[k] is not None:
-            y = sy(markers[k] or 0)
-            parts.append(
-                f'<line x1="{base - 1:.1f}" y1="{y:.1f}" x2="{base + slot * 0.8 + 1:.1f}" y2="{y:.1f}" class="mark">'
-                f"<title>{escape(category)} {escape(marker_label)}: {markers[k]:g}</title></line>"
-            )
-        if k % label_every == 0:
-            cx = base + slot * 0.4
-            label = category if len(category) <= LABEL_CHARS else category[: LABEL_CHARS - 1] + "…"
-            parts.append(
-                f'<text x="{cx:.1f}" y="{HEIGHT - BOTTOM + 10}" class="tk" text-anchor="end" '
-                f'transform="rotate(-60 {cx:.1f} {HEIGHT - BOTTOM + 10})"><title>{escape(category)}</title>'
-                f"{escape(label)}</text>"
-            )
+        parts = _frame(g, title, "", y_label, [], y_ticks, lambda v: g.left, sy_tick)
+        groups = 1 if stacked else max(1, len(series))
+        bar = max(1.0, slot * 0.8 / groups)
+        label_every = max(1, math.ceil(len(categories) / g.max_labels))
+        base_y = g.height - g.bottom + 10
+        for k, category in enumerate(categories):
+            base = g.left + k * slot + slot * 0.1
+            bottom = 0.0
+            for index, (name, ys) in enumerate(series):
+                value = ys[k]
+                x = base if stacked else base + index * bar
+                low = bottom if stacked else 0.0
+                y_top, y_bottom = sy(low + value), sy(low)
+                parts.append(
+                    f'<rect x="{x:.1f}" y="{y_top:.1f}" width="{bar:.1f}" height="{max(0.0, y_bottom - y_top):.1f}" '
+                    f'fill="{colour(index)}"><title>{escape(category)} {escape(name)}: {value:g}</title></rect>'
+                )
+                if stacked:
+                    bottom += value
+            if markers and markers[k] is not None:
+                y = sy(markers[k] or 0)
+                parts.append(
+                    f'<line x1="{base - 1:.1f}" y1="{y:.1f}" x2="{base + slot * 0.8 + 1:.1f}" y2="{y:.1f}" class="mark">'
+                    f"<title>{escape(category)} {escape(marker_label)}: {markers[k]:g}</title></line>"
+                )
+            if k % label_every == 0:
+                cx = base + slot * 0.4
+                cut = g.label_chars
+                label = category if len(category) <= cut else category[: cut - 1] + "…"
+                parts.append(
+                    f'<text x="{cx:.1f}" y="{base_y}" class="tk" text-anchor="end" '
+                    f'transform="rotate(-60 {cx:.1f} {base_y})"><title>{escape(category)}</title>'
+                    f"{escape(label)}</text>"
+                )
+        return parts, g.label_space
+
     names = [name for name, _ in series]
     extra = marker_label if markers and marker_label else ""
-    return _wrap(parts, legend(names, kind="box", extra=extra), LABEL_SPACE)
+    return _wrap(draw, legend(names, kind="box", extra=extra))
 
 
 def cdf_chart(
@@ -344,41 +402,44 @@ def cdf_chart(
     """
     x_high = max((values[-1] for _, values in series if values), default=1.0) or 1.0
     y_ticks = [0, 0.25, 0.5, 0.75, 1.0]
-    if log_x:
-        low = 1.0
-        high = max(10.0, x_high)
-        ticks = [(s, text) for s, text in LOG_TICKS if s <= high * 1.0001]
-        span = math.log10(high / low)
-        x_text = f"{x_label} (log scale; under 1 s drawn at 1 s)"
 
-        def sx(v: float) -> float:
-            return LEFT + math.log10(max(v, low) / low) / span * (WIDTH - LEFT - RIGHT)
+    def draw(g: Layout) -> tuple[list[str], int]:
+        plot_width = g.width - g.left - g.right
+        if log_x:
+            low = 1.0
+            high = max(10.0, x_high)
+            ticks = [(s, text) for s, text in LOG_TICKS if s <= high * 1.0001][:: g.log_stride]
+            span = math.log10(high / low)
+            x_text = f"{x_label} (log scale; under 1 s drawn at 1 s)"
 
-        x_ticks: Sequence[tuple[float, str]] = ticks
-    else:
-        x_ticks, _, high, x_text = _time_ticks([0.0, x_high], True, x_label)
+            def sx(v: float) -> float:
+                return g.left + math.log10(max(v, low) / low) / span * plot_width
 
-        def sx(v: float) -> float:
-            return LEFT + v / (high or 1) * (WIDTH - LEFT - RIGHT)
+            x_ticks: Sequence[tuple[float, str]] = ticks
+        else:
+            x_ticks, _, right_end, x_text = _time_ticks([0.0, x_high], True, x_label, g.x_ticks)
 
-    def sy(v: float) -> float:
-        return HEIGHT - BOTTOM - v * (HEIGHT - TOP - BOTTOM)
+            def sx(v: float) -> float:
+                return g.left + v / (right_end or 1) * plot_width
 
-    parts = _frame(title, x_text, "fraction of jobs", x_ticks, y_ticks, sx, sy)
-    for index, (_, values) in enumerate(series):
-        n = len(values)
-        if not n:
-            continue
-        stride = max(1, n // 400)
-        points = [f"{sx(0):.1f},{sy(0):.1f}"]
-        for k in range(0, n, stride):
-            points.append(f"{sx(values[k]):.1f},{sy(k / n):.1f}")
-            points.append(f"{sx(values[k]):.1f},{sy((k + 1) / n):.1f}")
-        points.append(f"{sx(values[-1]):.1f},{sy(1):.1f}")
-        parts.append(
-            f'<polyline fill="none" stroke="{colour(index)}" stroke-width="1.6" points="{" ".join(points)}"/>'
-        )
-    return _wrap(parts, legend([name for name, _ in series]))
+        _, sy = _scales(g, 0, 1, 1.0)
+        parts = _frame(g, title, x_text, "fraction of jobs", x_ticks, y_ticks, sx, sy)
+        for index, (_, values) in enumerate(series):
+            n = len(values)
+            if not n:
+                continue
+            stride = max(1, n // 400)
+            points = [f"{sx(0):.1f},{sy(0):.1f}"]
+            for k in range(0, n, stride):
+                points.append(f"{sx(values[k]):.1f},{sy(k / n):.1f}")
+                points.append(f"{sx(values[k]):.1f},{sy((k + 1) / n):.1f}")
+            points.append(f"{sx(values[-1]):.1f},{sy(1):.1f}")
+            parts.append(
+                f'<polyline fill="none" stroke="{colour(index)}" stroke-width="1.6" points="{" ".join(points)}"/>'
+            )
+        return parts, 0
+
+    return _wrap(draw, legend([name for name, _ in series]))
 
 
 STYLE = """
@@ -387,6 +448,8 @@ svg .ax{stroke:#333;stroke-width:1} svg .grid{stroke:#ddd;stroke-width:1}
 svg .mark{stroke:#000;stroke-width:2;stroke-dasharray:4 2}
 .chart{display:flex;flex-wrap:wrap;align-items:flex-start;gap:4px 12px;margin:10px 0;max-width:100%}
 .chart svg{flex:1 1 420px;width:100%;max-width:720px;height:auto;min-width:0}
+.chart svg.narrow{display:none}
+@media (max-width:820px){.chart svg.wide{display:none} .chart svg.narrow{display:block}}
 .legend{flex:0 1 180px;min-width:0;list-style:none;margin:0;padding:0;font:12px sans-serif;color:#333}
 .legend li{display:flex;align-items:center;gap:6px;margin:2px 0;overflow-wrap:anywhere}
 .legend .sw{flex:0 0 16px;height:0;border-top:2px solid var(--c)}

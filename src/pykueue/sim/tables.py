@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
+from pykueue.sim import policies
 from pykueue.sim.checker import Verdict
 from pykueue.sim.report_html import Duration, headline_rows, human_duration, human_rows
 
@@ -38,6 +39,21 @@ def summary_table(summary: dict[str, Any]) -> Table:
     table.add_column("value", justify="right")
     for name, value in human_rows(headline_rows(summary)):
         table.add_row(name, _fmt(value))
+    return table
+
+
+def policies_table(summary: dict[str, Any]) -> Table:
+    """The aging and preemption contracts in force per ClusterQueue, and the site default."""
+    section = summary.get("policies", {})
+    table = Table(
+        title=f"policies in force (site default preemption contract: {section.get('siteDefaultContract', 'none')})",
+        title_justify="left",
+    )
+    table.add_column("ClusterQueue", no_wrap=True)
+    table.add_column("policy", no_wrap=True)
+    table.add_column("in force")
+    for row in policies.lines(section):
+        table.add_row(*row)
     return table
 
 

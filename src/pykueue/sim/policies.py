@@ -1,0 +1,91 @@
+"""The governance policies a simulated design runs under (docs/governance.md), for its summary.
+
+A ClusterQueue's ``pykueue.io/aging`` and ``pykueue.io/preemption-contract`` annotations,
+and the site default contract of the design's Configuration (``pykueue.preemptionContract``)
+for every ClusterQueue without a contract of its own. The summary names each so that a
+figure can be read with the rules that produced it: without this, a run with aging and one
+without look alike in the report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pykueue.api import governance
+from pykueue.api.governance import Aging, PreemptionContract
+from pykueue.sim.design import Design
+
+HOUR = 3600 * 10**6
+MINUTE = 60 * 10**6
+SECOND = 10**6
+
+
+def duration_text(micros: int) -> str:
+    """Microseconds as the annotations write them: 1h30m, 20m, 90s, 250ms."""
+    if micros % SECOND:
+        return f"{micros / 1000:g}ms"
+    parts = []
+    for unit, size in (("h", HOUR), ("m", MINUTE), ("s", SECOND)):
+        if micros >= size:
+            parts.append(f"{micros // size}{unit}")
+            micros %= size
+    return "".join(parts) or "0s"
+
+
+def aging_text(policy: Aging) -> str:
+    text = f"{policy.points} point(s) per {duration_text(policy.per)} of wait, at most {policy.cap}"
+    if policy.priority_classes is not None:
+        text += f"; priority classes {', '.join(policy.priority_classes) or '(none)'}"
+    if policy.max_priority is not None:
+        text += f"; workloads of priority up to {policy.max_priority}"
+    return text
+
+
+def contract_text(contract: PreemptionContract) -> str:
+    parts = []
+    if contract.min_run_time is not None:
+        parts.append(f"minRunTime {duration_text(contract.min_run_time)}")
+    if contract.max_preemptions is not None:
+        within = f" per {duration_text(contract.window)}" if contract.window is not None else ""
+        parts.append(f"at most {contract.max_preemptions} preemption(s){within}")
+    return ", ".join(parts) or "no promise"
+
+
+def in_force(design: Design) -> dict[str, Any]:
+    """{"aging": {ClusterQueue: text}, "preemptionContract": {ClusterQueue: text}, "siteDefaultContract": text}.
+
+    A contract that comes from the site default says so ("... (site default)"); a queue
+    with neither is absent from the maps, and "siteDefaultContract" is "none" without one.
+    """
+    default = design.config.default_contract
+    aging: dict[str, str] = {}
+    contracts: dict[str, str] = {}
+    for obj in design.objects:
+        if obj.kind != "ClusterQueue":
+            continue
+        annotations = obj.metadata.annotations or {}
+        name = obj.metadata.name
+        policy = governance.aging(annotations)
+        if policy is not None:
+            aging[name] = aging_text(policy)
+        own = governance.contract(annotations)
+        if own is not None:
+            contracts[name] = contract_text(own)
+        elif default is not None:
+            contracts[name] = f"{contract_text(default)} (site default)"
+    return {
+        "aging": dict(sorted(aging.items())),
+        "preemptionContract": dict(sorted(contracts.items())),
+        "siteDefaultContract": contract_text(default) if default is not None else "none",
+    }
+
+
+def lines(policies: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(ClusterQueue, policy, what it says) rows; one "-" row per kind that no queue has."""
+    rows: list[tuple[str, str, str]] = []
+    for key, label in (("aging", "aging"), ("preemptionContract", "preemption contract")):
+        entries = policies.get(key, {})
+        if not entries:
+            rows.append(("-", label, "none (upstream behaviour)"))
+        rows.extend((name, label, text) for name, text in entries.items())
+    return rows

@@ -1,0 +1,136 @@
+"""The simulator's summary lists the aging and preemption contracts in force (issue 44, item 6):
+per ClusterQueue, from its annotations or the design's site default, in the JSON, the terminal
+tables and the HTML report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from pykueue.cli.main import app
+
+DESIGN = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: research
+  annotations:
+    pykueue.io/aging: '{"rate": "1/10m", "cap": 100, "priorityClasses": ["research"], "maxPriority": 50}'
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "4"}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: training
+  annotations:
+    pykueue.io/preemption-contract: '{"minRunTime": "20m", "maxPreemptions": 2, "window": "24h"}'
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "4"}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: main, namespace: research}
+spec: {clusterQueue: research}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: main, namespace: training}
+spec: {clusterQueue: training}
+"""
+SITE_DEFAULT = """\
+---
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+pykueue:
+  preemptionContract: {minRunTime: 1h30m}
+"""
+TRACE = "name,queue,submit,runtime,requests\na,research/main,0,60,cpu=1\nb,training/main,0,60,cpu=1\n"
+
+
+def _simulate(tmp_path: Path, design: str) -> tuple[str, dict, str]:
+    (tmp_path / "queues.yaml").write_text(design, encoding="utf-8")
+    (tmp_path / "trace.csv").write_text(TRACE, encoding="utf-8")
+    result = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "--queues",
+            str(tmp_path / "queues.yaml"),
+            "--trace",
+            str(tmp_path / "trace.csv"),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ],
+        env={"COLUMNS": "120"},
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    return result.stdout, summary, (tmp_path / "out" / "report.html").read_text()
+
+
+def test_annotations_are_listed_per_cluster_queue(tmp_path: Path):
+    out, summary, html = _simulate(tmp_path, DESIGN)
+    assert summary["policies"] == {
+        "aging": {
+            "research": "1 point(s) per 10m of wait, at most 100; priority classes research; "
+            "workloads of priority up to 50"
+        },
+        "preemptionContract": {"training": "minRunTime 20m, at most 2 preemption(s) per 24h"},
+        "siteDefaultContract": "none",
+    }
+    assert "policies in force" in out
+    assert "1 point(s) per 10m of wait, at most 100" in out
+    assert "minRunTime 20m, at most 2 preemption(s) per 24h" in out
+    assert "Policies in force" in html and "minRunTime 20m" in html
+
+
+def test_the_site_default_contract_is_named_where_it_applies(tmp_path: Path):
+    _, summary, _ = _simulate(tmp_path, DESIGN + SITE_DEFAULT)
+    assert summary["policies"]["siteDefaultContract"] == "minRunTime 1h30m"
+    assert summary["policies"]["preemptionContract"] == {
+        "research": "minRunTime 1h30m (site default)",  # no annotation of its own
+        "training": "minRunTime 20m, at most 2 preemption(s) per 24h",  # its own replaces the default
+    }
+
+
+def test_a_design_without_policies_says_so(tmp_path: Path):
+    plain = DESIGN.replace("pykueue.io/aging", "example.com/note").replace(
+        "pykueue.io/preemption-contract", "example.com/other"
+    )
+    out, summary, _ = _simulate(tmp_path, plain)
+    assert summary["policies"] == {"aging": {}, "preemptionContract": {}, "siteDefaultContract": "none"}
+    assert out.count("none (upstream behaviour)") == 2
+
+
+def test_the_plan_page_names_each_designs_policies(tmp_path: Path):
+    (tmp_path / "a.yaml").write_text(DESIGN, encoding="utf-8")
+    (tmp_path / "b.yaml").write_text(DESIGN + SITE_DEFAULT, encoding="utf-8")
+    (tmp_path / "trace.csv").write_text(TRACE, encoding="utf-8")
+    result = CliRunner().invoke(
+        app,
+        [
+            "plan",
+            *("--queues", str(tmp_path / "a.yaml"), "--queues", str(tmp_path / "b.yaml")),
+            *("--trace", str(tmp_path / "trace.csv"), "--out", str(tmp_path / "out")),
+            *("--no-progress", "--seeds", "1"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    html = (tmp_path / "out" / "plan.html").read_text()
+    assert "Policies in force" in html
+    assert "b: aging research (1 point(s) per 10m of wait" in html
+    assert "research (minRunTime 1h30m (site default))" in html
