@@ -1,0 +1,26 @@
+"""Divergences from upstream that are documented choices (docs/semantics.md, "Differences from upstream
+found by differential testing"). Each entry recognises its divergence from the differences at the first
+checkpoint that differs; a divergence that none recognises is undocumented."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Known:
+    name: str
+    docs: str  # the heading in docs/semantics.md
+    matches: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], bool]  # (case, pykueue view, upstream view)
+
+
+KNOWN: list[Known] = []
+
+
+def classify(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any]) -> Known | None:
+    for known in KNOWN:
+        if known.matches(case, ours, theirs):
+            return known
+    return None
