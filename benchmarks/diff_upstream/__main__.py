@@ -140,20 +140,33 @@ def write_divergence(path: Path, outcome: Outcome, reason: str, timing: bool) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.diff_upstream", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.diff_upstream", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--cases", type=int, default=20, help="how many cases (default 20)")
-    parser.add_argument("--seed", type=int, default=None, help="the generator's seed (default: from the clock, printed)")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="the generator's seed (default: from the clock, printed)"
+    )
     parser.add_argument("--first", type=int, default=0, help="the index of the first case (default 0)")
-    parser.add_argument("--out", type=Path, default=ROOT / "out" / "diff-upstream", help="where divergences go")
-    parser.add_argument("--repeat", type=int, default=2, help="replays on upstream of a divergent case (timing)")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "out" / "diff-upstream", help="where divergences go"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=2, help="replays on upstream of a divergent case (timing)"
+    )
     parser.add_argument("--shrink-budget", type=int, default=40, help="plays spent shrinking one divergence")
-    parser.add_argument("--quiet", type=float, default=1.0, help="seconds without change that end a step upstream")
+    parser.add_argument(
+        "--quiet", type=float, default=1.0, help="seconds without change that end a step upstream"
+    )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else int(time.time()) % 100_000
     print(f"seed {seed}, cases {args.first}..{args.first + args.cases - 1}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     divergences = documented = 0
-    with tempfile.TemporaryDirectory(prefix="diff-upstream-") as tmp, Upstream(Path(tmp), quiet=args.quiet).running() as up:
+    with (
+        tempfile.TemporaryDirectory(prefix="diff-upstream-") as tmp,
+        Upstream(Path(tmp), quiet=args.quiet).running() as up,
+    ):
         for index in range(args.first, args.first + args.cases):
             case = generator.generate(seed, index)
             try:
@@ -166,7 +179,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"case {seed}/{index}: same", flush=True)
                 continue
             divergences += 1
-            print(f"case {seed}/{index}: DIVERGES at step end {outcome.checkpoint}: " + "; ".join(outcome.differences))
+            print(
+                f"case {seed}/{index}: DIVERGES at step end {outcome.checkpoint}: "
+                + "; ".join(outcome.differences)
+            )
 
             def still(cand: dict[str, Any]) -> bool:
                 return play(up, cand).diverges

@@ -19,7 +19,11 @@ def _usage(raw: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for cq, flavors in sorted(raw.items()):
         per = {
-            flavor: {res: quantity.format_milli(quantity.parse(v)) for res, v in sorted(resources.items()) if quantity.parse(v)}
+            flavor: {
+                res: quantity.format_milli(quantity.parse(v))
+                for res, v in sorted(resources.items())
+                if quantity.parse(v)
+            }
             for flavor, resources in sorted(flavors.items())
         }
         per = {f: r for f, r in per.items() if r}
@@ -35,7 +39,9 @@ def from_upstream(view: dict[str, Any]) -> dict[str, Any]:
 
 
 def from_pykueue(result: dict[str, Any]) -> dict[str, Any]:
-    pending = sorted({k for keys in [*result["pending"].values(), *result["inadmissible"].values()] for k in keys})
+    pending = sorted(
+        {k for keys in [*result["pending"].values(), *result["inadmissible"].values()] for k in keys}
+    )
     why = {
         key: conds["Preempted"]["reason"]
         for key, conds in result["conditions"].items()

@@ -84,7 +84,11 @@ class _Case:
                 steps.append(
                     {
                         "delete": [
-                            {"kind": "Workload", "namespace": wl["metadata"]["namespace"], "name": wl["metadata"]["name"]}
+                            {
+                                "kind": "Workload",
+                                "namespace": wl["metadata"]["namespace"],
+                                "name": wl["metadata"]["name"],
+                            }
                         ]
                     }
                 )
@@ -109,7 +113,17 @@ class _Case:
             if i > 0 and self.rng.random() < 0.3:
                 spec["nodeTaints"] = [dict(TAINT)]
                 tainted = True
-            out.append(({"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": f"f{i}"}, "spec": spec}, tainted))
+            out.append(
+                (
+                    {
+                        "apiVersion": API,
+                        "kind": "ResourceFlavor",
+                        "metadata": {"name": f"f{i}"},
+                        "spec": spec,
+                    },
+                    tainted,
+                )
+            )
         return out
 
     def _cohorts(self) -> list[dict[str, Any]]:
@@ -123,7 +137,14 @@ class _Case:
             return []
         cohorts = [{"apiVersion": API, "kind": "Cohort", "metadata": {"name": "root"}, "spec": {}}]
         for child in ("left", "right"):
-            cohorts.append({"apiVersion": API, "kind": "Cohort", "metadata": {"name": child}, "spec": {"parentName": "root"}})
+            cohorts.append(
+                {
+                    "apiVersion": API,
+                    "kind": "Cohort",
+                    "metadata": {"name": child},
+                    "spec": {"parentName": "root"},
+                }
+            )
         self.cohort_choices = ["left", "right", "root"]
         return cohorts
 
@@ -138,7 +159,10 @@ class _Case:
             quotas = []
             for res in resources:
                 nominal = rng.randint(0, 8)
-                quota: dict[str, Any] = {"name": res, "nominalQuota": str(nominal) if res == "cpu" else f"{nominal}Gi"}
+                quota: dict[str, Any] = {
+                    "name": res,
+                    "nominalQuota": str(nominal) if res == "cpu" else f"{nominal}Gi",
+                }
                 if cohort and rng.random() < 0.3:
                     limit = rng.randint(0, 4)
                     quota["borrowingLimit"] = str(limit) if res == "cpu" else f"{limit}Gi"
@@ -157,7 +181,10 @@ class _Case:
                 "borrowWithinCohort": {"policy": rng.choice(["Never", "LowerPriority"])},
             },
         }
-        if spec["preemption"]["borrowWithinCohort"]["policy"] == "Never" or spec["preemption"]["reclaimWithinCohort"] == "Never":
+        if (
+            spec["preemption"]["borrowWithinCohort"]["policy"] == "Never"
+            or spec["preemption"]["reclaimWithinCohort"] == "Never"
+        ):
             # The API forbids borrowWithinCohort with reclaimWithinCohort Never.
             spec["preemption"]["borrowWithinCohort"] = {"policy": "Never"}
         if cohort:

@@ -13,7 +13,9 @@ from typing import Any
 class Known:
     name: str
     docs: str  # the heading in docs/semantics.md
-    matches: Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], bool]  # (case, pykueue view, upstream view)
+    matches: Callable[
+        [dict[str, Any], dict[str, Any], dict[str, Any]], bool
+    ]  # (case, pykueue view, upstream view)
 
 
 KNOWN: list[Known] = []

@@ -41,7 +41,14 @@ CLUSTER_KINDS = {
 }
 NAMESPACED_KINDS = {"LocalQueue": "localqueues", "Workload": "workloads"}
 # Deleted in this order between cases (Workloads first, so no queue is in use).
-RESET_ORDER = ("workloads", "localqueues", "clusterqueues", "cohorts", "resourceflavors", "workloadpriorityclasses")
+RESET_ORDER = (
+    "workloads",
+    "localqueues",
+    "clusterqueues",
+    "cohorts",
+    "resourceflavors",
+    "workloadpriorityclasses",
+)
 
 
 class OracleError(RuntimeError):
@@ -49,13 +56,18 @@ class OracleError(RuntimeError):
 
 
 def build_oracle() -> Path:
-    out = subprocess.run(["bash", str(ROOT / "hack" / "upstream-oracle")], check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        ["bash", str(ROOT / "hack" / "upstream-oracle")], check=True, capture_output=True, text=True
+    )
     return Path(out.stdout.strip().splitlines()[-1])
 
 
 def upstream_source() -> Path:
     out = subprocess.run(
-        ["bash", str(ROOT / "hack" / "upstream-oracle"), "--print-src"], check=True, capture_output=True, text=True
+        ["bash", str(ROOT / "hack" / "upstream-oracle"), "--print-src"],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return Path(out.stdout.strip().splitlines()[-1])
 
@@ -155,7 +167,7 @@ class Upstream:
         out["now"] = _stamp(clock)
         out["objects"] = [o for o in out["objects"] if o["kind"] != "Workload"] + stamped
         for step in doc["steps"]:
-            (kind, value), = step.items()
+            ((kind, value),) = step.items()
             if kind == "settle":
                 started = self._run_oracle(config_file)
                 now = math.floor(started + self.scheduler_delay)
@@ -222,7 +234,10 @@ class Upstream:
                 admitted[key] = {
                     "clusterQueue": adm["clusterQueue"],
                     "podSets": {
-                        ps["name"]: {"count": ps.get("count", 0), "flavors": dict(sorted((ps.get("flavors") or {}).items()))}
+                        ps["name"]: {
+                            "count": ps.get("count", 0),
+                            "flavors": dict(sorted((ps.get("flavors") or {}).items())),
+                        }
                         for ps in adm.get("podSetAssignments") or []
                     },
                 }
@@ -249,18 +264,17 @@ class Upstream:
         }
 
     def _fingerprint(self) -> tuple[Any, ...]:
+        """What users see (not resourceVersions: upstream rewrites the status of a StrictFIFO head that
+        cannot fit on every retry, which changes nothing a user reads), and whether an eviction is
+        still on its way (an evicted Workload still holding its quota)."""
         wls = self.cluster.get(f"{GROUP}/workloads")["items"]
-        cqs = self.cluster.get(f"{GROUP}/clusterqueues")["items"]
         busy = any(
-            {c["type"]: c["status"] for c in (w.get("status") or {}).get("conditions") or []}.get("Evicted") == "True"
+            {c["type"]: c["status"] for c in (w.get("status") or {}).get("conditions") or []}.get("Evicted")
+            == "True"
             and (w.get("status") or {}).get("admission")
             for w in wls
         )
-        return (
-            busy,
-            tuple(sorted((_key(w), w["metadata"]["resourceVersion"]) for w in wls)),
-            tuple(sorted((c["metadata"]["name"], c["metadata"]["resourceVersion"]) for c in cqs)),
-        )
+        return busy, json.dumps(self.view(set()), sort_keys=True)
 
     def _wait_quiet(self, timeout: float = 60.0) -> None:
         time.sleep(self.scheduler_delay)
@@ -275,7 +289,10 @@ class Upstream:
                 last, since = now, time.monotonic()
             elif not now[0] and time.monotonic() - since >= self.quiet:
                 return
-        raise OracleError(f"upstream did not settle within {timeout}s")
+        raise OracleError(
+            f"upstream did not settle within {timeout}s (an evicted Workload still holding quota: {last[0]}); "
+            f"what users see last: {last[1]}"
+        )
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -306,7 +323,9 @@ class Upstream:
         """Create them; return them as pykueue must see them: stamped, in upstream's queue order."""
         stamped = []
         for obj in workloads:
-            self._create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": obj["metadata"]["namespace"]}})
+            self._create(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": obj["metadata"]["namespace"]}}
+            )
             made = self._create(obj)
             copy_ = copy.deepcopy(obj)
             copy_["metadata"]["creationTimestamp"] = made["metadata"]["creationTimestamp"]
@@ -330,7 +349,10 @@ class Upstream:
 
     def _deactivate(self, obj: dict[str, Any]) -> None:
         self.cluster.request(
-            "PATCH", self._wl_path(_key(obj)), {"spec": {"active": False}}, content_type="application/merge-patch+json"
+            "PATCH",
+            self._wl_path(_key(obj)),
+            {"spec": {"active": False}},
+            content_type="application/merge-patch+json",
         )
 
     def _finish(self, key: str) -> None:
@@ -361,12 +383,19 @@ class Upstream:
         for plural in RESET_ORDER:
             for obj in self.cluster.get(f"{GROUP}/{plural}")["items"]:
                 meta = obj["metadata"]
-                base = f"{GROUP}/namespaces/{meta['namespace']}/{plural}" if "namespace" in meta else f"{GROUP}/{plural}"
+                base = (
+                    f"{GROUP}/namespaces/{meta['namespace']}/{plural}"
+                    if "namespace" in meta
+                    else f"{GROUP}/{plural}"
+                )
                 path = f"{base}/{meta['name']}"
                 if meta.get("finalizers"):
                     with contextlib.suppress(ApiError):
                         self.cluster.request(
-                            "PATCH", path, {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json"
+                            "PATCH",
+                            path,
+                            {"metadata": {"finalizers": None}},
+                            content_type="application/merge-patch+json",
                         )
                 self.cluster.delete(path)
 
