@@ -69,10 +69,11 @@ class _Case:
         steps: list[dict[str, Any]] = [{"settle": {}}]
         names = [f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in workloads]
         live = list(workloads)
-        for _ in range(rng.randint(0, 3)):
-            kind = rng.choice(["apply", "apply", "finish", "delete", "deactivate"])
+        for _ in range(rng.randint(1, 3)):
+            kind = rng.choice(["apply", "apply", "apply", "finish", "delete", "deactivate"])
             if kind == "apply" or not live:
-                new = [self._workload() for _ in range(rng.randint(1, 3))]
+                # Later arrivals are often more important: they are what preemption is for.
+                new = [self._workload(late=True) for _ in range(rng.randint(1, 3))]
                 live += new
                 names += [f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in new]
                 steps.append({"apply": new})
@@ -176,8 +177,8 @@ class _Case:
             "queueingStrategy": rng.choice(["BestEffortFIFO", "BestEffortFIFO", "StrictFIFO"]),
             "resourceGroups": [{"coveredResources": resources, "flavors": group_flavors}],
             "preemption": {
-                "withinClusterQueue": rng.choice(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
-                "reclaimWithinCohort": rng.choice(["Never", "LowerPriority", "Any"]),
+                "withinClusterQueue": rng.choice(["Never", "LowerPriority", "LowerPriority", "LowerOrNewerEqualPriority"]),
+                "reclaimWithinCohort": rng.choice(["Never", "LowerPriority", "Any", "Any"]),
                 "borrowWithinCohort": {"policy": rng.choice(["Never", "LowerPriority"])},
             },
         }
@@ -196,7 +197,7 @@ class _Case:
             }
         return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": f"cq{i}"}, "spec": spec}
 
-    def _workload(self) -> dict[str, Any]:
+    def _workload(self, late: bool = False) -> dict[str, Any]:
         rng = self.rng
         self.workload_count += 1
         cq = rng.choice(self.cqs)["metadata"]["name"]
@@ -224,5 +225,5 @@ class _Case:
             "apiVersion": API,
             "kind": "Workload",
             "metadata": {"name": f"w{self.workload_count}", "namespace": rng.choice(NAMESPACES)},
-            "spec": {"queueName": f"lq-{cq}", "priority": rng.choice([0, 0, 1, 2]), "podSets": pod_sets},
+            "spec": {"queueName": f"lq-{cq}", "priority": rng.choice([0, 1, 2, 3, 3] if late else [0, 0, 1, 2]), "podSets": pod_sets},
         }
