@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=2, help="replays on upstream of a divergent case (timing)"
     )
-    parser.add_argument("--shrink-budget", type=int, default=40, help="plays spent shrinking one divergence")
+    parser.add_argument("--shrink-budget", type=int, default=25, help="plays spent shrinking one divergence")
     parser.add_argument(
         "--quiet", type=float, default=1.0, help="seconds without change that end a step upstream"
     )

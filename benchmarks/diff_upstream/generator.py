@@ -177,7 +177,9 @@ class _Case:
             "queueingStrategy": rng.choice(["BestEffortFIFO", "BestEffortFIFO", "StrictFIFO"]),
             "resourceGroups": [{"coveredResources": resources, "flavors": group_flavors}],
             "preemption": {
-                "withinClusterQueue": rng.choice(["Never", "LowerPriority", "LowerPriority", "LowerOrNewerEqualPriority"]),
+                "withinClusterQueue": rng.choice(
+                    ["Never", "LowerPriority", "LowerPriority", "LowerOrNewerEqualPriority"]
+                ),
                 "reclaimWithinCohort": rng.choice(["Never", "LowerPriority", "Any", "Any"]),
                 "borrowWithinCohort": {"policy": rng.choice(["Never", "LowerPriority"])},
             },
@@ -225,5 +227,9 @@ class _Case:
             "apiVersion": API,
             "kind": "Workload",
             "metadata": {"name": f"w{self.workload_count}", "namespace": rng.choice(NAMESPACES)},
-            "spec": {"queueName": f"lq-{cq}", "priority": rng.choice([0, 1, 2, 3, 3] if late else [0, 0, 1, 2]), "podSets": pod_sets},
+            "spec": {
+                "queueName": f"lq-{cq}",
+                "priority": rng.choice([0, 1, 2, 3, 3] if late else [0, 0, 1, 2]),
+                "podSets": pod_sets,
+            },
         }

@@ -55,6 +55,14 @@ class OracleError(RuntimeError):
     pass
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: the oracle gets SIGTERM when the driver dies, however it dies."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def build_oracle() -> Path:
     out = subprocess.run(
         ["bash", str(ROOT / "hack" / "upstream-oracle")], check=True, capture_output=True, text=True
@@ -416,6 +424,7 @@ class Upstream:
             stdout=log,
             stderr=log,
             env=env,
+            preexec_fn=_die_with_parent,  # the driver starts no threads
         )
         log.close()
         return started
