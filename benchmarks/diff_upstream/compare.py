@@ -2,7 +2,7 @@
 
 Compared at the end of every `settle`: the admitted Workloads (ClusterQueue, and per pod set the count and
 each resource's flavor), the Workloads still waiting (pykueue's active and inadmissible queues together:
-upstream's API does not tell the two apart), finished and deactivated ones, every Workload preempted so
+upstream's API does not tell the two apart) and the reason of their `QuotaReserved=False`, finished and deactivated ones, every Workload preempted so
 far and the reason of its `Preempted` condition, and each ClusterQueue's reserved quota per flavor.
 """
 
@@ -12,7 +12,16 @@ from typing import Any
 
 from pykueue.api import quantity
 
-KEYS = ("admitted", "pending", "finished", "deactivated", "preempted", "preemptedWhy", "clusterQueueUsage")
+KEYS = (
+    "admitted",
+    "pending",
+    "pendingReason",
+    "finished",
+    "deactivated",
+    "preempted",
+    "preemptedWhy",
+    "clusterQueueUsage",
+)
 
 
 def _usage(raw: dict[str, Any]) -> dict[str, Any]:
@@ -59,6 +68,11 @@ def from_pykueue(result: dict[str, Any]) -> dict[str, Any]:
             for key, adm in result["admitted"].items()
         },
         "pending": [k for k in pending if k not in result["deactivated"]],
+        "pendingReason": {
+            key: result["conditions"][key]["QuotaReserved"]["reason"]
+            for key in pending
+            if key not in result["deactivated"] and "QuotaReserved" in result["conditions"].get(key, {})
+        },
         "finished": sorted(result["finished"]),
         "deactivated": sorted(result["deactivated"]),
         "preempted": sorted(result["preempted"]),

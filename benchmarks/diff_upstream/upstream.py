@@ -90,8 +90,10 @@ def kueue_config(config: dict[str, Any]) -> dict[str, Any]:
         doc["admissionFairSharing"] = config["admissionFairSharing"]
     if config.get("waitForPodsReady"):
         doc["waitForPodsReady"] = config["waitForPodsReady"]
-    if config.get("featureGates"):
-        doc["featureGates"] = config["featureGates"]
+    # pykueue gives a pending Workload upstream's granular reasons (WaitingForQuota, NoMatchingFlavor, ...),
+    # which upstream v0.19 gives only with this beta gate on (it is off by default there): the reasons are
+    # compared with it on, and the default is a documented difference (docs/semantics.md).
+    doc["featureGates"] = {"UnadmittedWorkloadsObservability": True, **(config.get("featureGates") or {})}
     return doc
 
 
