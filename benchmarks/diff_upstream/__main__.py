@@ -123,7 +123,7 @@ def _upstream_expect(view: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_divergence(path: Path, outcome: Outcome, reason: str, timing: bool) -> None:
-    doc = _truncate(outcome.pykueue_doc, (outcome.checkpoint or 0) + 1)
+    doc = _truncate(outcome.pykueue_doc, outcome.checkpoint or 0)
     doc["description"] = (
         "Found by `make diff-upstream` and shrunk; differences at the end of the steps:\n"
         + "\n".join(f"- {d}" for d in outcome.differences)
