@@ -44,6 +44,7 @@ class _Case:
         if partial:
             config["featureGates"] = {"PartialAdmission": True}
         self.partial = partial
+        self.fair = fair
         objects: list[dict[str, Any]] = []
         for ns in NAMESPACES:
             objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -192,6 +193,8 @@ class _Case:
             spec["preemption"]["borrowWithinCohort"] = {"policy": "Never"}
         if cohort:
             spec["cohortName"] = cohort
+        if cohort and self.fair and rng.random() < 0.5:
+            spec["fairSharing"] = {"weight": rng.choice(["1", "2", "500m", "0"])}
         if rng.random() < 0.3:
             spec["flavorFungibility"] = {
                 "whenCanBorrow": rng.choice(["MayStopSearch", "TryNextFlavor"]),
