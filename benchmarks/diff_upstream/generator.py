@@ -155,28 +155,29 @@ class _Case:
         cohort = rng.choice(self.cohort_choices)
         flavors = [f for f, _ in self.flavors]
         chosen = rng.sample(flavors, rng.randint(1, len(flavors)))
-        resources = ["cpu"] if rng.random() < 0.6 else ["cpu", "memory"]
-        group_flavors = []
-        for flavor in chosen:
-            quotas = []
-            for res in resources:
-                nominal = rng.randint(0, 8)
-                quota: dict[str, Any] = {
-                    "name": res,
-                    "nominalQuota": str(nominal) if res == "cpu" else f"{nominal}Gi",
-                }
-                if cohort and rng.random() < 0.3:
-                    limit = rng.randint(0, 4)
-                    quota["borrowingLimit"] = str(limit) if res == "cpu" else f"{limit}Gi"
-                if cohort and rng.random() < 0.3:
-                    limit = rng.randint(0, nominal)
-                    quota["lendingLimit"] = str(limit) if res == "cpu" else f"{limit}Gi"
-                quotas.append(quota)
-            group_flavors.append({"name": flavor["metadata"]["name"], "resources": quotas})
+        # One group (cpu, maybe memory and pods), or, with two flavors or more, cpu and memory in groups
+        # of their own over disjoint flavors (a flavor may serve one group of a ClusterQueue only).
+        if len(chosen) >= 2 and rng.random() < 0.3:
+            cut = rng.randint(1, len(chosen) - 1)
+            layout = [(["cpu"], chosen[:cut]), (["memory"], chosen[cut:])]
+        else:
+            resources = ["cpu"] if rng.random() < 0.6 else ["cpu", "memory"]
+            if rng.random() < 0.15:
+                resources.append("pods")
+            layout = [(resources, chosen)]
+        groups = []
+        for resources, group_chosen in layout:
+            group_flavors = []
+            for flavor in group_chosen:
+                quotas = []
+                for res in resources:
+                    quotas.append(self._quota(res, cohort))
+                group_flavors.append({"name": flavor["metadata"]["name"], "resources": quotas})
+            groups.append({"coveredResources": resources, "flavors": group_flavors})
         spec: dict[str, Any] = {
             "namespaceSelector": {},
             "queueingStrategy": rng.choice(["BestEffortFIFO", "BestEffortFIFO", "StrictFIFO"]),
-            "resourceGroups": [{"coveredResources": resources, "flavors": group_flavors}],
+            "resourceGroups": groups,
             "preemption": {
                 "withinClusterQueue": rng.choice(
                     ["Never", "LowerPriority", "LowerPriority", "LowerOrNewerEqualPriority"]
@@ -201,6 +202,17 @@ class _Case:
                 "whenCanPreempt": rng.choice(["MayStopSearch", "TryNextFlavor"]),
             }
         return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": f"cq{i}"}, "spec": spec}
+
+    def _quota(self, res: str, cohort: str | None) -> dict[str, Any]:
+        rng = self.rng
+        unit = {"cpu": "", "memory": "Gi", "pods": ""}[res]
+        nominal = rng.randint(0, 8)
+        quota: dict[str, Any] = {"name": res, "nominalQuota": f"{nominal}{unit}"}
+        if cohort and rng.random() < 0.3:
+            quota["borrowingLimit"] = f"{rng.randint(0, 4)}{unit}"
+        if cohort and rng.random() < 0.3:
+            quota["lendingLimit"] = f"{rng.randint(0, nominal)}{unit}"
+        return quota
 
     def _workload(self, late: bool = False) -> dict[str, Any]:
         rng = self.rng
