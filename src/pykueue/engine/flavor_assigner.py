@@ -34,7 +34,6 @@ from pykueue.engine.selectors import flavor_affinity_mismatch, untolerated_taint
 from pykueue.engine.topology_assignments import TopologyAssignment
 from pykueue.engine.workloads import PodSet, Workload
 
-
 _FNV64_OFFSET = 0xCBF29CE484222325
 _FNV64_PRIME = 0x100000001B3
 
@@ -271,7 +270,9 @@ class FlavorAssigner:
         result: Assignment,
     ) -> tuple[dict[str, FlavorChoice], list[str]]:
         wanted = {
-            res: requests[res] for res in sorted(requests, key=upstream_resource_order) if res in group.covered
+            res: requests[res]
+            for res in sorted(requests, key=upstream_resource_order)
+            if res in group.covered
         }
         first_resource = next(iter(wanted))
         reasons: list[str] = []
