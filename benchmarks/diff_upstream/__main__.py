@@ -109,8 +109,21 @@ def play(up: Upstream, case: dict[str, Any]) -> Outcome:
     return out
 
 
+def _conditions(reasons: dict[str, str], why: dict[str, str]) -> dict[str, Any]:
+    """The compared conditions: QuotaReserved of waiting Workloads, Preempted of preempted ones."""
+    out: dict[str, Any] = {}
+    for key, reason in reasons.items():
+        out.setdefault(key, {})["QuotaReserved"] = {"status": "False", "reason": reason}
+    for key, reason in why.items():
+        out.setdefault(key, {})["Preempted"] = {"status": "True", "reason": reason}
+    return dict(sorted(out.items()))
+
+
 def _expect_of(result: dict[str, Any]) -> dict[str, Any]:
-    return {key: result[key] for key in ("admitted", "preempted", "pending", "inadmissible", "finished")}
+    expect = {key: result[key] for key in ("admitted", "preempted", "pending", "inadmissible", "finished")}
+    view = compare.from_pykueue(result)
+    expect["conditions"] = _conditions(view["pendingReason"], view["preemptedWhy"])
+    return expect
 
 
 def _upstream_expect(view: dict[str, Any]) -> dict[str, Any]:
@@ -118,6 +131,7 @@ def _upstream_expect(view: dict[str, Any]) -> dict[str, Any]:
         "admitted": view["admitted"],
         "preempted": view["preempted"],
         "finished": view["finished"],
+        "conditions": _conditions(view["pendingReason"], view["preemptedWhy"]),
         "contains": {"pending": view["pending"]},
     }
 
