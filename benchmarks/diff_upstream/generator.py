@@ -1,14 +1,15 @@
 """Seeded random cases in the scenario format (shared/scenarios/FORMAT.md), without `expect`.
 
 A case is a scenario document: `objects` (namespaces, flavors, cohorts, ClusterQueues, LocalQueues, the
-first Workloads) and `steps`, each step one change (`apply` of new or deactivated Workloads, `finish`,
-`delete`) followed by `settle`. Every Workload sets `spec.priority` itself: the oracle runs without
+first Workloads) and `steps`, each step one change (`apply` of new or deactivated Workloads or of a ClusterQueue
+with new quotas, `finish`, `delete`) followed by `settle`. Every Workload sets `spec.priority` itself: the oracle runs without
 webhooks, so nothing would derive it from a priority class. Names of Workloads to finish may not be
 admitted when the step comes; the driver keeps only those that are (see upstream.resolve_finish).
 """
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -71,7 +72,7 @@ class _Case:
         names = [f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in workloads]
         live = list(workloads)
         for _ in range(rng.randint(1, 3)):
-            kind = rng.choice(["apply", "apply", "apply", "finish", "delete", "deactivate"])
+            kind = rng.choice(["apply", "apply", "apply", "finish", "delete", "deactivate", "quota"])
             if kind == "apply" or not live:
                 # Later arrivals are often more important: they are what preemption is for.
                 new = [self._workload(late=True) for _ in range(rng.randint(1, 3))]
@@ -94,6 +95,8 @@ class _Case:
                         ]
                     }
                 )
+            elif kind == "quota":
+                steps.append({"apply": [self._requota(rng.choice(self.cqs))]})
             else:
                 wl = rng.choice(live)
                 live.remove(wl)
@@ -202,6 +205,19 @@ class _Case:
                 "whenCanPreempt": rng.choice(["MayStopSearch", "TryNextFlavor"]),
             }
         return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": f"cq{i}"}, "spec": spec}
+
+    def _requota(self, cq: dict[str, Any]) -> dict[str, Any]:
+        """The ClusterQueue with new nominal quotas (an admin's edit); lending limits stay within them."""
+        changed = copy.deepcopy(cq)
+        for group in changed["spec"]["resourceGroups"]:
+            for flavor in group["flavors"]:
+                for quota in flavor["resources"]:
+                    unit = "Gi" if quota["name"] == "memory" else ""
+                    nominal = self.rng.randint(0, 8)
+                    quota["nominalQuota"] = f"{nominal}{unit}"
+                    if "lendingLimit" in quota:
+                        quota["lendingLimit"] = f"{min(nominal, self.rng.randint(0, 4))}{unit}"
+        return changed
 
     def _quota(self, res: str, cohort: str | None) -> dict[str, Any]:
         rng = self.rng

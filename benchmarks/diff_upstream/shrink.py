@@ -89,6 +89,19 @@ def candidates(doc: Doc) -> Iterator[Doc]:
             if not (o["kind"] == "ClusterQueue" and o["metadata"]["name"] == cq)
             and not (o["kind"] == "LocalQueue" and o["spec"]["clusterQueue"] == cq)
         ]
+        steps = []
+        for step in out["steps"]:
+            if "apply" in step:
+                kept = [
+                    o
+                    for o in step["apply"]
+                    if not (o["kind"] == "ClusterQueue" and o["metadata"]["name"] == cq)
+                ]
+                if not kept:
+                    continue
+                step = {"apply": kept}
+            steps.append(step)
+        out["steps"] = _drop_idle_settles(steps)
         yield out
     # Second pod sets, cohorts' features, flavor fungibility.
     for i, obj in enumerate(doc["objects"]):

@@ -191,13 +191,17 @@ class Upstream:
                 views.append(view)
                 out_steps.append({"expect": {}})
             elif kind == "apply":
+                for obj in value:
+                    if obj["kind"] != "Workload":
+                        self._replace(obj)
+                value = [o for o in value if o["kind"] == "Workload"]
                 new = [o for o in value if o.get("spec", {}).get("active", True) is not False]
                 off = [o for o in value if o.get("spec", {}).get("active", True) is False]
                 applied = self._create_workloads(new)
                 for obj in off:
                     self._deactivate(obj)
                     applied.append(self._restamp(obj))
-                out_steps.append({"apply": applied})
+                out_steps.append({"apply": [o for o in step["apply"] if o["kind"] != "Workload"] + applied})
             elif kind == "finish":
                 admitted = views[-1]["admitted"] if views else {}
                 keys = [k for k in value if k in admitted]
@@ -343,6 +347,13 @@ class Upstream:
             stamped.append(copy_)
         stamped.sort(key=lambda o: (o["metadata"]["creationTimestamp"], o["metadata"]["uid"]))
         return stamped
+
+    def _replace(self, obj: dict[str, Any]) -> None:
+        """A changed cluster-scoped object (a ClusterQueue with new quotas): its spec replaced."""
+        path = f"{self._path(obj)}/{obj['metadata']['name']}"
+        current = self.cluster.get(path)
+        current["spec"] = copy.deepcopy(obj["spec"])
+        self.cluster.request("PUT", path, current)
 
     def _restamp(self, obj: dict[str, Any]) -> dict[str, Any]:
         got = self.cluster.get(
