@@ -2,7 +2,8 @@
 
 Compared at the end of every `settle`: the admitted Workloads (ClusterQueue, and per pod set the count and
 each resource's flavor), the Workloads still waiting (pykueue's active and inadmissible queues together:
-upstream's API does not tell the two apart) and the reason of their `QuotaReserved=False`, finished and deactivated ones, every Workload preempted so
+upstream's API does not tell the two apart), which of them wait in each ClusterQueue's active queue and
+which are parked as inadmissible (upstream: its queue manager, served by the oracle), and the reason of their `QuotaReserved=False`, finished and deactivated ones, every Workload preempted so
 far and the reason of its `Preempted` condition, and each ClusterQueue's reserved quota per flavor.
 """
 
@@ -15,6 +16,7 @@ from pykueue.api import quantity
 KEYS = (
     "admitted",
     "pending",
+    "queues",
     "pendingReason",
     "finished",
     "deactivated",
@@ -68,6 +70,10 @@ def from_pykueue(result: dict[str, Any]) -> dict[str, Any]:
             for key, adm in result["admitted"].items()
         },
         "pending": [k for k in pending if k not in result["deactivated"]],
+        "queues": {
+            "active": {cq: sorted(keys) for cq, keys in sorted(result["pending"].items()) if keys},
+            "inadmissible": {cq: sorted(keys) for cq, keys in sorted(result["inadmissible"].items()) if keys},
+        },
         "pendingReason": {
             key: result["conditions"][key]["QuotaReserved"]["reason"]
             for key in pending

@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from pykueue.devcluster.controlplane import ApiError, KubeCluster, find_bin_dir
+from pykueue.devcluster.controlplane import ApiError, KubeCluster, find_bin_dir, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "/apis/kueue.x-k8s.io/v1beta2"
@@ -124,6 +125,7 @@ class Upstream:
         self.cluster = KubeCluster(find_bin_dir(), workdir / "cluster")
         self.namespaces: set[str] = set()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.queues_url = ""
         self.runs = 0
 
     def start(self) -> None:
@@ -186,8 +188,8 @@ class Upstream:
                     clock = now
                 out_steps.append(step)
                 self._wait_quiet()
+                view = self.view(preempted)  # while the oracle runs: its queues are part of it
                 self._stop_oracle()
-                view = self.view(preempted)
                 views.append(view)
                 out_steps.append({"expect": {}})
             elif kind == "apply":
@@ -219,6 +221,21 @@ class Upstream:
         return views, out
 
     # -- reading ------------------------------------------------------------------------------
+
+    def queues(self) -> dict[str, dict[str, list[str]]]:
+        """The running oracle's queues: {"active": {cq: [keys]}, "inadmissible": {cq: [keys]}}, sorted,
+        ClusterQueues with none left out."""
+        if self.proc is None or not self.queues_url:
+            return {"active": {}, "inadmissible": {}}
+        try:
+            with urllib.request.urlopen(self.queues_url, timeout=5) as resp:
+                raw = json.loads(resp.read().decode())
+        except OSError:
+            return {"active": {}, "inadmissible": {}}  # not serving yet
+        return {
+            part: {cq: sorted(keys) for cq, keys in sorted((raw.get(part) or {}).items()) if keys}
+            for part in ("active", "inadmissible")
+        }
 
     def view(self, preempted: set[str]) -> dict[str, Any]:
         """What users see now; `preempted` accumulates over the case (a deleted Workload stays in it)."""
@@ -268,6 +285,7 @@ class Upstream:
             usage[cq["metadata"]["name"]] = per
         return {
             "admitted": admitted,
+            "queues": self.queues(),
             "pending": sorted(pending),
             "finished": sorted(finished),
             "preempted": sorted(preempted),
@@ -426,6 +444,8 @@ class Upstream:
         self._stop_oracle()
         log = open(self.workdir / "oracle.log", "ab")  # noqa: SIM115 - kept open for the child
         env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)}
+        port = free_port()
+        self.queues_url = f"http://127.0.0.1:{port}/queues"
         started = time.time()
         self.proc = subprocess.Popen(
             [
@@ -433,6 +453,7 @@ class Upstream:
                 f"--config={config_file}",
                 f"--scheduler-delay={int(self.scheduler_delay * 1000)}ms",
                 f"--zap-log-level={self.log_level}",
+                f"--queues-addr=127.0.0.1:{port}",
             ],
             stdout=log,
             stderr=log,

@@ -11,7 +11,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -52,6 +56,7 @@ import (
 var (
 	scheme         = runtime.NewScheme()
 	schedulerDelay time.Duration
+	queuesAddr     string
 )
 
 func init() {
@@ -64,6 +69,8 @@ func init() {
 func main() {
 	configFile := flag.String("config", "", "a Kueue Configuration file (config.kueue.x-k8s.io/v1beta2); defaults when empty")
 	featureGates := flag.String("feature-gates", "", "key=value pairs of feature gates, as upstream's manager takes them")
+	flag.StringVar(&queuesAddr, "queues-addr", "", "serve GET /queues (JSON: each ClusterQueue's active and "+
+		"inadmissible Workloads, as upstream's queue manager holds them) on this address, e.g. 127.0.0.1:0")
 	flag.DurationVar(&schedulerDelay, "scheduler-delay", 0, "start the scheduler this long after the manager, so that "+
 		"the queues hold every Workload already stored before the first cycle (as in a scenario's first cycle)")
 	logOptions := zap.Options{
@@ -200,6 +207,12 @@ func run(log interface {
 		log.Error(err, "job stand-in")
 		return 1
 	}
+	if queuesAddr != "" {
+		if err := serveQueues(ctx, queuesAddr, queues); err != nil {
+			log.Error(err, "queues endpoint")
+			return 1
+		}
+	}
 	log.Info("oracle starting")
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "manager stopped")
@@ -238,4 +251,30 @@ func (s *standIn) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return changed, nil
 	})
 	return reconcile.Result{}, err
+}
+
+// serveQueues answers GET /queues with the queue manager's view: which Workloads wait in each
+// ClusterQueue's active queue and which are parked as inadmissible (the API does not show the two
+// apart). The address it listens on is printed on stdout as "queues: ADDR" for the driver.
+func serveQueues(ctx context.Context, addr string, queues *qcache.Manager) error {
+	listener, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/queues", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"active":       queues.Dump(),
+			"inadmissible": queues.DumpInadmissible(),
+		})
+	})
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = server.Serve(listener) }()
+	go func() {
+		<-ctx.Done()
+		_ = server.Close()
+	}()
+	fmt.Printf("queues: %s\n", listener.Addr())
+	return nil
 }
