@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from benchmarks.diff_upstream import compare, generator, known, shrink
-from benchmarks.diff_upstream.upstream import OracleError, Upstream
+from benchmarks.diff_upstream.upstream import NotSettled, OracleError, Upstream
 from pykueue.errors import ScenarioError
 from pykueue.scenario import loader, runner
 
@@ -185,6 +185,20 @@ def main(argv: list[str] | None = None) -> int:
             case = generator.generate(seed, index)
             try:
                 outcome = play(up, case)
+            except NotSettled as exc:
+                divergences += 1
+                path = args.out / f"{seed}-{index}.not-settled.yaml"
+                path.write_text(yaml.safe_dump(case, sort_keys=False))
+                if exc.preemptions >= known.LOOP_PREEMPTIONS:
+                    documented += 1
+                    print(
+                        f"case {seed}/{index}: documented: {known.PREEMPTION_LOOP.name}, one Workload "
+                        f"preempted {exc.preemptions} times (docs/semantics.md: {known.PREEMPTION_LOOP.docs}) -> {path}",
+                        flush=True,
+                    )
+                else:
+                    print(f"case {seed}/{index}: UNDOCUMENTED: {exc} -> {path}", flush=True)
+                continue
             except OracleError as exc:
                 print(f"case {seed}/{index}: upstream failed: {exc}", flush=True)
                 divergences += 1

@@ -56,6 +56,15 @@ class OracleError(RuntimeError):
     pass
 
 
+class NotSettled(OracleError):
+    """Upstream kept changing what users see; `preemptions` is the most times one Workload was preempted
+    (several: upstream's preemption loop between a victim and its preemptor, kubernetes-sigs/kueue#14543)."""
+
+    def __init__(self, message: str, preemptions: int) -> None:
+        super().__init__(message)
+        self.preemptions = preemptions
+
+
 def _die_with_parent() -> None:
     """In the child before exec: the oracle gets SIGTERM when the driver dies, however it dies."""
     with contextlib.suppress(OSError, AttributeError):
@@ -321,10 +330,19 @@ class Upstream:
                 last, since = now, time.monotonic()
             elif not now[0] and time.monotonic() - since >= self.quiet:
                 return
-        raise OracleError(
+        raise NotSettled(
             f"upstream did not settle within {timeout}s (an evicted Workload still holding quota: {last[0]}); "
-            f"what users see last: {last[1]}"
+            f"what users see last: {last[1]}",
+            self._most_preemptions(),
         )
+
+    def _most_preemptions(self) -> int:
+        most = 0
+        for wl in self.cluster.get(f"{GROUP}/workloads")["items"]:
+            for ev in ((wl.get("status") or {}).get("schedulingStats") or {}).get("evictions") or []:
+                if ev.get("reason") == "Preempted":
+                    most = max(most, int(ev.get("count", 0)))
+        return most
 
     # -- writing ------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.diff_upstream import compare, generator, known  # noqa: E402
 from benchmarks.diff_upstream.__main__ import play, run_pykueue  # noqa: E402
-from benchmarks.diff_upstream.upstream import Upstream  # noqa: E402
+from benchmarks.diff_upstream.upstream import NotSettled, Upstream  # noqa: E402
 
 SEED = 39
 CASES = 8
@@ -34,7 +34,12 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstream]:
 def test_fixed_sample_has_no_undocumented_divergence(upstream: Upstream) -> None:
     undocumented = []
     for index in range(CASES):
-        outcome = play(upstream, generator.generate(SEED, index))
+        try:
+            outcome = play(upstream, generator.generate(SEED, index))
+        except NotSettled as exc:  # documented only as upstream's preemption loop
+            if exc.preemptions < known.LOOP_PREEMPTIONS:
+                undocumented.append(f"case {SEED}/{index}: {exc}")
+            continue
         if not outcome.diverges:
             continue
         if known.classify(outcome.case, outcome.ours, outcome.theirs):
