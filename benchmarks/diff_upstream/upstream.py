@@ -292,9 +292,29 @@ class Upstream:
                 for res in fl.get("resources") or []:
                     per.setdefault(fl["name"], {})[res["name"]] = res.get("total", "0")
             usage[cq["metadata"]["name"]] = per
+        queues = self.queues()
+        if self.proc is not None:
+            # A pending Workload in neither list is the head the scheduler has popped this moment (a
+            # StrictFIFO head that cannot fit is retried without pause): it is in its active queue.
+            listed = {k for part in queues.values() for keys in part.values() for k in keys}
+            lq_cq = {
+                (lq["metadata"]["namespace"], lq["metadata"]["name"]): lq["spec"]["clusterQueue"]
+                for lq in self.cluster.get(f"{GROUP}/localqueues")["items"]
+            }
+            by_key = {_key(wl): wl for wl in wls}
+            for key in pending:
+                if key in listed:
+                    continue
+                wl = by_key[key]
+                cq = lq_cq.get((wl["metadata"]["namespace"], wl["spec"].get("queueName", "")))
+                if cq:
+                    active = queues["active"].setdefault(cq, [])
+                    active.append(key)
+                    active.sort()
+            queues["active"] = dict(sorted(queues["active"].items()))
         return {
             "admitted": admitted,
-            "queues": self.queues(),
+            "queues": queues,
             "pending": sorted(pending),
             "finished": sorted(finished),
             "preempted": sorted(preempted),
