@@ -308,9 +308,9 @@ class Upstream:
                 wl = by_key[key]
                 cq = lq_cq.get((wl["metadata"]["namespace"], wl["spec"].get("queueName", "")))
                 if cq:
-                    active = queues["active"].setdefault(cq, [])
-                    active.append(key)
-                    active.sort()
+                    held = queues["active"].setdefault(cq, [])
+                    held.append(key)
+                    held.sort()
             queues["active"] = dict(sorted(queues["active"].items()))
         return {
             "admitted": admitted,
