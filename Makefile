@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck layers unit bench bench-cluster bench-large-scale bench-upstream kueue-perf-binaries \
-	setup clean constraints dist test-dist test-pythons image test-image kind-controllers kueuectl kueue-manager fuzz
+	upstream-oracle diff-upstream setup clean constraints dist test-dist test-pythons image test-image kind-controllers kueuectl kueue-manager fuzz
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,17 @@ kueue-perf-binaries:
 ## before the runner instead of with it); figures in docs/performance.md
 bench-upstream: $(STAMP) kube-binaries kueue-perf-binaries
 	$(BIN)/python -m benchmarks.upstream_bench $(BENCH_UPSTREAM_ARGS)
+
+## upstream-oracle: build the differential test's oracle (hack/diff-upstream/oracle: upstream Kueue's scheduler
+## and core controllers, sigs.k8s.io/kueue pinned in its go.mod) from the Go module proxy (cached)
+upstream-oracle:
+	bash hack/upstream-oracle
+
+## diff-upstream: random cases on pykueue's scenario runner and on upstream's scheduler (the oracle on a real
+## kube-apiserver), compared step by step; divergences shrunk into out/diff-upstream/ (DIFF_ARGS="--cases N
+## --seed S"); last line "N cases, K divergences (D documented)"; docs/differential.md
+diff-upstream: $(STAMP) kube-binaries upstream-oracle
+	$(BIN)/python -m benchmarks.diff_upstream $(DIFF_ARGS)
 
 ## constraints: pin the tested set (every dependency, dev included) for Python 3.11-3.13 in constraints.txt
 constraints: $(STAMP)

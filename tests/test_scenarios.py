@@ -252,6 +252,26 @@ INVALID = {
         ["Approved"],
     ),
     "pods-ready-not-a-list": (("- cycle: 1\n", "- podsReady: team/w\n"), "steps[0].podsReady", []),
+    "divergence-without-reason": (
+        ("format: 1\n", "format: 1\ndivergence: {upstreamVersion: v0.19.2}\n"),
+        "divergence reason",
+        ["required"],
+    ),
+    "divergence-unknown-key": (
+        ("format: 1\n", "format: 1\ndivergence: {reason: chosen, upstreem: {}}\n"),
+        "divergence",
+        ["upstreem"],
+    ),
+    "divergence-upstream-not-an-expect": (
+        ("format: 1\n", "format: 1\ndivergence: {reason: chosen, upstream: {admited: {}}}\n"),
+        "divergence upstream",
+        ["admited"],
+    ),
+    "divergence-timing-not-a-bool": (
+        ("format: 1\n", "format: 1\ndivergence: {reason: chosen, timing: sometimes}\n"),
+        "divergence timing",
+        [],
+    ),
     "misspelt-feature-gate": (
         ("format: 1\n", "format: 1\nconfig:\n  featureGates: {PartialAdmision: false}\n"),
         "config.featureGates",
@@ -266,6 +286,19 @@ def test_the_valid_base_of_the_invalid_files_is_valid(tmp_path: Path) -> None:
     result = cli.invoke(app, ["scenario", "run", str(path), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["name"] == "a valid scenario"
+
+
+def test_a_divergence_block_is_read_and_only_expect_is_checked(tmp_path: Path) -> None:
+    """FORMAT.md's `divergence` holds upstream's result; `scenario check` compares pykueue's (`expect`)."""
+    path = tmp_path / "divergence.yaml"
+    text = VALID.replace(
+        "format: 1\n",
+        "format: 1\ndivergence:\n  reason: chosen\n  upstreamVersion: v0.19.2\n  timing: false\n"
+        "  upstream: {admitted: {team/x: {clusterQueue: cq}}}\n",
+    )
+    path.write_text(text + "expect: {admitted: {}}\n", encoding="utf-8")
+    result = cli.invoke(app, ["scenario", "check", str(path)])
+    assert result.exit_code == 0, result.output
 
 
 def _names_the_place(message: str, path: Path, where: str, words: list[str]) -> None:

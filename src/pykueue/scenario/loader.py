@@ -15,7 +15,8 @@ from pykueue.engine.config import EngineConfig
 from pykueue.errors import PykueueError, ScenarioError
 from pykueue.scenario import shapes
 
-TOP_KEYS = {"format", "name", "description", "now", "config", "objects", "steps", "expect"}
+TOP_KEYS = {"format", "name", "description", "now", "config", "objects", "steps", "expect", "divergence"}
+DIVERGENCE_KEYS = {"reason", "upstream", "upstreamVersion", "timing"}
 STEP_KEYS = {
     "cycle",
     "settle",
@@ -86,7 +87,27 @@ def parse(doc: Any, source: str) -> Scenario:
     expect = doc.get("expect")
     if expect is not None:
         _check_expect(expect, f"{source} expect")
+    if "divergence" in doc:
+        _check_divergence(doc["divergence"], f"{source} divergence")
     return Scenario(source, name, now, config, objects, steps, expect)
+
+
+def _check_divergence(value: Any, where: str) -> None:
+    """FORMAT.md's `divergence`: a record of what upstream did; only its shape is checked (`scenario
+    check` compares `expect`, pykueue's result)."""
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{where}: must be a mapping")
+    unknown = sorted(set(value) - DIVERGENCE_KEYS)
+    if unknown:
+        raise ScenarioError(f"{where}: unknown key(s): {', '.join(map(str, unknown))}")
+    if not isinstance(value.get("reason"), str) or not value["reason"].strip():
+        raise ScenarioError(f"{where} reason: required, why pykueue decides differently")
+    if "upstream" in value:
+        _check_expect(value["upstream"], f"{where} upstream")
+    if "upstreamVersion" in value and not isinstance(value["upstreamVersion"], str):
+        raise ScenarioError(f"{where} upstreamVersion: must be a string such as v0.19.2")
+    if "timing" in value and not isinstance(value["timing"], bool):
+        raise ScenarioError(f"{where} timing: must be true or false")
 
 
 def _time(value: Any, where: str) -> int:

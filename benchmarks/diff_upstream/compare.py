@@ -1,0 +1,103 @@
+"""What users see, in one shape for both sides, and the differences between them.
+
+Compared at the end of every `settle`: the admitted Workloads (ClusterQueue, and per pod set the count and
+each resource's flavor), the Workloads still waiting (pykueue's active and inadmissible queues together:
+upstream's API does not tell the two apart), which of them wait in each ClusterQueue's active queue and
+which are parked as inadmissible (upstream: its queue manager, served by the oracle), and the reason of their `QuotaReserved=False`, finished and deactivated ones, every Workload preempted so
+far and the reason of its `Preempted` condition, and each ClusterQueue's reserved quota per flavor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pykueue.api import quantity
+
+KEYS = (
+    "admitted",
+    "pending",
+    "queues",
+    "pendingReason",
+    "finished",
+    "deactivated",
+    "preempted",
+    "preemptedWhy",
+    "clusterQueueUsage",
+)
+
+
+def _usage(raw: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for cq, flavors in sorted(raw.items()):
+        per = {
+            flavor: {
+                res: quantity.format_milli(quantity.parse(v))
+                for res, v in sorted(resources.items())
+                if quantity.parse(v)
+            }
+            for flavor, resources in sorted(flavors.items())
+        }
+        per = {f: r for f, r in per.items() if r}
+        if per:
+            out[cq] = per
+    return out
+
+
+def from_upstream(view: dict[str, Any]) -> dict[str, Any]:
+    out = {k: view[k] for k in KEYS}
+    out["clusterQueueUsage"] = _usage(view["clusterQueueUsage"])
+    return out
+
+
+def from_pykueue(result: dict[str, Any]) -> dict[str, Any]:
+    pending = sorted(
+        {k for keys in [*result["pending"].values(), *result["inadmissible"].values()] for k in keys}
+    )
+    why = {
+        key: conds["Preempted"]["reason"]
+        for key, conds in result["conditions"].items()
+        if conds.get("Preempted", {}).get("status") == "True"
+    }
+    return {
+        "admitted": {
+            key: {
+                "clusterQueue": adm["clusterQueue"],
+                "podSets": {
+                    name: {"count": ps["count"], "flavors": dict(sorted(ps["flavors"].items()))}
+                    for name, ps in adm["podSets"].items()
+                },
+            }
+            for key, adm in result["admitted"].items()
+        },
+        "pending": [k for k in pending if k not in result["deactivated"]],
+        "queues": {
+            "active": {cq: sorted(keys) for cq, keys in sorted(result["pending"].items()) if keys},
+            "inadmissible": {cq: sorted(keys) for cq, keys in sorted(result["inadmissible"].items()) if keys},
+        },
+        "pendingReason": {
+            key: result["conditions"][key]["QuotaReserved"]["reason"]
+            for key in pending
+            if key not in result["deactivated"] and "QuotaReserved" in result["conditions"].get(key, {})
+        },
+        "finished": sorted(result["finished"]),
+        "deactivated": sorted(result["deactivated"]),
+        "preempted": sorted(result["preempted"]),
+        "preemptedWhy": why,
+        "clusterQueueUsage": _usage(result["clusterQueueUsage"]),
+    }
+
+
+def differences(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
+    """Each difference in words: 'admitted team-a/w1: pykueue {...}, upstream {...}'."""
+    out: list[str] = []
+    for key in KEYS:
+        a, b = ours.get(key), theirs.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            for sub in sorted(set(a) | set(b)):
+                if a.get(sub) != b.get(sub):
+                    out.append(f"{key} {sub}: pykueue {a.get(sub)}, upstream {b.get(sub)}")
+        else:
+            out.append(f"{key}: pykueue {a}, upstream {b}")
+    return out

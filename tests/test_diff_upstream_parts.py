@@ -1,0 +1,123 @@
+"""The parts of `make diff-upstream` that need no API server (issue 39): the generator's cases are valid
+scenarios and the same for the same seed; the comparison sees a difference; shrinking removes what the
+divergence does not need. The play against upstream is tests/kube/test_diff_upstream.py."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+# benchmarks/ is not a package of the wheel; the repository's root holds it.
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.diff_upstream import compare, generator, shrink  # noqa: E402
+from benchmarks.diff_upstream.upstream import kueue_config  # noqa: E402
+
+from pykueue.scenario import loader  # noqa: E402
+
+
+def test_cases_are_valid_scenarios_and_repeatable() -> None:
+    for index in range(60):
+        case = generator.generate(5, index)
+        assert case == generator.generate(5, index)
+        loader.parse(case, f"case {index}")  # raises on anything the format refuses
+    assert generator.generate(5, 0) != generator.generate(6, 0)
+
+
+def test_the_generator_reaches_the_features_it_claims() -> None:
+    seen: set[str] = set()
+    for index in range(200):
+        case = generator.generate(1, index)
+        config = case.get("config") or {}
+        if "fairSharing" in config:
+            seen.add("fair sharing")
+        for obj in case["objects"]:
+            spec = obj.get("spec") or {}
+            if obj["kind"] == "Cohort" and spec.get("parentName"):
+                seen.add("cohort tree")
+            if obj["kind"] == "ClusterQueue":
+                seen.add(spec["queueingStrategy"])
+                if len(spec["resourceGroups"]) > 1:
+                    seen.add("two resource groups")
+                if any(
+                    "lendingLimit" in r for f in spec["resourceGroups"][0]["flavors"] for r in f["resources"]
+                ):
+                    seen.add("lending limit")
+            if obj["kind"] == "ResourceFlavor" and spec.get("nodeTaints"):
+                seen.add("taints")
+            if obj["kind"] == "Workload":
+                if len(spec["podSets"]) > 1:
+                    seen.add("two pod sets")
+                if any("minCount" in ps for ps in spec["podSets"]):
+                    seen.add("partial admission")
+        for step in case["steps"]:
+            seen.update(k for k in step if k in ("finish", "delete"))
+            if any(o.get("spec", {}).get("active") is False for o in step.get("apply", [])):
+                seen.add("deactivate")
+    assert seen >= {
+        "fair sharing",
+        "cohort tree",
+        "StrictFIFO",
+        "BestEffortFIFO",
+        "two resource groups",
+        "lending limit",
+        "taints",
+        "two pod sets",
+        "partial admission",
+        "finish",
+        "delete",
+        "deactivate",
+    }
+
+
+def test_upstream_configuration_of_a_case() -> None:
+    config = kueue_config({"fairSharing": {"enable": True, "preemptionStrategies": ["LessThanInitialShare"]}})
+    assert config["fairSharing"] == {"preemptionStrategies": ["LessThanInitialShare"]}
+    assert config["featureGates"]["UnadmittedWorkloadsObservability"] is True
+    assert "fairSharing" not in kueue_config({})
+
+
+def _view(**changes: Any) -> dict[str, Any]:
+    view: dict[str, Any] = {key: {} for key in compare.KEYS}
+    view.update(pending=[], finished=[], deactivated=[], preempted=[])
+    view.update(changes)
+    return view
+
+
+def test_differences_name_the_workload_and_both_sides() -> None:
+    ours = _view(admitted={"ns/a": {"clusterQueue": "cq", "podSets": {}}})
+    theirs = _view(pending=["ns/a"])
+    diffs = compare.differences(ours, theirs)
+    assert "admitted ns/a: pykueue {'clusterQueue': 'cq', 'podSets': {}}, upstream None" in diffs
+    assert "pending: pykueue [], upstream ['ns/a']" in diffs
+    assert compare.differences(ours, ours) == []
+
+
+def test_usage_is_compared_as_quantities_and_zero_is_nothing() -> None:
+    assert compare.from_upstream(_view(clusterQueueUsage={"cq": {"f": {"cpu": "2000m", "memory": "0"}}}))[
+        "clusterQueueUsage"
+    ] == {"cq": {"f": {"cpu": "2"}}}
+
+
+def test_shrinking_keeps_only_what_the_divergence_needs() -> None:
+    case = generator.generate(5, 3)
+    keys = [
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}"
+        for o in case["objects"]
+        if o["kind"] == "Workload"
+    ]
+    culprit = keys[0]
+
+    def diverges(doc: dict[str, Any]) -> bool:  # "diverges" while the culprit is there
+        return any(
+            o["kind"] == "Workload" and f"{o['metadata']['namespace']}/{o['metadata']['name']}" == culprit
+            for o in doc["objects"]
+        )
+
+    small, _ = shrink.shrink(case, diverges, budget=500)
+    workloads = [o for o in small["objects"] if o["kind"] == "Workload"]
+    assert [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in workloads] == [culprit]
+    assert all("settle" in s for s in small["steps"])
+    loader.parse(small, "shrunk")
