@@ -75,6 +75,7 @@ from pykueue.engine.preemption import Preemptor
 from pykueue.engine.resources import FlavorResource, Quantities
 from pykueue.engine.state import ADMITTED, EXPLICIT_STATUS, PENDING, PREEMPTED, Event, State
 from pykueue.engine.targets import HUMAN_REASONS, Target, can_always_reclaim
+from pykueue.engine.topology_snapshot import Placement
 from pykueue.engine.waiting import NAMESPACE_MISMATCH_MESSAGE
 from pykueue.engine.workloads import Admission, PodSetAssignment, Workload
 
@@ -279,6 +280,11 @@ def _assign(
         finally:
             preemptor.tas_fits = None
 
+    def chosen(found: Assignment, found_targets: list[Target]) -> tuple[Assignment, list[Target]]:
+        if tas.enabled and found.mode() == Mode.PREEMPT:
+            _place_preempting(state, wl, cq, found, found_targets, tas)
+        return found, found_targets
+
     full = assign()
     mode = full.mode()
     if mode == Mode.FIT:
@@ -286,12 +292,34 @@ def _assign(
     if mode == Mode.PREEMPT:
         found_targets = targets(full)
         if found_targets:
-            return full, found_targets
+            return chosen(full, found_targets)
     if state.config.gate("PartialAdmission") and wl.can_be_partially_admitted():
         found = _reduce_pod_sets(wl, assign, targets)
         if found is not None:
-            return found
-    return full, []
+            return chosen(*found)
+    return chosen(full, [])
+
+
+def _place_preempting(
+    state: State,
+    wl: Workload,
+    cq: specs.ClusterQueue,
+    found: Assignment,
+    found_targets: list[Target],
+    tas: topology_placement.Settings,
+) -> None:
+    """The placement a preemptor holds while its targets go: on the nodes as they will be
+    without its targets, or, with none, as if no TAS workload ran."""
+    cluster = state.cluster
+    for target in found_targets:
+        cluster.account(target.workload, -1)
+    try:
+        topology_placement.place_preempting(
+            cluster, wl, cq, state.flavors, found, tas, simulate_empty=not found_targets
+        )
+    finally:
+        for target in found_targets:
+            cluster.account(target.workload, +1)
 
 
 def _tas_settings(state: State) -> topology_placement.Settings:
@@ -414,6 +442,8 @@ class _Cycle:
     issued: list[tuple[Target, Entry]] = field(default_factory=list)
     preempted_keys: dict[str, Target] = field(default_factory=dict)
     reserved: list[tuple[str, Quantities]] = field(default_factory=list)
+    # Nodes held by preemptors for the rest of the cycle (`_hold_nodes`).
+    held: list[list[Placement]] = field(default_factory=list)
     # nominal_first: (root of a cohort tree, flavor-resource) -> the ClusterQueue that
     # admitted within its nominal quota there in this cycle and still has room.
     lenders: dict[tuple[cohort_tree.Node, FlavorResource], str] = field(default_factory=dict)
@@ -442,9 +472,7 @@ class _Cycle:
             )
             return
         quota_fits = self._fits(entry.cluster_queue, usage, entry.targets)
-        placed = mode != Mode.FIT or topology_placement.still_fits(
-            self.state.cluster, self.state.flavors, entry.workload, entry.assignment
-        )
+        placed = self._placed(entry)
         if quota_fits and not placed and not recomputed and self.state.config.gate(TAS_RECOMPUTE):
             # Upstream's TASRecomputeAssignmentWithinSchedulingCycle: the quota is there but
             # an admission earlier in this cycle took the nodes it was placed on; assign
@@ -462,6 +490,7 @@ class _Cycle:
             self.preempted_keys[target.workload.key] = target
         if mode == Mode.PREEMPT:
             self._reserve(entry.cluster_queue, usage)
+            self._hold_nodes(entry)
             entry.status = NOMINATED
             entry.requeue_reason = PENDING_PREEMPTION
             entry.reason = "WaitingForPreemptedWorkloads"
@@ -482,6 +511,31 @@ class _Cycle:
         _admit(self.state, entry)
         if self.state.config.nominal_first and not entry.borrows:
             self._note_lender(entry)
+
+    def _placed(self, entry: Entry) -> bool:
+        """Do the entry's topology assignments fit on the nodes as this cycle left them, the
+        targets of every preemption issued so far and its own taken off (as upstream checks)?"""
+        placements = topology_placement.placements(self.state.cluster, entry.workload, entry.assignment)
+        if not placements:
+            return True
+        removed = {**self.preempted_keys, **{t.workload.key: t for t in entry.targets}}
+        cluster = self.state.cluster
+        for target in removed.values():
+            cluster.account(target.workload, -1)
+        try:
+            return topology_placement.still_fits(
+                cluster, self.state.flavors, entry.workload, entry.assignment
+            )
+        finally:
+            for target in removed.values():
+                cluster.account(target.workload, +1)
+
+    def _hold_nodes(self, entry: Entry) -> None:
+        """Keep the nodes of a preemptor's placement for the rest of the cycle."""
+        placements = topology_placement.placements(self.state.cluster, entry.workload, entry.assignment)
+        if placements:
+            self.state.cluster.account_placements(placements, +1)
+            self.held.append(placements)
 
     def _waits_for_pods_ready(self) -> bool:
         config = self.state.config.wait_for_pods_ready
@@ -555,11 +609,15 @@ class _Cycle:
             else:
                 reserved[fr] = max(0, min(value, nominal - used))
         self._reserve(entry.cluster_queue, reserved)
+        self._hold_nodes(entry)
 
     def undo_reservations(self) -> None:
         for cq_name, usage in reversed(self.reserved):
             self._shift(cq_name, usage, -1)
         self.reserved.clear()
+        for placements in reversed(self.held):
+            self.state.cluster.account_placements(placements, -1)
+        self.held.clear()
 
 
 def _admit(state: State, entry: Entry) -> None:

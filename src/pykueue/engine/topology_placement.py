@@ -25,8 +25,8 @@ from pykueue.engine import specs
 from pykueue.engine.flavor_assigner import Assignment, Mode, PodSetResult
 from pykueue.engine.topology_assigner import Placer
 from pykueue.engine.topology_assignments import TopologyAssignment
-from pykueue.engine.topology_snapshot import Cluster, FlavorSnapshot, Requests, pod_requests
-from pykueue.engine.topology_types import PodSetPlacement, count_in
+from pykueue.engine.topology_snapshot import Cluster, FlavorSnapshot, Placement, Requests, pod_requests
+from pykueue.engine.topology_types import PodSetPlacement
 from pykueue.engine.workloads import PodSet, Workload
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
@@ -129,13 +129,17 @@ def _requests(
 
 
 def _place_flavor(
-    snap: FlavorSnapshot, requests: list[_Request], settings: Settings, simulate_empty: bool
+    snap: FlavorSnapshot,
+    requests: list[_Request],
+    settings: Settings,
+    simulate_empty: bool,
+    assumed: dict[str, Requests],
 ) -> tuple[dict[str, TopologyAssignment], tuple[str, str] | None]:
-    """Place every group of one flavor; on failure, (pod set name, reason)."""
+    """Place every group of one flavor, counting the pods ``assumed`` already placed (and
+    adding its own); on failure, (pod set name, reason)."""
     groups: dict[str, list[_Request]] = {}
     for request in requests:
         groups.setdefault(request.group, []).append(request)
-    assumed: dict[str, Requests] = {}
     placed: dict[str, TopologyAssignment] = {}
     for members in groups.values():
         workers, leader = _leader_and_workers(members)
@@ -175,6 +179,10 @@ def place(
     simulate_empty: bool,
 ) -> tuple[dict[str, TopologyAssignment], tuple[str, str] | None]:
     placed: dict[str, TopologyAssignment] = {}
+    # Pods placed on hosts so far, whichever flavor placed them: flavors whose topology
+    # ends at the host may share nodes, and the pod sets of one workload must not count
+    # the same free capacity twice (upstream's TASHandleOverlappingFlavors).
+    on_hosts: dict[str, Requests] = {}
     for flavor in sorted(requests):
         snap = cluster.snapshot(flavors[flavor])
         if snap is None:
@@ -182,7 +190,8 @@ def place(
                 requests[flavor][0].placement.name,
                 f'Flavor "{flavor}" information missing in TAS cache',
             )
-        found, failure = _place_flavor(snap, requests[flavor], settings, simulate_empty)
+        assumed = on_hosts if snap.lowest_is_host else {}
+        found, failure = _place_flavor(snap, requests[flavor], settings, simulate_empty, assumed)
         placed.update(found)
         if failure is not None:
             return placed, failure
@@ -246,21 +255,67 @@ def fits(
     return failure is None
 
 
-def still_fits(
-    cluster: Cluster, flavors: Mapping[str, specs.ResourceFlavor], wl: Workload, assignment: Assignment
-) -> bool:
-    """Do the topology assignments found earlier in the cycle still fit (others were admitted since)?"""
+def place_preempting(
+    cluster: Cluster,
+    wl: Workload,
+    cq: specs.ClusterQueue,
+    flavors: Mapping[str, specs.ResourceFlavor],
+    assignment: Assignment,
+    settings: Settings,
+    simulate_empty: bool,
+) -> None:
+    """Where a workload that needs preemption would go once its targets are gone (the
+    caller takes their usage off first) or, with no targets (``simulate_empty``), on
+    nodes free of every TAS workload. The scheduler holds that placement while the
+    preemptions complete, so that a workload after it in the cycle cannot take the nodes
+    it frees (upstream's scheduler does the same). Pod sets that cannot be placed keep
+    no topology assignment."""
+    if not settings.enabled or assignment.mode() != Mode.PREEMPT or wl.unhealthy_nodes:
+        return
+    requests = _requests(cluster, wl, cq, flavors, assignment)
+    if not requests:
+        return
+    results = {r.placement.name: r.result for reqs in requests.values() for r in reqs}
+    placed, _ = place(cluster, flavors, requests, settings, simulate_empty)
+    for name, topology in placed.items():
+        results[name].topology = topology
+
+
+def placements(cluster: Cluster, wl: Workload, assignment: Assignment) -> list[Placement]:
+    """The pods an assignment places by topology, as usage the cluster can hold."""
     per_pod = {ps.name: ps for ps in wl.pod_sets}
+    found: list[Placement] = []
     for result in assignment.pod_sets:
         if result.topology is None:
             continue
         flavor = cluster.tas_flavor_of({r: c.flavor for r, c in result.flavors.items()})
-        snap = cluster.snapshot(flavors[flavor]) if flavor is not None else None
+        if flavor is not None:
+            found.append((flavor, result.topology, pod_requests(per_pod[result.name].requests)))
+    return found
+
+
+def still_fits(
+    cluster: Cluster, flavors: Mapping[str, specs.ResourceFlavor], wl: Workload, assignment: Assignment
+) -> bool:
+    """Do the topology assignments found earlier in the cycle still fit (others were admitted
+    or held nodes since)? Pod sets on the same leaf count together."""
+    needed: dict[tuple[int, str], tuple[FlavorSnapshot, str, Requests]] = {}
+    for flavor, topology, requests in placements(cluster, wl, assignment):
+        snap = cluster.snapshot(flavors[flavor])
         if snap is None:
             return False
-        requests = pod_requests(per_pod[result.name].requests)
-        for key, count in result.topology.leaf_counts().items():
-            leaf = snap.leaves.get(key)
-            if leaf is None or count_in(requests, snap.remaining(leaf))[0] < count:
-                return False
+        for key, count in topology.leaf_counts().items():
+            # Flavors ending at the host share their usage map: one entry per node.
+            slot = (id(snap.usage), key)
+            total = needed[slot][2] if slot in needed else {}
+            for resource, value in requests.items():
+                total[resource] = total.get(resource, 0) + value * count
+            needed[slot] = (snap, key, total)
+    for snap, key, total in needed.values():
+        leaf = snap.leaves.get(key)
+        if leaf is None:
+            return False
+        free = snap.remaining(leaf)
+        if any(free.get(resource, 0) < value for resource, value in total.items()):
+            return False
     return True

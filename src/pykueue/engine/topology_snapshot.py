@@ -32,10 +32,12 @@ from pykueue.api.topology import HOSTNAME_LABEL
 from pykueue.engine import specs
 from pykueue.engine.resources import PODS
 from pykueue.engine.selectors import Taint, Toleration
-from pykueue.engine.topology_assignments import leaf_key
+from pykueue.engine.topology_assignments import TopologyAssignment, leaf_key
 from pykueue.engine.workloads import Workload
 
 Requests = dict[str, int]
+# Pods of one pod set placed by topology: (TAS flavor, where, one pod's requests).
+Placement = tuple[str, TopologyAssignment, Requests]
 _EMPTY: Requests = {}
 MAX_LOG = 4096
 
@@ -156,8 +158,12 @@ class Cluster:
     topologies: dict[str, tuple[str, ...]] = field(default_factory=dict)
     nodes: dict[str, NodeView] = field(default_factory=dict)
     pods: dict[str, tuple[str, Requests]] = field(default_factory=dict)  # ns/name -> (node, requests)
-    # flavor -> leaf key -> TAS usage (requests and pods) of admitted workloads.
+    # flavor -> leaf key -> TAS usage (requests and pods) of admitted workloads, for flavors
+    # whose topology does not end at the host.
     usage: dict[str, dict[str, Requests]] = field(default_factory=dict)
+    # hostname -> TAS usage of admitted workloads in every flavor whose topology ends at the
+    # host: two such flavors may select the same nodes, and a node has one capacity.
+    host_usage: dict[str, Requests] = field(default_factory=dict)
     tas_flavors: set[str] = field(default_factory=set)
     version: int = 0
     _usage_version: list[int] = field(default_factory=lambda: [0])
@@ -210,8 +216,8 @@ class Cluster:
         """Add (sign=1) or remove (-1) the TAS usage of an admitted workload."""
         if wl.admission is None:
             return
-        self._usage_version[0] += 1
         per_pod = {ps.name: ps for ps in wl.pod_sets}
+        placements: list[Placement] = []
         for assignment in wl.admission.pod_sets:
             if assignment.topology is None:
                 continue
@@ -219,16 +225,37 @@ class Cluster:
             flavor = self.tas_flavor_of(assignment.flavors)
             if spec is None or flavor is None:
                 continue
-            requests = pod_requests(spec.requests)
-            flavor_usage = self.usage.setdefault(flavor, {})
-            snap = self._current(flavor)
-            for key, count in assignment.topology.leaf_counts().items():
-                leaf = flavor_usage.setdefault(key, {})
+            placements.append((flavor, assignment.topology, pod_requests(spec.requests)))
+        self.account_placements(placements, sign)
+
+    def account_placements(self, placements: list[Placement], sign: int) -> None:
+        """Add or remove the TAS usage of pods placed by topology, admitted or only held
+        for a cycle (a preemptor's placement, engine/scheduler.py)."""
+        if not placements:
+            return
+        self._usage_version[0] += 1
+        version = self._usage_version[0]
+        for flavor, topology, requests in placements:
+            shared = bool(topology.levels) and topology.levels[-1] == HOSTNAME_LABEL
+            usage = self.host_usage if shared else self.usage.setdefault(flavor, {})
+            # Leaves keyed by hostname are the same nodes in every flavor whose topology ends
+            # at the host: their free columns all move (upstream's TASHandleOverlappingFlavors).
+            snaps = self._host_snapshots() if shared else [self._current(flavor)]
+            for key, count in topology.leaf_counts().items():
+                leaf = usage.setdefault(key, {})
                 delta = {resource: sign * value * count for resource, value in requests.items()}
                 for resource, value in delta.items():
                     leaf[resource] = leaf.get(resource, 0) + value
-                if snap is not None:
-                    snap.apply_usage(key, delta, self._usage_version[0])
+                for snap in snaps:
+                    if snap is not None:
+                        snap.apply_usage(key, delta, version)
+
+    def _host_snapshots(self) -> list[FlavorSnapshot | None]:
+        return [
+            tree
+            for version, _, tree in self._trees.values()
+            if version == self.version and tree is not None and tree.lowest_is_host
+        ]
 
     def _current(self, flavor: str) -> FlavorSnapshot | None:
         cached = self._trees.get(flavor)
@@ -277,7 +304,8 @@ class Cluster:
                 continue
             for resource, value in requests.items():
                 found.capacity[resource] = found.capacity.get(resource, 0) - value
-        return _tree(flavor, levels, leaves, self.usage.setdefault(flavor.name, {}), self._usage_version)
+        usage = self.host_usage if by_host else self.usage.setdefault(flavor.name, {})
+        return _tree(flavor, levels, leaves, usage, self._usage_version)
 
 
 def _tree(
