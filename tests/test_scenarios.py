@@ -200,10 +200,18 @@ INVALID = {
         "config.pykueue.preemptionContract",
         ["mapping"],
     ),
-    "topology-config-resources": (
-        ("format: 1\n", "format: 1\nconfig:\n  resources: {excludeResourcePrefixes: [example.com/]}\n"),
+    "config-resources-bad-strategy": (
+        (
+            "format: 1\n",
+            "format: 1\nconfig:\n  resources: {transformations: [{input: cpu, strategy: Keep}]}\n",
+        ),
+        "config.resources.transformations[0].strategy",
+        ["Retain or Replace"],
+    ),
+    "config-resources-unknown-key": (
+        ("format: 1\n", "format: 1\nconfig:\n  resources: {deviceClassMappings: []}\n"),
         "config.resources",
-        ["not supported"],
+        ["deviceClassMappings"],
     ),
     "topology-assignment-without-levels": (
         (

@@ -65,7 +65,7 @@ def flavor_mismatch(
         if is_implied(pod_set, tas_only):
             return ""
         if not flavor.topology_name:
-            if not any(resource in covered for resource in pod_set.requests):
+            if not any(resource in covered for resource in pod_set.pod_requests):
                 return ""  # this flavor gives only resources the TAS flavor does not
             return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
         snap = cluster.snapshot(flavor)
@@ -113,7 +113,7 @@ def _requests(
         placement = PodSetPlacement(
             name=pod_set.name,
             count=ps_result.count,
-            requests=pod_requests(pod_set.requests),
+            requests=pod_requests(pod_set.pod_requests),
             request=pod_set.topology,
             implied=is_implied(pod_set, tas_only),
             tolerations=tuple(pod_set.tolerations),
@@ -290,7 +290,7 @@ def placements(cluster: Cluster, wl: Workload, assignment: Assignment) -> list[P
             continue
         flavor = cluster.tas_flavor_of({r: c.flavor for r, c in result.flavors.items()})
         if flavor is not None:
-            found.append((flavor, result.topology, pod_requests(per_pod[result.name].requests)))
+            found.append((flavor, result.topology, pod_requests(per_pod[result.name].pod_requests)))
     return found
 
 

@@ -115,7 +115,7 @@ def _replace(
     placement = PodSetPlacement(
         name=pod_set.name,
         count=lost,
-        requests=pod_requests(pod_set.requests),
+        requests=pod_requests(pod_set.pod_requests),
         # Slices are not kept across a replacement: the lost pods are placed one by one.
         request=_without_slices(request),
         implied=request is None or not request.explicit(),

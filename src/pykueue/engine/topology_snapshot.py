@@ -225,7 +225,7 @@ class Cluster:
             flavor = self.tas_flavor_of(assignment.flavors)
             if spec is None or flavor is None:
                 continue
-            placements.append((flavor, assignment.topology, pod_requests(spec.requests)))
+            placements.append((flavor, assignment.topology, pod_requests(spec.pod_requests)))
         self.account_placements(placements, sign)
 
     def account_placements(self, placements: list[Placement], sign: int) -> None:

@@ -29,7 +29,7 @@ STEP_KEYS = {
     "podsReady",
     "podsNotReady",
 }
-CONFIG_KEYS = configuration.ENGINE_KEYS
+CONFIG_KEYS = configuration.ENGINE_KEYS | {configuration.RESOURCES}
 CHECK_UPDATE_KEYS = {"state", "message", "requeueAfterSeconds"}
 DEFAULT_NOW = "2026-01-01T00:00:00Z"
 
@@ -101,8 +101,6 @@ def _time(value: Any, where: str) -> int:
 
 
 def _config(raw: Any, source: str) -> EngineConfig:
-    if isinstance(raw, dict) and "resources" in raw:
-        raise ScenarioError(f"{source} config.resources: {shapes.UNSUPPORTED}")
     return configuration.engine_config(raw, f"{source} config", CONFIG_KEYS, ScenarioError)
 
 

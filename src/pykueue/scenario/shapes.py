@@ -5,10 +5,9 @@ must never be skipped quietly, or an expectation would pass without being
 checked. Every mapping of an `expect` block is checked against the keys
 FORMAT.md defines, and every error names the file and the path inside it.
 
-Topology-aware scheduling is implemented (docs/topology.md) except for two
-inputs, refused with the key named rather than run as if absent: a pod set's
-``delayedTopologyRequest`` (topology assigned after a ProvisioningRequest) and
-the configuration's ``resources`` block.
+Topology-aware scheduling is implemented (docs/topology.md) except for one
+input, refused with the key named rather than run as if absent: a pod set's
+``delayedTopologyRequest`` (topology assigned after a ProvisioningRequest).
 """
 
 from __future__ import annotations
