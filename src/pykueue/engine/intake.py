@@ -434,7 +434,11 @@ def _read_status(obj: ApiWorkload, wl: Workload) -> None:
             if psa.topology_assignment is not None
             else None
         )
-        assignments.append(PodSetAssignment(psa.name, dict(psa.flavors), usage, count, topology))
+        assignments.append(
+            PodSetAssignment(
+                psa.name, dict(psa.flavors), usage, count, topology, psa.delayed_topology_request
+            )
+        )
     wl.admission = Admission(status.admission.cluster_queue, assignments)
     reserved = wl.conditions.get("QuotaReserved")
     wl.admitted_at = reserved.last_transition if reserved is not None and reserved.last_transition else 0

@@ -53,6 +53,7 @@ from pykueue.engine import (
     evictions,
     fair_sharing,
     specs,
+    topology_delayed,
     topology_placement,
     topology_recovery,
     waiting,
@@ -77,7 +78,7 @@ from pykueue.engine.state import ADMITTED, EXPLICIT_STATUS, PENDING, PREEMPTED, 
 from pykueue.engine.targets import HUMAN_REASONS, Target, can_always_reclaim
 from pykueue.engine.topology_snapshot import Placement
 from pykueue.engine.waiting import NAMESPACE_MISMATCH_MESSAGE
-from pykueue.engine.workloads import Admission, PodSetAssignment, Workload
+from pykueue.engine.workloads import DELAYED_PENDING, Admission, PodSetAssignment, Workload
 
 TAS_RECOMPUTE = "TASRecomputeAssignmentWithinSchedulingCycle"
 
@@ -115,6 +116,8 @@ def run_cycle(state: State, max_admissions: int | None = None) -> CycleResult:
             fail_fast=state.config.gate("TASFailedNodeReplacementFailFast"),
         )
         result.recovered = [o.workload for o in outcomes if o.replaced or o.evicted]
+    if state.topology_pending and state.config.gate("TopologyAwareScheduling"):
+        result.recovered += topology_delayed.second_pass(state, _tas_settings(state))
     heads = _pop_heads(state)
     result.heads = len(heads)
     if not heads:
@@ -265,9 +268,11 @@ def _assign(
         ),
     )
 
+    delayed = topology_delayed.provisioning_flavors(state, cq) if tas.enabled else frozenset()
+
     def assign(counts: list[int] | None = None) -> Assignment:
         found = assigner.assign(counts)
-        topology_placement.assign(state.cluster, wl, cq, state.flavors, found, tas)
+        topology_placement.assign(state.cluster, wl, cq, state.flavors, found, tas, delayed)
         return found
 
     def targets(found: Assignment) -> list[Target]:
@@ -627,7 +632,11 @@ def _admit(state: State, entry: Entry) -> None:
     for ps in entry.assignment.pod_sets:
         flavors = {res: choice.flavor for res, choice in ps.flavors.items()}
         usage = {res: ps.requests[res] for res in flavors}
-        pod_sets.append(PodSetAssignment(ps.name, flavors, usage, ps.count, ps.topology))
+        pod_sets.append(
+            PodSetAssignment(
+                ps.name, flavors, usage, ps.count, ps.topology, DELAYED_PENDING if ps.delayed else None
+            )
+        )
     wl.admission = Admission(cq.name, pod_sets)
     state.touched.add(wl.key)
     wl.admitted_at = state.now

@@ -129,6 +129,9 @@ class State:
     # Workloads holding a reservation whose pods are not ready (blockAdmission waits on them;
     # upstream's WorkloadsNotReady).
     pods_not_ready: set[str] = field(default_factory=set)
+    # Workloads holding a reservation with a topology still to place after a ProvisioningRequest
+    # (`delayedTopologyRequest: Pending`, engine/topology_delayed.py); stale keys are dropped there.
+    topology_pending: set[str] = field(default_factory=set)
     # Workloads with a maximum execution time (`engine.execution_time`), admitted or not.
     time_limited: set[str] = field(default_factory=set)
     # ClusterQueues with an aging policy, and those whose workloads may still carry aged
@@ -526,6 +529,10 @@ class State:
         """
         if wl.admission is None or wl.eviction is not None or wl.is_admitted():
             return
+        if admission_checks.all_ready(wl) and any(ps.topology_pending for ps in wl.admission.pod_sets):
+            # Every check is Ready but a topology still waits for its second pass: Admitted
+            # stays False until the scheduler places it (upstream's SyncAdmittedCondition).
+            return
         if not admission_checks.all_ready(wl):
             wl.set_condition(
                 "Admitted",
@@ -734,6 +741,8 @@ class State:
             self.admitted.setdefault(cq, {})[wl.key] = wl
             if not pods_ready.is_ready(wl):
                 self.pods_not_ready.add(wl.key)
+            if any(ps.topology_pending for ps in wl.admission.pod_sets):
+                self.topology_pending.add(wl.key)
         else:
             self.admitted.get(cq, {}).pop(wl.key, None)
             self.pods_not_ready.discard(wl.key)

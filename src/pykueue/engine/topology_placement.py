@@ -96,8 +96,11 @@ def _requests(
     cq: specs.ClusterQueue,
     flavors: Mapping[str, specs.ResourceFlavor],
     assignment: Assignment,
+    delayed: frozenset[str] = frozenset(),
 ) -> dict[str, list[_Request]]:
-    """The TAS pod sets of an assignment, per TAS flavor, in pod set order."""
+    """The TAS pod sets of an assignment, per TAS flavor, in pod set order. A pod set on a
+    flavor of ``delayed`` is marked delayed and left out: its topology is assigned in a
+    second pass, after the ProvisioningRequest (upstream's delayedTopologyRequest)."""
     tas_only = is_tas_only(cq, flavors)
     result: dict[str, list[_Request]] = {}
     by_name = {ps.name: (index, ps) for index, ps in enumerate(wl.pod_sets)}
@@ -105,10 +108,13 @@ def _requests(
         index, pod_set = by_name[ps_result.name]
         if not is_requested(pod_set, tas_only) or ps_result.failed or ps_result.count == 0:
             continue
-        if ps_result.topology is not None:
+        if ps_result.topology is not None or ps_result.delayed:
             continue
         flavor = cluster.tas_flavor_of({r: c.flavor for r, c in ps_result.flavors.items()})
         if flavor is None:
+            continue
+        if flavor in delayed:
+            ps_result.delayed = True
             continue
         placement = PodSetPlacement(
             name=pod_set.name,
@@ -205,11 +211,13 @@ def assign(
     flavors: Mapping[str, specs.ResourceFlavor],
     assignment: Assignment,
     settings: Settings,
+    delayed: frozenset[str] = frozenset(),
 ) -> None:
-    """Add topology assignments to a flavor assignment, changing its mode as upstream does."""
+    """Add topology assignments to a flavor assignment, changing its mode as upstream does;
+    pod sets on a flavor of ``delayed`` get none yet."""
     if not settings.enabled or assignment.mode() == Mode.NO_FIT:
         return
-    requests = _requests(cluster, wl, cq, flavors, assignment)
+    requests = _requests(cluster, wl, cq, flavors, assignment, delayed)
     if not requests:
         return
     results = {r.placement.name: r.result for reqs in requests.values() for r in reqs}

@@ -58,6 +58,17 @@ class PodSetAssignment:
     resource_usage: dict[str, int]
     count: int
     topology: TopologyAssignment | None = None
+    # `delayedTopologyRequest`: "Pending" while its topology waits for a ProvisioningRequest
+    # (placed in a second pass once every check is Ready), then "Ready"; None: not delayed.
+    delayed_topology: str | None = None
+
+    @property
+    def topology_pending(self) -> bool:
+        return self.topology is None and self.delayed_topology == DELAYED_PENDING
+
+
+DELAYED_PENDING = "Pending"
+DELAYED_READY = "Ready"
 
 
 @dataclass(slots=True)

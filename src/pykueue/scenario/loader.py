@@ -120,7 +120,6 @@ def _objects(raw: Any, source: str, where: str) -> list[Any]:
         if not isinstance(doc, dict):
             problems.append(f"{place}: a manifest must be a mapping")
             continue
-        shapes.refuse_topology(doc, place)
         doc = shapes.topology_domains_as_slices(doc)
         try:
             result.append(manifests.parse_object(doc, source=place, options=manifests.RELAXED))
