@@ -109,6 +109,10 @@ def run_cycle(state: State, max_admissions: int | None = None) -> CycleResult:
     state.explain_waiting()
     state.cycle += 1
     result = CycleResult()
+    # The heads are taken before the second passes: a workload they evict goes back to its
+    # queue for a later cycle, as upstream's (evicted during its cycle, requeued after).
+    heads = _pop_heads(state)
+    left: list[Placement] = []
     if state.config.gate("TopologyAwareScheduling") and state.config.gate("TASFailedNodeReplacement"):
         outcomes = topology_recovery.recover(
             state,
@@ -116,12 +120,25 @@ def run_cycle(state: State, max_admissions: int | None = None) -> CycleResult:
             fail_fast=state.config.gate("TASFailedNodeReplacementFailFast"),
         )
         result.recovered = [o.workload for o in outcomes if o.replaced or o.evicted]
+        left = [placement for o in outcomes for placement in o.left]
     if state.topology_pending and state.config.gate("TopologyAwareScheduling"):
         result.recovered += topology_delayed.second_pass(state, _tas_settings(state))
-    heads = _pop_heads(state)
+    # What ran on failed nodes is counted there until the cycle ends (upstream's snapshot
+    # keeps it too): a head is not placed on a node whose pods may still be stopping.
+    state.cluster.account_placements(left, +1)
+    try:
+        _run_heads(state, heads, result, max_admissions)
+    finally:
+        state.cluster.account_placements(left, -1)
+    return result
+
+
+def _run_heads(
+    state: State, heads: list[tuple[Workload, str]], result: CycleResult, max_admissions: int | None
+) -> None:
     result.heads = len(heads)
     if not heads:
-        return result
+        return
     # What nominating a head changes, kept to undo for the heads the cycle does not reach.
     untried: dict[str, _Tried] = {}
     if max_admissions is not None:
@@ -151,7 +168,6 @@ def run_cycle(state: State, max_admissions: int | None = None) -> CycleResult:
             continue  # already being evicted (a controller reports when its job stopped)
         _evict_target(state, target, preemptor_entry)
         result.preempted.append(target.workload.key)
-    return result
 
 
 # ------------------------------------------------------------------- heads
