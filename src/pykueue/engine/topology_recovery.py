@@ -121,8 +121,7 @@ def _replace(
                 f"as it contains the stale domain {domain.values[0]}"
             )
     request = pod_set.topology
-    implied = request is None or not request.explicit()
-    within = _replacement_domain(snap, kept, lost, request, implied)
+    within = _replacement_domain(snap, kept, lost, request)
     placer = Placer(snap, least_free_mixed=least_free_mixed, within=within)
     placement = PodSetPlacement(
         name=pod_set.name,
@@ -148,7 +147,7 @@ def _leaf(snap: FlavorSnapshot, domain: Domain) -> TreeDomain | None:
 
 
 def _replacement_domain(
-    snap: FlavorSnapshot, kept: tuple[Domain, ...], lost: int, request: TopologyRequest | None, implied: bool
+    snap: FlavorSnapshot, kept: tuple[Domain, ...], lost: int, request: TopologyRequest | None
 ) -> str:
     """The domain the lost pods must go to ("" when anywhere), as upstream chooses it.
 
@@ -158,9 +157,9 @@ def _replacement_domain(
     stay in the domain of that level where the remaining pods run. When no pod remains,
     nothing confines them.
     """
-    if not kept or request is None and not implied:
-        return ""
-    slices = request.slices if request is not None else ()
+    if not kept or request is None:
+        return ""  # an implied request confines nothing either: it has no slices, no level
+    slices = request.slices
     if slices and lost % slices[0].size:
         layer = slices[0]
         for inner in reversed(slices):
@@ -168,7 +167,7 @@ def _replacement_domain(
                 layer = inner
                 break
         return _incomplete_slice_domain(snap, kept, lost, layer.size, layer.topology)
-    if request is None or request.required is None:
+    if request.required is None:
         return ""
     return _ancestor(snap, kept[0], snap.level_index(request.required))
 
