@@ -168,6 +168,9 @@ class Cluster:
     version: int = 0
     _usage_version: list[int] = field(default_factory=lambda: [0])
     _trees: dict[str, tuple[int, specs.ResourceFlavor, FlavorSnapshot | None]] = field(default_factory=dict)
+    # The current trees whose lowest level is the host, at `version` (None: to recompute):
+    # every TAS usage change of a host reaches them all, and usage changes are frequent.
+    _host_trees: tuple[int, list[FlavorSnapshot]] | None = None
 
     # ------------------------------------------------------------ objects
 
@@ -240,7 +243,9 @@ class Cluster:
             usage = self.host_usage if shared else self.usage.setdefault(flavor, {})
             # Leaves keyed by hostname are the same nodes in every flavor whose topology ends
             # at the host: their free columns all move (upstream's TASHandleOverlappingFlavors).
-            snaps = self._host_snapshots() if shared else [self._current(flavor)]
+            snaps: list[FlavorSnapshot | None] = (
+                list(self._host_snapshots()) if shared else [self._current(flavor)]
+            )
             for key, count in topology.leaf_counts().items():
                 leaf = usage.setdefault(key, {})
                 delta = {resource: sign * value * count for resource, value in requests.items()}
@@ -250,12 +255,16 @@ class Cluster:
                     if snap is not None:
                         snap.apply_usage(key, delta, version)
 
-    def _host_snapshots(self) -> list[FlavorSnapshot | None]:
-        return [
-            tree
-            for version, _, tree in self._trees.values()
-            if version == self.version and tree is not None and tree.lowest_is_host
-        ]
+    def _host_snapshots(self) -> list[FlavorSnapshot]:
+        cached = self._host_trees
+        if cached is None or cached[0] != self.version:
+            trees = [
+                tree
+                for version, _, tree in self._trees.values()
+                if version == self.version and tree is not None and tree.lowest_is_host
+            ]
+            cached = self._host_trees = (self.version, trees)
+        return cached[1]
 
     def _current(self, flavor: str) -> FlavorSnapshot | None:
         cached = self._trees.get(flavor)
@@ -280,6 +289,7 @@ class Cluster:
         levels = self.topologies.get(flavor.topology_name)
         tree = None if levels is None else self._build(flavor, levels)
         self._trees[flavor.name] = (self.version, flavor, tree)
+        self._host_trees = None
         return tree
 
     def _build(self, flavor: specs.ResourceFlavor, levels: tuple[str, ...]) -> FlavorSnapshot:
