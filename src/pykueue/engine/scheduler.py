@@ -502,6 +502,9 @@ class _Cycle:
             entry.workload.last_tried_flavor = None
             entry.assignment, entry.targets = _assign(self.state, entry.workload, cq, self.preemptor)
             entry.message = entry.assignment.message()
+            # The scan position of the new assignment, as nominating records it: a head whose
+            # placement failed on a flavor with more after it is retried, not parked.
+            entry.workload.last_tried_flavor = dict(entry.assignment.last_tried)
             self.process(entry, recomputed=True)
             return
         if not quota_fits or not placed:
