@@ -542,7 +542,13 @@ class _Cycle:
         placements = topology_placement.placements(self.state.cluster, entry.workload, entry.assignment)
         if not placements:
             return True
-        removed = {**self.preempted_keys, **{t.workload.key: t for t in entry.targets}}
+        # Only targets placed by topology free nodes; the others need no accounting here.
+        removed = {
+            key: target
+            for key, target in {**self.preempted_keys, **{t.workload.key: t for t in entry.targets}}.items()
+            if target.workload.admission is not None
+            and any(ps.topology is not None for ps in target.workload.admission.pod_sets)
+        }
         cluster = self.state.cluster
         for target in removed.values():
             cluster.account(target.workload, -1)

@@ -20,10 +20,12 @@ such check applies to are placed in the first pass, as usual.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pykueue.engine import admission_checks, specs, topology_placement
 from pykueue.engine.flavor_assigner import Assignment, FlavorChoice, Mode, PodSetResult
 from pykueue.engine.state import State
-from pykueue.engine.workloads import DELAYED_READY, Workload
+from pykueue.engine.workloads import DELAYED_READY, Admission, Workload
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
@@ -84,9 +86,17 @@ def _place(state: State, wl: Workload, settings: topology_placement.Settings) ->
     results = {result.name: result for result in assignment.pod_sets}
     if any(results[name].topology is None for name in pending):
         return False
-    for name, ps in pending.items():
-        ps.topology = results[name].topology
-        ps.delayed_topology = DELAYED_READY
+    # A new admission, not the old one changed: copies of the workload (the forecasts')
+    # share the old one.
+    wl.admission = Admission(
+        wl.admission.cluster_queue,
+        [
+            replace(ps, topology=results[ps.name].topology, delayed_topology=DELAYED_READY)
+            if ps.name in pending
+            else ps
+            for ps in wl.admission.pod_sets
+        ],
+    )
     placements = topology_placement.placements(state.cluster, wl, assignment)
     state.cluster.account_placements(placements, +1)
     state.touched.add(wl.key)
