@@ -542,23 +542,14 @@ class _Cycle:
         placements = topology_placement.placements(self.state.cluster, entry.workload, entry.assignment)
         if not placements:
             return True
-        # Only targets placed by topology free nodes; the others need no accounting here.
-        removed = {
-            key: target
-            for key, target in {**self.preempted_keys, **{t.workload.key: t for t in entry.targets}}.items()
-            if target.workload.admission is not None
-            and any(ps.topology is not None for ps in target.workload.admission.pod_sets)
-        }
         cluster = self.state.cluster
-        for target in removed.values():
-            cluster.account(target.workload, -1)
-        try:
-            return topology_placement.still_fits(
-                cluster, self.state.flavors, entry.workload, entry.assignment
-            )
-        finally:
-            for target in removed.values():
-                cluster.account(target.workload, +1)
+        removed = {**self.preempted_keys, **{t.workload.key: t for t in entry.targets}}
+        freed = [
+            placement for target in removed.values() for placement in cluster.placements_of(target.workload)
+        ]
+        return topology_placement.still_fits(
+            cluster, self.state.flavors, entry.workload, entry.assignment, freed
+        )
 
     def _hold_nodes(self, entry: Entry) -> None:
         """Keep the nodes of a preemptor's placement for the rest of the cycle."""

@@ -303,27 +303,45 @@ def placements(cluster: Cluster, wl: Workload, assignment: Assignment) -> list[P
 
 
 def still_fits(
-    cluster: Cluster, flavors: Mapping[str, specs.ResourceFlavor], wl: Workload, assignment: Assignment
+    cluster: Cluster,
+    flavors: Mapping[str, specs.ResourceFlavor],
+    wl: Workload,
+    assignment: Assignment,
+    freed: list[Placement] | None = None,
 ) -> bool:
     """Do the topology assignments found earlier in the cycle still fit (others were admitted
-    or held nodes since)? Pod sets on the same leaf count together."""
-    needed: dict[tuple[int, str], tuple[FlavorSnapshot, str, Requests]] = {}
-    for flavor, topology, requests in placements(cluster, wl, assignment):
-        snap = cluster.snapshot(flavors[flavor])
-        if snap is None:
-            return False
-        for key, count in topology.leaf_counts().items():
-            # Flavors ending at the host share their usage map: one entry per node.
-            slot = (id(snap.usage), key)
-            total = needed[slot][2] if slot in needed else {}
-            for resource, value in requests.items():
-                total[resource] = total.get(resource, 0) + value * count
-            needed[slot] = (snap, key, total)
-    for snap, key, total in needed.values():
+    or held nodes since), with the pods of ``freed`` gone? Pod sets on one leaf count together.
+    The cluster is only read: nothing moves its usage version, so no placement cache is lost."""
+    needed = _per_leaf(cluster, flavors, placements(cluster, wl, assignment))
+    if needed is None:
+        return False
+    gone = _per_leaf(cluster, flavors, freed or []) or {}
+    for slot, (snap, key, total) in needed.items():
         leaf = snap.leaves.get(key)
         if leaf is None:
             return False
         free = snap.remaining(leaf)
-        if any(free.get(resource, 0) < value for resource, value in total.items()):
+        back = gone[slot][2] if slot in gone else {}
+        if any(free.get(resource, 0) + back.get(resource, 0) < value for resource, value in total.items()):
             return False
     return True
+
+
+def _per_leaf(
+    cluster: Cluster, flavors: Mapping[str, specs.ResourceFlavor], found: list[Placement]
+) -> dict[tuple[int, str], tuple[FlavorSnapshot, str, Requests]] | None:
+    """Requests per leaf (None: a flavor has no tree). Flavors ending at the host share their
+    usage map, so a slot is (usage map, leaf): one per node."""
+    per_leaf: dict[tuple[int, str], tuple[FlavorSnapshot, str, Requests]] = {}
+    for flavor, topology, requests in found:
+        spec = flavors.get(flavor)
+        snap = cluster.snapshot(spec) if spec is not None else None
+        if snap is None:
+            return None
+        for key, count in topology.leaf_counts().items():
+            slot = (id(snap.usage), key)
+            total = per_leaf[slot][2] if slot in per_leaf else {}
+            for resource, value in requests.items():
+                total[resource] = total.get(resource, 0) + value * count
+            per_leaf[slot] = (snap, key, total)
+    return per_leaf

@@ -100,7 +100,9 @@ class FlavorSnapshot:
         """Per resource, the free capacity of every leaf (by `Domain.pos`), cached."""
         key = ("free", simulate_empty)
         cached = self.cache.get(key)
-        version = self.usage_version[0]
+        # With every TAS workload assumed gone the columns do not move with the usage: they
+        # last as long as the tree (a preemptor's trial removals must not throw them away).
+        version = -1 if simulate_empty else self.usage_version[0]
         if isinstance(cached, tuple) and cached[0] == version:
             return cached[1]  # type: ignore[no-any-return]
         resources = sorted({r for leaf in self.leaf_list for r in leaf.capacity})
@@ -217,8 +219,12 @@ class Cluster:
 
     def account(self, wl: Workload, sign: int) -> None:
         """Add (sign=1) or remove (-1) the TAS usage of an admitted workload."""
+        self.account_placements(self.placements_of(wl), sign)
+
+    def placements_of(self, wl: Workload) -> list[Placement]:
+        """The pods of an admitted workload placed by topology."""
         if wl.admission is None:
-            return
+            return []
         per_pod = {ps.name: ps for ps in wl.pod_sets}
         placements: list[Placement] = []
         for assignment in wl.admission.pod_sets:
@@ -229,7 +235,7 @@ class Cluster:
             if spec is None or flavor is None:
                 continue
             placements.append((flavor, assignment.topology, pod_requests(spec.pod_requests)))
-        self.account_placements(placements, sign)
+        return placements
 
     def account_placements(self, placements: list[Placement], sign: int) -> None:
         """Add or remove the TAS usage of pods placed by topology, admitted or only held
