@@ -532,6 +532,14 @@ class State:
         if admission_checks.all_ready(wl) and any(ps.topology_pending for ps in wl.admission.pod_sets):
             # Every check is Ready but a topology still waits for its second pass: Admitted
             # stays False until the scheduler places it (upstream's SyncAdmittedCondition).
+            if wl.set_condition(
+                "Admitted",
+                "False",
+                "PendingDelayedTopologyRequests",
+                "There are pending delayed topology requests",
+                self.now,
+            ):
+                self.touched.add(wl.key)
             return
         if not admission_checks.all_ready(wl):
             wl.set_condition(
