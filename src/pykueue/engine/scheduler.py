@@ -331,16 +331,9 @@ def _place_preempting(
 ) -> None:
     """The placement a preemptor holds while its targets go: on the nodes as they will be
     without its targets, or, with none, as if no TAS workload ran."""
-    cluster = state.cluster
-    for target in found_targets:
-        cluster.account(target.workload, -1)
-    try:
-        topology_placement.place_preempting(
-            cluster, wl, cq, state.flavors, found, tas, simulate_empty=not found_targets
-        )
-    finally:
-        for target in found_targets:
-            cluster.account(target.workload, +1)
+    topology_placement.place_preempting(
+        state.cluster, wl, cq, state.flavors, found, tas, [t.workload for t in found_targets]
+    )
 
 
 def _tas_settings(state: State) -> topology_placement.Settings:

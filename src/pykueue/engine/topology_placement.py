@@ -270,21 +270,26 @@ def place_preempting(
     flavors: Mapping[str, specs.ResourceFlavor],
     assignment: Assignment,
     settings: Settings,
-    simulate_empty: bool,
+    targets: list[Workload],
 ) -> None:
-    """Where a workload that needs preemption would go once its targets are gone (the
-    caller takes their usage off first) or, with no targets (``simulate_empty``), on
-    nodes free of every TAS workload. The scheduler holds that placement while the
-    preemptions complete, so that a workload after it in the cycle cannot take the nodes
-    it frees (upstream's scheduler does the same). Pod sets that cannot be placed keep
-    no topology assignment."""
+    """Where a workload that needs preemption would go once its ``targets`` are gone or,
+    with none, on nodes free of every TAS workload. The scheduler holds that placement
+    while the preemptions complete, so that a workload after it in the cycle cannot take
+    the nodes it frees (upstream's scheduler does the same). Pod sets that cannot be
+    placed keep no topology assignment."""
     if not settings.enabled or assignment.mode() != Mode.PREEMPT or wl.unhealthy_nodes:
         return
     requests = _requests(cluster, wl, cq, flavors, assignment)
     if not requests:
         return
     results = {r.placement.name: r.result for reqs in requests.values() for r in reqs}
-    placed, _ = place(cluster, flavors, requests, settings, simulate_empty)
+    for target in targets:
+        cluster.account(target, -1)
+    try:
+        placed, _ = place(cluster, flavors, requests, settings, simulate_empty=not targets)
+    finally:
+        for target in targets:
+            cluster.account(target, +1)
     for name, topology in placed.items():
         results[name].topology = topology
 
