@@ -75,6 +75,9 @@ DEFAULT_GATES: dict[str, bool] = {
     "TASFailedNodeReplacementFailFast": True,
     "TASMultiLayerTopology": True,
     "TASRecomputeAssignmentWithinSchedulingCycle": True,
+    # Beta and on upstream since 0.18: TAS flavors whose topology ends at the host share
+    # the usage of each node (docs/topology.md, "Flavors that share nodes").
+    "TASHandleOverlappingFlavors": True,
 }
 
 

@@ -146,6 +146,7 @@ class State:
     cluster: Cluster = field(default_factory=Cluster)
 
     def __post_init__(self) -> None:
+        self.cluster.share_hosts = self.config.gate("TASHandleOverlappingFlavors")
         afs = self.config.admission_fair_sharing
         if afs is not None and self.config.gate("AdmissionFairSharing"):
             self.afs = admission_fair_sharing.Ledger(afs)

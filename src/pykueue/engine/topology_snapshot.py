@@ -166,6 +166,9 @@ class Cluster:
     # hostname -> TAS usage of admitted workloads in every flavor whose topology ends at the
     # host: two such flavors may select the same nodes, and a node has one capacity.
     host_usage: dict[str, Requests] = field(default_factory=dict)
+    # TASHandleOverlappingFlavors; off, every flavor keeps its own usage. Set once, before
+    # any usage is counted (the state sets it from its configuration).
+    share_hosts: bool = True
     tas_flavors: set[str] = field(default_factory=set)
     version: int = 0
     _usage_version: list[int] = field(default_factory=lambda: [0])
@@ -245,7 +248,7 @@ class Cluster:
         self._usage_version[0] += 1
         version = self._usage_version[0]
         for flavor, topology, requests in placements:
-            shared = bool(topology.levels) and topology.levels[-1] == HOSTNAME_LABEL
+            shared = self.share_hosts and bool(topology.levels) and topology.levels[-1] == HOSTNAME_LABEL
             usage = self.host_usage if shared else self.usage.setdefault(flavor, {})
             # Leaves keyed by hostname are the same nodes in every flavor whose topology ends
             # at the host: their free columns all move (upstream's TASHandleOverlappingFlavors).
@@ -320,7 +323,7 @@ class Cluster:
                 continue
             for resource, value in requests.items():
                 found.capacity[resource] = found.capacity.get(resource, 0) - value
-        usage = self.host_usage if by_host else self.usage.setdefault(flavor.name, {})
+        usage = self.host_usage if by_host and self.share_hosts else self.usage.setdefault(flavor.name, {})
         return _tree(flavor, levels, leaves, usage, self._usage_version)
 
 
