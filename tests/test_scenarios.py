@@ -201,10 +201,18 @@ INVALID = {
         "config.pykueue.preemptionContract",
         ["mapping"],
     ),
-    "topology-config-resources": (
-        ("format: 1\n", "format: 1\nconfig:\n  resources: {excludeResourcePrefixes: [example.com/]}\n"),
+    "config-resources-bad-strategy": (
+        (
+            "format: 1\n",
+            "format: 1\nconfig:\n  resources: {transformations: [{input: cpu, strategy: Keep}]}\n",
+        ),
+        "config.resources.transformations[0].strategy",
+        ["Retain or Replace"],
+    ),
+    "config-resources-unknown-key": (
+        ("format: 1\n", "format: 1\nconfig:\n  resources: {deviceClassMappings: []}\n"),
         "config.resources",
-        ["not supported"],
+        ["deviceClassMappings"],
     ),
     "topology-assignment-without-levels": (
         (
@@ -369,19 +377,24 @@ def _topology_workload(pod_set_extra: dict[str, Any], status: dict[str, Any]) ->
     }
 
 
-def test_a_delayed_topology_request_is_refused_with_the_key_named() -> None:
-    status = {
-        "admission": {
-            "clusterQueue": "cq",
-            "podSetAssignments": [{"name": "main", "delayedTopologyRequest": "Pending"}],
+def test_a_delayed_topology_request_is_read_and_a_bad_state_refused_with_the_key_named() -> None:
+    def status(state: str) -> dict[str, Any]:
+        return {
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [{"name": "main", "flavors": {}, "delayedTopologyRequest": state}],
+            }
         }
-    }
-    doc = {"format": 1, "name": "topology", "objects": [_topology_workload({}, status)]}
+
+    loader.parse(
+        {"format": 1, "name": "t", "objects": [_topology_workload({}, status("Pending"))]}, "file.yaml"
+    )
+    doc = {"format": 1, "name": "topology", "objects": [_topology_workload({}, status("Soon"))]}
     with pytest.raises(loader.ScenarioError) as info:
         loader.parse(doc, "file.yaml")
     message = str(info.value)
-    assert message.startswith("file.yaml objects[0]: "), message
-    assert "status.admission.podSetAssignments[0].delayedTopologyRequest" in message
+    assert message.startswith("file.yaml objects[0]"), message
+    assert "delayedTopologyRequest" in message, message
 
 
 TOPOLOGY_INPUTS = {

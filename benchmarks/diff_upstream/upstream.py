@@ -30,7 +30,8 @@ from typing import Any
 
 import yaml
 
-from pykueue.devcluster.controlplane import ApiError, KubeCluster, find_bin_dir, free_port
+from pykueue.devcluster.controlplane import ApiError, KubeCluster, find_bin_dir
+from pykueue.devcluster.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "/apis/kueue.x-k8s.io/v1beta2"

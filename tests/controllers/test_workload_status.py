@@ -94,3 +94,23 @@ def test_a_topology_assignment_is_written_in_v1beta2_form_and_read_back() -> Non
     }
     read = intake.workload(ApiWorkload.model_validate(manifest), {}, [])
     assert read.admission is not None and read.admission.pod_sets[0].topology == topology
+
+
+def test_a_delayed_topology_request_is_written_and_read_back() -> None:
+    # Quota first, topology after the ProvisioningRequest: the state must survive a restart.
+    wl = Workload(namespace="ns", name="w", queue_name="lq", pod_sets=[PodSet("main", 1, {"cpu": 1000})])
+    wl.admission = Admission(
+        "cq", [PodSetAssignment("main", {"cpu": "tas"}, {"cpu": 1000}, 1, None, "Pending")]
+    )
+    status = workload_status.desired_status(wl, None)
+    written = status["admission"]["podSetAssignments"][0]
+    assert written["delayedTopologyRequest"] == "Pending" and "topologyAssignment" not in written
+    manifest = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1}]},
+        "status": status,
+    }
+    read = intake.workload(ApiWorkload.model_validate(manifest), {}, [])
+    assert read.admission is not None and read.admission.pod_sets[0].topology_pending

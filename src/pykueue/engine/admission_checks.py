@@ -177,6 +177,17 @@ def sync_admitted(wl: Workload, now: int) -> bool | None:
     """
     if wl.admission is None or wl.eviction is not None or wl.is_admitted():
         return None
+    if all_ready(wl) and any(ps.topology_pending for ps in wl.admission.pod_sets):
+        # Every check is Ready but a topology still waits for its second pass: Admitted stays
+        # False until the scheduler places it (upstream's SyncAdmittedCondition).
+        changed = wl.set_condition(
+            "Admitted",
+            "False",
+            "PendingDelayedTopologyRequests",
+            "There are pending delayed topology requests",
+            now,
+        )
+        return False if changed else None
     if not all_ready(wl):
         wl.set_condition(
             "Admitted", "False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready", now

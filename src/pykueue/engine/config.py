@@ -75,6 +75,9 @@ DEFAULT_GATES: dict[str, bool] = {
     "TASFailedNodeReplacementFailFast": True,
     "TASMultiLayerTopology": True,
     "TASRecomputeAssignmentWithinSchedulingCycle": True,
+    # Beta and on upstream since 0.18: TAS flavors whose topology ends at the host share
+    # the usage of each node (docs/topology.md, "Flavors that share nodes").
+    "TASHandleOverlappingFlavors": True,
 }
 
 
@@ -201,6 +204,66 @@ KNOWN_GATES: frozenset[str] = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
+class ResourceTransformation:
+    """Upstream Configuration's ``resources.transformations[]``: how a requested resource
+    counts against quota. Per unit of ``input`` (times the quantity of ``multiply_by``, when
+    the pod requests it) each output gets its factor (milli-units); ``retain`` keeps the
+    input too (strategy Retain, the default), else it is replaced."""
+
+    input: str
+    retain: bool = True
+    outputs: tuple[tuple[str, int], ...] = ()
+    multiply_by: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """Upstream Configuration's ``resources``: what of a pod's requests counts as quota.
+    Placement on nodes (topology-aware scheduling) still reads the pod's own requests."""
+
+    exclude_prefixes: tuple[str, ...] = ()
+    transformations: tuple[ResourceTransformation, ...] = ()
+
+    def quota_requests(self, requests: dict[str, int]) -> dict[str, int]:
+        """One pod's requests as quota counts them: excluded resources dropped, then
+        transformed; an output that the factors make negative counts as zero."""
+        if not self.exclude_prefixes and not self.transformations:
+            return requests
+        kept = {
+            name: value
+            for name, value in requests.items()
+            if not any(name.startswith(prefix) for prefix in self.exclude_prefixes)
+        }
+        by_input = {t.input: t for t in self.transformations}
+        if not any(name in by_input for name in kept):
+            return kept
+        result: dict[str, int] = {}
+        made: dict[str, int] = {}
+        for name, value in kept.items():
+            rule = by_input.get(name)
+            if rule is None:
+                result[name] = value
+                continue
+            base = value
+            if rule.multiply_by and rule.multiply_by in kept:
+                base = _times(value, kept[rule.multiply_by])
+            for output, factor in rule.outputs:
+                made[output] = made.get(output, 0) + _times(base, factor)
+            if rule.retain:
+                result[name] = value
+        for name, value in made.items():
+            result[name] = result.get(name, 0) + max(0, value)
+        return result
+
+
+def _times(a: int, b: int) -> int:
+    """The product of two milli-unit quantities, in milli-units, rounded up as upstream's
+    milli-value of a quantity is."""
+    product = a * b
+    return -((-product) // 1000)
+
+
+@dataclass(frozen=True, slots=True)
 class EngineConfig:
     fair_sharing: FairSharing = FairSharing()
     admission_fair_sharing: AdmissionFairSharing | None = None
@@ -213,6 +276,8 @@ class EngineConfig:
     # pykueue's own: the preemption contract of every ClusterQueue that has none of its own
     # (the site's minimum run time before a preemption, docs/governance.md); None: upstream's.
     default_contract: PreemptionContract | None = None
+    # Upstream Configuration's ``resources`` (excludeResourcePrefixes, transformations).
+    resources: Resources = Resources()
     wait_for_pods_ready: WaitForPodsReady | None = None
     # How an eviction completes. False: at once, in the same step (scenario files, the
     # simulator). True: `State.evict` only starts it; the workload keeps its quota

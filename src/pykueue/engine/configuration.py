@@ -14,6 +14,8 @@ place (``where``), never ignored.
                            requeuingStrategy {timestamp, backoffBaseSeconds,
                            backoffMaxSeconds, backoffLimitCount}
     pykueue                nominalFirst, preemptionContract: pykueue's own engine options
+    resources              excludeResourcePrefixes, transformations (only where the caller
+                           allows the key: the controllers read the section elsewhere)
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pykueue.api import governance
+from pykueue.api.quantity import parse as parse_milli
 from pykueue.engine import intake
 from pykueue.engine.config import (
     KNOWN_GATES,
     AdmissionFairSharing,
     EngineConfig,
     FairSharing,
+    Resources,
+    ResourceTransformation,
     WaitForPodsReady,
 )
 from pykueue.errors import InputError
@@ -38,6 +43,7 @@ ENGINE_KEYS = frozenset(
 WAIT_FOR_PODS_READY_KEYS = {"enable", "timeout", "recoveryTimeout", "blockAdmission", "requeuingStrategy"}
 REQUEUING_KEYS = {"timestamp", "backoffBaseSeconds", "backoffMaxSeconds", "backoffLimitCount"}
 STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+RESOURCES = "resources"
 
 
 def engine_config(
@@ -67,6 +73,8 @@ def engine_config(
             "wait_for_pods_ready": wait,
             **_own_options(raw.get("pykueue"), f"{where}.pykueue"),
         }
+        if RESOURCES in raw:
+            fields["resources"] = resources(raw[RESOURCES], f"{where}.{RESOURCES}")
         fields.update(extra)  # the caller's own settings (command-line flags) win
         return EngineConfig(**fields)
     except InputError as exc:
@@ -179,6 +187,44 @@ def wait_for_pods_ready(raw: Any, where: str) -> WaitForPodsReady | None:
         backoff_max_seconds=numbers["backoffMaxSeconds"] or 0,
         backoff_limit_count=numbers["backoffLimitCount"],
     )
+
+
+def resources(raw: Any, where: str) -> Resources:
+    """``resources``: excludeResourcePrefixes and transformations, as upstream validates them
+    (one transformation per input; strategy Retain or Replace)."""
+    section = _mapping(raw, where)
+    only(section, {"excludeResourcePrefixes", "transformations"}, where)
+    prefixes = section.get("excludeResourcePrefixes") or []
+    if not isinstance(prefixes, list) or not all(isinstance(p, str) for p in prefixes):
+        raise InputError(f"{where}.excludeResourcePrefixes: must be a list of strings")
+    rules = section.get("transformations") or []
+    if not isinstance(rules, list):
+        raise InputError(f"{where}.transformations: must be a list")
+    found: list[ResourceTransformation] = []
+    for i, rule in enumerate(rules):
+        place = f"{where}.transformations[{i}]"
+        rule = _mapping(rule, place)
+        only(rule, {"input", "strategy", "outputs", "multiplyBy"}, place)
+        name = rule.get("input")
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{place}.input: a resource name is required")
+        if any(t.input == name for t in found):
+            raise InputError(f"{place}.input: {name!r} is transformed twice")
+        strategy = rule.get("strategy", "Retain")
+        if strategy not in ("Retain", "Replace"):
+            raise InputError(f"{place}.strategy: must be Retain or Replace, got {strategy!r}")
+        outputs = _mapping(rule.get("outputs"), f"{place}.outputs")
+        factors: list[tuple[str, int]] = []
+        for output, value in sorted(outputs.items()):
+            try:
+                factors.append((str(output), parse_milli(str(value))))
+            except ValueError as exc:
+                raise InputError(f"{place}.outputs.{output}: {exc}") from None
+        multiply_by = rule.get("multiplyBy", "")
+        if not isinstance(multiply_by, str):
+            raise InputError(f"{place}.multiplyBy: must be a resource name")
+        found.append(ResourceTransformation(name, strategy == "Retain", tuple(factors), multiply_by))
+    return Resources(tuple(prefixes), tuple(found))
 
 
 def _duration(value: Any, where: str) -> int:

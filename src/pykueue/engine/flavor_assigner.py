@@ -107,6 +107,8 @@ class PodSetResult:
     # the mode placing them allows (None: not placed by topology, or placed as they are).
     topology: TopologyAssignment | None = None
     tas_mode: Mode | None = None
+    # Its topology waits for a ProvisioningRequest: quota only now, placed in a second pass.
+    delayed: bool = False
 
     def mode(self) -> Mode:
         if self.tas_mode is not None and self.tas_mode < Mode.FIT:

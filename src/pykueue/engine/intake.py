@@ -30,6 +30,7 @@ from pykueue.api.workload import PodSet as ApiPodSet
 from pykueue.api.workload import Workload as ApiWorkload
 from pykueue.engine import pod_requests, specs, topology_assignments, topology_requests
 from pykueue.engine.cohort_tree import Quota
+from pykueue.engine.config import Resources
 from pykueue.engine.resources import FlavorResource, resource_units
 from pykueue.engine.selectors import LabelSelector, NodeSelectorTerm, Requirement, Taint, Toleration
 from pykueue.engine.topology_snapshot import NodeView
@@ -291,12 +292,14 @@ def workload(
     priorities: Mapping[tuple[str, str], int],
     limit_items: list[specs.LimitRangeItem],
     pod_level_resources: bool = True,
+    resources: Resources | None = None,
 ) -> Workload:
     """Build the engine's workload; ``priorities`` maps (kind, name) of priority classes to values.
 
     ``pod_level_resources`` is the PodLevelResources feature gate: off, a pod
     template's ``spec.resources`` is ignored, as an API server without the feature
-    drops it.
+    drops it. ``resources`` (upstream Configuration's) turns each pod's requests into
+    what quota counts; placement on nodes keeps the pod's own.
     """
     spec = obj.spec
     pod_sets = []
@@ -306,11 +309,13 @@ def workload(
         path = f"spec.podSets[{index}].template.spec"
         pod = pod_requests.compute(ps.template.spec, path, limit_items, pod_level_resources)
         computed.append(pod)
+        quota_requests = pod.requests if resources is None else resources.quota_requests(pod.requests)
         pod_sets.append(
             PodSet(
                 name=ps.name,
                 count=ps.count,
-                requests=pod.requests,
+                requests=quota_requests,
+                node_requests=None if quota_requests is pod.requests else pod.requests,
                 min_count=ps.min_count,
                 node_selector=dict(ps.template.spec.node_selector),
                 affinity_terms=_affinity_terms(ps.template.spec),
@@ -430,7 +435,11 @@ def _read_status(obj: ApiWorkload, wl: Workload) -> None:
             if psa.topology_assignment is not None
             else None
         )
-        assignments.append(PodSetAssignment(psa.name, dict(psa.flavors), usage, count, topology))
+        assignments.append(
+            PodSetAssignment(
+                psa.name, dict(psa.flavors), usage, count, topology, psa.delayed_topology_request
+            )
+        )
     wl.admission = Admission(status.admission.cluster_queue, assignments)
     reserved = wl.conditions.get("QuotaReserved")
     wl.admitted_at = reserved.last_transition if reserved is not None and reserved.last_transition else 0

@@ -81,7 +81,9 @@ def workload(state: State, obj: Workload) -> EngineWorkload:
     namespace = obj.metadata.namespace or "default"
     items = [item for items in state.limit_ranges.get(namespace, {}).values() for item in items]
     config = state.config
-    wl = intake.workload(obj, state.priority_values, items, config.gate("PodLevelResources"))
+    wl = intake.workload(
+        obj, state.priority_values, items, config.gate("PodLevelResources"), config.resources
+    )
     if obj.spec.priority is None and obj.spec.priority_class_ref is None:
         _default_priority(state, wl)
     if not config.gate("ReclaimablePods"):

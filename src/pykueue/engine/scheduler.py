@@ -53,6 +53,7 @@ from pykueue.engine import (
     evictions,
     fair_sharing,
     specs,
+    topology_delayed,
     topology_placement,
     topology_recovery,
     waiting,
@@ -76,8 +77,9 @@ from pykueue.engine.preemption import Preemptor
 from pykueue.engine.resources import FlavorResource, Quantities
 from pykueue.engine.state import State
 from pykueue.engine.targets import HUMAN_REASONS, Target, can_always_reclaim
+from pykueue.engine.topology_snapshot import Placement
 from pykueue.engine.waiting import NAMESPACE_MISMATCH_MESSAGE
-from pykueue.engine.workloads import Admission, PodSetAssignment, Workload
+from pykueue.engine.workloads import DELAYED_PENDING, Admission, PodSetAssignment, Workload
 
 TAS_RECOMPUTE = "TASRecomputeAssignmentWithinSchedulingCycle"
 
@@ -108,6 +110,10 @@ def run_cycle(state: State, max_admissions: int | None = None) -> CycleResult:
     state.explain_waiting()
     state.begin_cycle()
     result = CycleResult()
+    # The heads are taken before the second passes: a workload they evict goes back to its
+    # queue for a later cycle, as upstream's (evicted during its cycle, requeued after).
+    heads = _pop_heads(state)
+    left: list[Placement] = []
     if state.config.gate("TopologyAwareScheduling") and state.config.gate("TASFailedNodeReplacement"):
         outcomes = topology_recovery.recover(
             state,
@@ -115,10 +121,25 @@ def run_cycle(state: State, max_admissions: int | None = None) -> CycleResult:
             fail_fast=state.config.gate("TASFailedNodeReplacementFailFast"),
         )
         result.recovered = [o.workload for o in outcomes if o.replaced or o.evicted]
-    heads = _pop_heads(state)
+        left = [placement for o in outcomes for placement in o.left]
+    if state.topology_pending and state.config.gate("TopologyAwareScheduling"):
+        result.recovered += topology_delayed.second_pass(state, _tas_settings(state))
+    # What ran on failed nodes is counted there until the cycle ends (upstream's snapshot
+    # keeps it too): a head is not placed on a node whose pods may still be stopping.
+    state.cluster.account_placements(left, +1)
+    try:
+        _run_heads(state, heads, result, max_admissions)
+    finally:
+        state.cluster.account_placements(left, -1)
+    return result
+
+
+def _run_heads(
+    state: State, heads: list[tuple[Workload, str]], result: CycleResult, max_admissions: int | None
+) -> None:
     result.heads = len(heads)
     if not heads:
-        return result
+        return
     # What nominating a head changes, kept to undo for the heads the cycle does not reach.
     untried: dict[str, _Tried] = {}
     if max_admissions is not None:
@@ -148,7 +169,6 @@ def run_cycle(state: State, max_admissions: int | None = None) -> CycleResult:
             continue  # already being evicted (a controller reports when its job stopped)
         _evict_target(state, target, preemptor_entry)
         result.preempted.append(target.workload.key)
-    return result
 
 
 # ------------------------------------------------------------------- heads
@@ -265,9 +285,11 @@ def _assign(
         ),
     )
 
+    delayed = topology_delayed.provisioning_flavors(state, cq) if tas.enabled else frozenset()
+
     def assign(counts: list[int] | None = None) -> Assignment:
         found = assigner.assign(counts)
-        topology_placement.assign(state.cluster, wl, cq, state.flavors, found, tas)
+        topology_placement.assign(state.cluster, wl, cq, state.flavors, found, tas, delayed)
         return found
 
     def targets(found: Assignment) -> list[Target]:
@@ -280,6 +302,11 @@ def _assign(
         finally:
             preemptor.tas_fits = None
 
+    def chosen(found: Assignment, found_targets: list[Target]) -> tuple[Assignment, list[Target]]:
+        if tas.enabled and found.mode() == Mode.PREEMPT:
+            _place_preempting(state, wl, cq, found, found_targets, tas)
+        return found, found_targets
+
     full = assign()
     mode = full.mode()
     if mode == Mode.FIT:
@@ -287,12 +314,27 @@ def _assign(
     if mode == Mode.PREEMPT:
         found_targets = targets(full)
         if found_targets:
-            return full, found_targets
+            return chosen(full, found_targets)
     if state.config.gate("PartialAdmission") and wl.can_be_partially_admitted():
         found = _reduce_pod_sets(wl, assign, targets)
         if found is not None:
-            return found
-    return full, []
+            return chosen(*found)
+    return chosen(full, [])
+
+
+def _place_preempting(
+    state: State,
+    wl: Workload,
+    cq: specs.ClusterQueue,
+    found: Assignment,
+    found_targets: list[Target],
+    tas: topology_placement.Settings,
+) -> None:
+    """The placement a preemptor holds while its targets go: on the nodes as they will be
+    without its targets, or, with none, as if no TAS workload ran."""
+    topology_placement.place_preempting(
+        state.cluster, wl, cq, state.flavors, found, tas, [t.workload for t in found_targets]
+    )
 
 
 def _tas_settings(state: State) -> topology_placement.Settings:
@@ -415,6 +457,8 @@ class _Cycle:
     issued: list[tuple[Target, Entry]] = field(default_factory=list)
     preempted_keys: dict[str, Target] = field(default_factory=dict)
     reserved: list[tuple[str, Quantities]] = field(default_factory=list)
+    # Nodes held by preemptors for the rest of the cycle (`_hold_nodes`).
+    held: list[list[Placement]] = field(default_factory=list)
     # nominal_first: (root of a cohort tree, flavor-resource) -> the ClusterQueue that
     # admitted within its nominal quota there in this cycle and still has room.
     lenders: dict[tuple[cohort_tree.Node, FlavorResource], str] = field(default_factory=dict)
@@ -443,9 +487,7 @@ class _Cycle:
             )
             return
         quota_fits = self._fits(entry.cluster_queue, usage, entry.targets)
-        placed = mode != Mode.FIT or topology_placement.still_fits(
-            self.state.cluster, self.state.flavors, entry.workload, entry.assignment
-        )
+        placed = self._placed(entry)
         if quota_fits and not placed and not recomputed and self.state.config.gate(TAS_RECOMPUTE):
             # Upstream's TASRecomputeAssignmentWithinSchedulingCycle: the quota is there but
             # an admission earlier in this cycle took the nodes it was placed on; assign
@@ -454,6 +496,9 @@ class _Cycle:
             entry.workload.last_tried_flavor = None
             entry.assignment, entry.targets = _assign(self.state, entry.workload, cq, self.preemptor)
             entry.message = entry.assignment.message()
+            # The scan position of the new assignment, as nominating records it: a head whose
+            # placement failed on a flavor with more after it is retried, not parked.
+            entry.workload.last_tried_flavor = dict(entry.assignment.last_tried)
             self.process(entry, recomputed=True)
             return
         if not quota_fits or not placed:
@@ -463,6 +508,7 @@ class _Cycle:
             self.preempted_keys[target.workload.key] = target
         if mode == Mode.PREEMPT:
             self._reserve(entry.cluster_queue, usage)
+            self._hold_nodes(entry)
             entry.status = NOMINATED
             entry.requeue_reason = PENDING_PREEMPTION
             entry.reason = "WaitingForPreemptedWorkloads"
@@ -483,6 +529,28 @@ class _Cycle:
         _admit(self.state, entry)
         if self.state.config.nominal_first and not entry.borrows:
             self._note_lender(entry)
+
+    def _placed(self, entry: Entry) -> bool:
+        """Do the entry's topology assignments fit on the nodes as this cycle left them, the
+        targets of every preemption issued so far and its own taken off (as upstream checks)?"""
+        placements = topology_placement.placements(self.state.cluster, entry.workload, entry.assignment)
+        if not placements:
+            return True
+        cluster = self.state.cluster
+        removed = {**self.preempted_keys, **{t.workload.key: t for t in entry.targets}}
+        freed = [
+            placement for target in removed.values() for placement in cluster.placements_of(target.workload)
+        ]
+        return topology_placement.still_fits(
+            cluster, self.state.flavors, entry.workload, entry.assignment, freed
+        )
+
+    def _hold_nodes(self, entry: Entry) -> None:
+        """Keep the nodes of a preemptor's placement for the rest of the cycle."""
+        placements = topology_placement.placements(self.state.cluster, entry.workload, entry.assignment)
+        if placements:
+            self.state.cluster.account_placements(placements, +1)
+            self.held.append(placements)
 
     def _waits_for_pods_ready(self) -> bool:
         config = self.state.config.wait_for_pods_ready
@@ -556,11 +624,15 @@ class _Cycle:
             else:
                 reserved[fr] = max(0, min(value, nominal - used))
         self._reserve(entry.cluster_queue, reserved)
+        self._hold_nodes(entry)
 
     def undo_reservations(self) -> None:
         for cq_name, usage in reversed(self.reserved):
             self._shift(cq_name, usage, -1)
         self.reserved.clear()
+        for placements in reversed(self.held):
+            self.state.cluster.account_placements(placements, -1)
+        self.held.clear()
 
 
 def _admit(state: State, entry: Entry) -> None:
@@ -570,7 +642,11 @@ def _admit(state: State, entry: Entry) -> None:
     for ps in entry.assignment.pod_sets:
         flavors = {res: choice.flavor for res, choice in ps.flavors.items()}
         usage = {res: ps.requests[res] for res in flavors}
-        pod_sets.append(PodSetAssignment(ps.name, flavors, usage, ps.count, ps.topology))
+        pod_sets.append(
+            PodSetAssignment(
+                ps.name, flavors, usage, ps.count, ps.topology, DELAYED_PENDING if ps.delayed else None
+            )
+        )
     wl.admission = Admission(cq.name, pod_sets)
     state.touch(wl.key)
     wl.admitted_at = state.now

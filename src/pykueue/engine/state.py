@@ -97,6 +97,9 @@ class State:
     # Workloads holding a reservation whose pods are not ready (blockAdmission waits on them;
     # upstream's WorkloadsNotReady).
     pods_not_ready: set[str] = field(default_factory=set)
+    # Workloads holding a reservation with a topology still to place after a ProvisioningRequest
+    # (`delayedTopologyRequest: Pending`, engine/topology_delayed.py); stale keys are dropped there.
+    topology_pending: set[str] = field(default_factory=set)
     # Workloads with a maximum execution time (`engine.execution_time`), admitted or not.
     time_limited: set[str] = field(default_factory=set)
     # ClusterQueues with an aging policy, and those whose workloads may still carry aged
@@ -111,6 +114,7 @@ class State:
     cluster: Cluster = field(default_factory=Cluster)
 
     def __post_init__(self) -> None:
+        self.cluster.share_hosts = self.config.gate("TASHandleOverlappingFlavors")
         afs = self.config.admission_fair_sharing
         if afs is not None and self.config.gate("AdmissionFairSharing"):
             self.afs = admission_fair_sharing.Ledger(afs)
@@ -647,6 +651,8 @@ class State:
             self.admitted.setdefault(cq, {})[wl.key] = wl
             if not pods_ready.is_ready(wl):
                 self.pods_not_ready.add(wl.key)
+            if any(ps.topology_pending for ps in wl.admission.pod_sets):
+                self.topology_pending.add(wl.key)
         else:
             self.admitted.get(cq, {}).pop(wl.key, None)
             self.pods_not_ready.discard(wl.key)

@@ -228,7 +228,7 @@ class Placer:
                 self.simulate_empty,
             )
             cached = None if force else self.snap.cache.get(key)
-            version = self.snap.usage_version[0]
+            version = self._usage_version()
             if isinstance(cached, tuple) and cached[0] == version:
                 counts, stats, self._orders, self._usable = cached[1], cached[2], cached[3], cached[4]
                 self.c = counts.copy()
@@ -257,13 +257,17 @@ class Placer:
         self._fill_up(plan)
         if key is not None:
             entry = (
-                self.snap.usage_version[0],
+                self._usage_version(),
                 self.c.copy(),
                 self.stats.copy(),
                 self._orders,
                 self._usable,
             )
             self.snap.cache[key] = entry
+
+    def _usage_version(self) -> int:
+        """The usage the counts depend on: none when every TAS workload is assumed gone."""
+        return -1 if self.simulate_empty else self.snap.usage_version[0]
 
     def _refreshable(self, plan: _Plan, leader: PodSetPlacement | None) -> bool:
         # Only plain sums are updated in place; a leader or inner slice layers recount all.

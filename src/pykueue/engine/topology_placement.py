@@ -25,8 +25,8 @@ from pykueue.engine import specs
 from pykueue.engine.flavor_assigner import Assignment, Mode, PodSetResult
 from pykueue.engine.topology_assigner import Placer
 from pykueue.engine.topology_assignments import TopologyAssignment
-from pykueue.engine.topology_snapshot import Cluster, FlavorSnapshot, Requests, pod_requests
-from pykueue.engine.topology_types import PodSetPlacement, count_in
+from pykueue.engine.topology_snapshot import Cluster, FlavorSnapshot, Placement, Requests, pod_requests
+from pykueue.engine.topology_types import PodSetPlacement
 from pykueue.engine.workloads import PodSet, Workload
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
@@ -65,7 +65,7 @@ def flavor_mismatch(
         if is_implied(pod_set, tas_only):
             return ""
         if not flavor.topology_name:
-            if not any(resource in covered for resource in pod_set.requests):
+            if not any(resource in covered for resource in pod_set.pod_requests):
                 return ""  # this flavor gives only resources the TAS flavor does not
             return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
         snap = cluster.snapshot(flavor)
@@ -96,8 +96,11 @@ def _requests(
     cq: specs.ClusterQueue,
     flavors: Mapping[str, specs.ResourceFlavor],
     assignment: Assignment,
+    delayed: frozenset[str] = frozenset(),
 ) -> dict[str, list[_Request]]:
-    """The TAS pod sets of an assignment, per TAS flavor, in pod set order."""
+    """The TAS pod sets of an assignment, per TAS flavor, in pod set order. A pod set on a
+    flavor of ``delayed`` is marked delayed and left out: its topology is assigned in a
+    second pass, after the ProvisioningRequest (upstream's delayedTopologyRequest)."""
     tas_only = is_tas_only(cq, flavors)
     result: dict[str, list[_Request]] = {}
     by_name = {ps.name: (index, ps) for index, ps in enumerate(wl.pod_sets)}
@@ -105,15 +108,18 @@ def _requests(
         index, pod_set = by_name[ps_result.name]
         if not is_requested(pod_set, tas_only) or ps_result.failed or ps_result.count == 0:
             continue
-        if ps_result.topology is not None:
+        if ps_result.topology is not None or ps_result.delayed:
             continue
         flavor = cluster.tas_flavor_of({r: c.flavor for r, c in ps_result.flavors.items()})
         if flavor is None:
             continue
+        if flavor in delayed:
+            ps_result.delayed = True
+            continue
         placement = PodSetPlacement(
             name=pod_set.name,
             count=ps_result.count,
-            requests=pod_requests(pod_set.requests),
+            requests=pod_requests(pod_set.pod_requests),
             request=pod_set.topology,
             implied=is_implied(pod_set, tas_only),
             tolerations=tuple(pod_set.tolerations),
@@ -129,13 +135,17 @@ def _requests(
 
 
 def _place_flavor(
-    snap: FlavorSnapshot, requests: list[_Request], settings: Settings, simulate_empty: bool
+    snap: FlavorSnapshot,
+    requests: list[_Request],
+    settings: Settings,
+    simulate_empty: bool,
+    assumed: dict[str, Requests],
 ) -> tuple[dict[str, TopologyAssignment], tuple[str, str] | None]:
-    """Place every group of one flavor; on failure, (pod set name, reason)."""
+    """Place every group of one flavor, counting the pods ``assumed`` already placed (and
+    adding its own); on failure, (pod set name, reason)."""
     groups: dict[str, list[_Request]] = {}
     for request in requests:
         groups.setdefault(request.group, []).append(request)
-    assumed: dict[str, Requests] = {}
     placed: dict[str, TopologyAssignment] = {}
     for members in groups.values():
         workers, leader = _leader_and_workers(members)
@@ -175,6 +185,10 @@ def place(
     simulate_empty: bool,
 ) -> tuple[dict[str, TopologyAssignment], tuple[str, str] | None]:
     placed: dict[str, TopologyAssignment] = {}
+    # Pods placed on hosts so far, whichever flavor placed them: flavors whose topology
+    # ends at the host may share nodes, and the pod sets of one workload must not count
+    # the same free capacity twice (upstream's TASHandleOverlappingFlavors).
+    on_hosts: dict[str, Requests] = {}
     for flavor in sorted(requests):
         snap = cluster.snapshot(flavors[flavor])
         if snap is None:
@@ -182,7 +196,8 @@ def place(
                 requests[flavor][0].placement.name,
                 f'Flavor "{flavor}" information missing in TAS cache',
             )
-        found, failure = _place_flavor(snap, requests[flavor], settings, simulate_empty)
+        assumed = on_hosts if snap.lowest_is_host else {}
+        found, failure = _place_flavor(snap, requests[flavor], settings, simulate_empty, assumed)
         placed.update(found)
         if failure is not None:
             return placed, failure
@@ -196,11 +211,13 @@ def assign(
     flavors: Mapping[str, specs.ResourceFlavor],
     assignment: Assignment,
     settings: Settings,
+    delayed: frozenset[str] = frozenset(),
 ) -> None:
-    """Add topology assignments to a flavor assignment, changing its mode as upstream does."""
+    """Add topology assignments to a flavor assignment, changing its mode as upstream does;
+    pod sets on a flavor of ``delayed`` get none yet."""
     if not settings.enabled or assignment.mode() == Mode.NO_FIT:
         return
-    requests = _requests(cluster, wl, cq, flavors, assignment)
+    requests = _requests(cluster, wl, cq, flavors, assignment, delayed)
     if not requests:
         return
     results = {r.placement.name: r.result for reqs in requests.values() for r in reqs}
@@ -246,21 +263,90 @@ def fits(
     return failure is None
 
 
-def still_fits(
-    cluster: Cluster, flavors: Mapping[str, specs.ResourceFlavor], wl: Workload, assignment: Assignment
-) -> bool:
-    """Do the topology assignments found earlier in the cycle still fit (others were admitted since)?"""
+def place_preempting(
+    cluster: Cluster,
+    wl: Workload,
+    cq: specs.ClusterQueue,
+    flavors: Mapping[str, specs.ResourceFlavor],
+    assignment: Assignment,
+    settings: Settings,
+    targets: list[Workload],
+) -> None:
+    """Where a workload that needs preemption would go once its ``targets`` are gone or,
+    with none, on nodes free of every TAS workload. The scheduler holds that placement
+    while the preemptions complete, so that a workload after it in the cycle cannot take
+    the nodes it frees (upstream's scheduler does the same). Pod sets that cannot be
+    placed keep no topology assignment."""
+    if not settings.enabled or assignment.mode() != Mode.PREEMPT or wl.unhealthy_nodes:
+        return
+    requests = _requests(cluster, wl, cq, flavors, assignment)
+    if not requests:
+        return
+    results = {r.placement.name: r.result for reqs in requests.values() for r in reqs}
+    for target in targets:
+        cluster.account(target, -1)
+    try:
+        placed, _ = place(cluster, flavors, requests, settings, simulate_empty=not targets)
+    finally:
+        for target in targets:
+            cluster.account(target, +1)
+    for name, topology in placed.items():
+        results[name].topology = topology
+
+
+def placements(cluster: Cluster, wl: Workload, assignment: Assignment) -> list[Placement]:
+    """The pods an assignment places by topology, as usage the cluster can hold."""
     per_pod = {ps.name: ps for ps in wl.pod_sets}
+    found: list[Placement] = []
     for result in assignment.pod_sets:
         if result.topology is None:
             continue
         flavor = cluster.tas_flavor_of({r: c.flavor for r, c in result.flavors.items()})
-        snap = cluster.snapshot(flavors[flavor]) if flavor is not None else None
-        if snap is None:
+        if flavor is not None:
+            found.append((flavor, result.topology, pod_requests(per_pod[result.name].pod_requests)))
+    return found
+
+
+def still_fits(
+    cluster: Cluster,
+    flavors: Mapping[str, specs.ResourceFlavor],
+    wl: Workload,
+    assignment: Assignment,
+    freed: list[Placement] | None = None,
+) -> bool:
+    """Do the topology assignments found earlier in the cycle still fit (others were admitted
+    or held nodes since), with the pods of ``freed`` gone? Pod sets on one leaf count together.
+    The cluster is only read: nothing moves its usage version, so no placement cache is lost."""
+    needed = _per_leaf(cluster, flavors, placements(cluster, wl, assignment))
+    if needed is None:
+        return False
+    gone = _per_leaf(cluster, flavors, freed or []) or {}
+    for slot, (snap, key, total) in needed.items():
+        leaf = snap.leaves.get(key)
+        if leaf is None:
             return False
-        requests = pod_requests(per_pod[result.name].requests)
-        for key, count in result.topology.leaf_counts().items():
-            leaf = snap.leaves.get(key)
-            if leaf is None or count_in(requests, snap.remaining(leaf))[0] < count:
-                return False
+        free = snap.remaining(leaf)
+        back = gone[slot][2] if slot in gone else {}
+        if any(free.get(resource, 0) + back.get(resource, 0) < value for resource, value in total.items()):
+            return False
     return True
+
+
+def _per_leaf(
+    cluster: Cluster, flavors: Mapping[str, specs.ResourceFlavor], found: list[Placement]
+) -> dict[tuple[int, str], tuple[FlavorSnapshot, str, Requests]] | None:
+    """Requests per leaf (None: a flavor has no tree). Flavors ending at the host share their
+    usage map, so a slot is (usage map, leaf): one per node."""
+    per_leaf: dict[tuple[int, str], tuple[FlavorSnapshot, str, Requests]] = {}
+    for flavor, topology, requests in found:
+        spec = flavors.get(flavor)
+        snap = cluster.snapshot(spec) if spec is not None else None
+        if snap is None:
+            return None
+        for key, count in topology.leaf_counts().items():
+            slot = (id(snap.usage), key)
+            total = per_leaf[slot][2] if slot in per_leaf else {}
+            for resource, value in requests.items():
+                total[resource] = total.get(resource, 0) + value * count
+            per_leaf[slot] = (snap, key, total)
+    return per_leaf

@@ -29,9 +29,9 @@ from pykueue.engine import evictions
 from pykueue.engine.state import State
 from pykueue.engine.topology_assigner import Placer
 from pykueue.engine.topology_assignments import Domain, TopologyAssignment
-from pykueue.engine.topology_requests import TopologyRequest
+from pykueue.engine.topology_requests import SliceLayer, TopologyRequest
 from pykueue.engine.topology_snapshot import Domain as TreeDomain
-from pykueue.engine.topology_snapshot import FlavorSnapshot, pod_requests
+from pykueue.engine.topology_snapshot import FlavorSnapshot, Placement, pod_requests
 from pykueue.engine.topology_types import PodSetPlacement
 from pykueue.engine.workloads import PodSetAssignment, Workload
 
@@ -44,6 +44,9 @@ class Outcome:
     replaced: bool
     message: str
     evicted: bool = False
+    # The pods that ran on the failed node: their node counts them for the rest of the
+    # cycle (they may still be stopping), so no head of the cycle is placed there.
+    left: tuple[Placement, ...] = ()
 
 
 def recover(state: State, least_free_mixed: bool, fail_fast: bool) -> list[Outcome]:
@@ -80,6 +83,14 @@ def _recover_one(state: State, wl: Workload, least_free_mixed: bool) -> Outcome:
         if found is None:
             return Outcome(wl.key, False, why)
         updates[assignment.name] = found
+    left = []
+    per_pod = {ps.name: ps for ps in wl.pod_sets}
+    for assignment in wl.admission.pod_sets:
+        flavor = state.cluster.tas_flavor_of(assignment.flavors)
+        if assignment.name in updates and assignment.topology is not None and flavor is not None:
+            lost = tuple(d for d in assignment.topology.domains if d.values[-1] == failed)
+            requests = pod_requests(per_pod[assignment.name].pod_requests)
+            left.append((flavor, TopologyAssignment(assignment.topology.levels, lost), requests))
     state.cluster.account(wl, -1)
     for assignment in wl.admission.pod_sets:
         if assignment.name in updates:
@@ -87,7 +98,7 @@ def _recover_one(state: State, wl: Workload, least_free_mixed: bool) -> Outcome:
     state.cluster.account(wl, +1)
     wl.unhealthy_nodes = wl.unhealthy_nodes[1:]
     state.touch(wl.key)
-    return Outcome(wl.key, True, f"Pods of unhealthy node {failed} placed again")
+    return Outcome(wl.key, True, f"Pods of unhealthy node {failed} placed again", left=tuple(left))
 
 
 def _replace(
@@ -110,14 +121,13 @@ def _replace(
                 f"as it contains the stale domain {domain.values[0]}"
             )
     request = pod_set.topology
-    within = _required_domain(snap, kept, request.required if request else None)
+    within = _replacement_domain(snap, kept, lost, request)
     placer = Placer(snap, least_free_mixed=least_free_mixed, within=within)
     placement = PodSetPlacement(
         name=pod_set.name,
         count=lost,
-        requests=pod_requests(pod_set.requests),
-        # Slices are not kept across a replacement: the lost pods are placed one by one.
-        request=_without_slices(request),
+        requests=pod_requests(pod_set.pod_requests),
+        request=_replacement_request(request, lost, within),
         implied=request is None or not request.explicit(),
         tolerations=tuple(pod_set.tolerations),
         node_selector=pod_set.node_selector,
@@ -136,12 +146,54 @@ def _leaf(snap: FlavorSnapshot, domain: Domain) -> TreeDomain | None:
     return snap.leaves.get(domain.values[-1] if snap.lowest_is_host else ",".join(domain.values))
 
 
-def _required_domain(snap: FlavorSnapshot, kept: tuple[Domain, ...], required: str | None) -> str:
-    """The domain of the required level the remaining pods run in ("" when unconfined)."""
-    if required is None or not kept:
+def _replacement_domain(
+    snap: FlavorSnapshot, kept: tuple[Domain, ...], lost: int, request: TopologyRequest | None
+) -> str:
+    """The domain the lost pods must go to ("" when anywhere), as upstream chooses it.
+
+    Lost pods that are not whole slices belong to a slice that is now broken: they go to
+    the slice-level domain whose pod count they make whole again (for several slice
+    layers, the innermost layer they break). Otherwise, with a ``required`` level, they
+    stay in the domain of that level where the remaining pods run. When no pod remains,
+    nothing confines them.
+    """
+    if not kept or request is None:
+        return ""  # an implied request confines nothing either: it has no slices, no level
+    slices = request.slices
+    if slices and lost % slices[0].size:
+        layer = slices[0]
+        for inner in reversed(slices):
+            if lost % inner.size:
+                layer = inner
+                break
+        return _incomplete_slice_domain(snap, kept, lost, layer.size, layer.topology)
+    if request.required is None:
         return ""
-    level = snap.level_index(required)
-    leaf = _leaf(snap, kept[0])
+    return _ancestor(snap, kept[0], snap.level_index(request.required))
+
+
+def _incomplete_slice_domain(
+    snap: FlavorSnapshot, kept: tuple[Domain, ...], lost: int, size: int, level_name: str
+) -> str:
+    """The domain of the slice level whose remaining pods plus the lost ones make whole slices
+    (the first such by its values, where upstream takes any: its map order is random)."""
+    level = snap.level_index(level_name)
+    if level < 0:
+        return ""
+    counts: dict[str, int] = {}
+    for domain in kept:
+        key = _ancestor(snap, domain, level)
+        if key:
+            counts[key] = counts.get(key, 0) + domain.count
+    for key in sorted(counts):
+        if (counts[key] + lost) % size == 0:
+            return key
+    return ""
+
+
+def _ancestor(snap: FlavorSnapshot, domain: Domain, level: int) -> str:
+    """The key of the domain of ``level`` that holds the leaf ``domain`` ("" if none)."""
+    leaf = _leaf(snap, domain)
     if level < 0 or leaf is None:
         return ""
     node = leaf
@@ -151,10 +203,18 @@ def _required_domain(snap: FlavorSnapshot, kept: tuple[Domain, ...], required: s
     return node.key
 
 
-def _without_slices(request: TopologyRequest | None) -> TopologyRequest | None:
-    if request is None:
-        return None
-    return TopologyRequest(request.required, request.preferred, request.unconstrained, (), request.group)
+def _replacement_request(request: TopologyRequest | None, lost: int, within: str) -> TopologyRequest | None:
+    """The request the lost pods are placed with. Whole slices keep their slices; pods that
+    complete a broken slice are grouped by the innermost layer whose size divides their
+    count, or placed one by one when none does (upstream's effective slice size)."""
+    if request is None or not request.slices or not within or lost % request.slices[0].size == 0:
+        return request
+    layers: tuple[SliceLayer, ...] = ()
+    for layer in reversed(request.slices):
+        if lost % layer.size == 0:
+            layers = (layer,)
+            break
+    return TopologyRequest(request.required, request.preferred, request.unconstrained, layers, request.group)
 
 
 def _merge(

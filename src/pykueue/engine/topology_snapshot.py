@@ -32,10 +32,12 @@ from pykueue.api.topology import HOSTNAME_LABEL
 from pykueue.engine import specs
 from pykueue.engine.resources import PODS
 from pykueue.engine.selectors import Taint, Toleration
-from pykueue.engine.topology_assignments import leaf_key
+from pykueue.engine.topology_assignments import TopologyAssignment, leaf_key
 from pykueue.engine.workloads import Workload
 
 Requests = dict[str, int]
+# Pods of one pod set placed by topology: (TAS flavor, where, one pod's requests).
+Placement = tuple[str, TopologyAssignment, Requests]
 _EMPTY: Requests = {}
 MAX_LOG = 4096
 
@@ -98,7 +100,9 @@ class FlavorSnapshot:
         """Per resource, the free capacity of every leaf (by `Domain.pos`), cached."""
         key = ("free", simulate_empty)
         cached = self.cache.get(key)
-        version = self.usage_version[0]
+        # With every TAS workload assumed gone the columns do not move with the usage: they
+        # last as long as the tree (a preemptor's trial removals must not throw them away).
+        version = -1 if simulate_empty else self.usage_version[0]
         if isinstance(cached, tuple) and cached[0] == version:
             return cached[1]  # type: ignore[no-any-return]
         resources = sorted({r for leaf in self.leaf_list for r in leaf.capacity})
@@ -156,12 +160,22 @@ class Cluster:
     topologies: dict[str, tuple[str, ...]] = field(default_factory=dict)
     nodes: dict[str, NodeView] = field(default_factory=dict)
     pods: dict[str, tuple[str, Requests]] = field(default_factory=dict)  # ns/name -> (node, requests)
-    # flavor -> leaf key -> TAS usage (requests and pods) of admitted workloads.
+    # flavor -> leaf key -> TAS usage (requests and pods) of admitted workloads, for flavors
+    # whose topology does not end at the host.
     usage: dict[str, dict[str, Requests]] = field(default_factory=dict)
+    # hostname -> TAS usage of admitted workloads in every flavor whose topology ends at the
+    # host: two such flavors may select the same nodes, and a node has one capacity.
+    host_usage: dict[str, Requests] = field(default_factory=dict)
+    # TASHandleOverlappingFlavors; off, every flavor keeps its own usage. Set once, before
+    # any usage is counted (the state sets it from its configuration).
+    share_hosts: bool = True
     tas_flavors: set[str] = field(default_factory=set)
     version: int = 0
     _usage_version: list[int] = field(default_factory=lambda: [0])
     _trees: dict[str, tuple[int, specs.ResourceFlavor, FlavorSnapshot | None]] = field(default_factory=dict)
+    # The current trees whose lowest level is the host, at `version` (None: to recompute):
+    # every TAS usage change of a host reaches them all, and usage changes are frequent.
+    _host_trees: tuple[int, list[FlavorSnapshot]] | None = None
 
     # ------------------------------------------------------------ objects
 
@@ -208,10 +222,14 @@ class Cluster:
 
     def account(self, wl: Workload, sign: int) -> None:
         """Add (sign=1) or remove (-1) the TAS usage of an admitted workload."""
+        self.account_placements(self.placements_of(wl), sign)
+
+    def placements_of(self, wl: Workload) -> list[Placement]:
+        """The pods of an admitted workload placed by topology."""
         if wl.admission is None:
-            return
-        self._usage_version[0] += 1
+            return []
         per_pod = {ps.name: ps for ps in wl.pod_sets}
+        placements: list[Placement] = []
         for assignment in wl.admission.pod_sets:
             if assignment.topology is None:
                 continue
@@ -219,16 +237,43 @@ class Cluster:
             flavor = self.tas_flavor_of(assignment.flavors)
             if spec is None or flavor is None:
                 continue
-            requests = pod_requests(spec.requests)
-            flavor_usage = self.usage.setdefault(flavor, {})
-            snap = self._current(flavor)
-            for key, count in assignment.topology.leaf_counts().items():
-                leaf = flavor_usage.setdefault(key, {})
+            placements.append((flavor, assignment.topology, pod_requests(spec.pod_requests)))
+        return placements
+
+    def account_placements(self, placements: list[Placement], sign: int) -> None:
+        """Add or remove the TAS usage of pods placed by topology, admitted or only held
+        for a cycle (a preemptor's placement, engine/scheduler.py)."""
+        if not placements:
+            return
+        self._usage_version[0] += 1
+        version = self._usage_version[0]
+        for flavor, topology, requests in placements:
+            shared = self.share_hosts and bool(topology.levels) and topology.levels[-1] == HOSTNAME_LABEL
+            usage = self.host_usage if shared else self.usage.setdefault(flavor, {})
+            # Leaves keyed by hostname are the same nodes in every flavor whose topology ends
+            # at the host: their free columns all move (upstream's TASHandleOverlappingFlavors).
+            snaps: list[FlavorSnapshot | None] = (
+                list(self._host_snapshots()) if shared else [self._current(flavor)]
+            )
+            for key, count in topology.leaf_counts().items():
+                leaf = usage.setdefault(key, {})
                 delta = {resource: sign * value * count for resource, value in requests.items()}
                 for resource, value in delta.items():
                     leaf[resource] = leaf.get(resource, 0) + value
-                if snap is not None:
-                    snap.apply_usage(key, delta, self._usage_version[0])
+                for snap in snaps:
+                    if snap is not None:
+                        snap.apply_usage(key, delta, version)
+
+    def _host_snapshots(self) -> list[FlavorSnapshot]:
+        cached = self._host_trees
+        if cached is None or cached[0] != self.version:
+            trees = [
+                tree
+                for version, _, tree in self._trees.values()
+                if version == self.version and tree is not None and tree.lowest_is_host
+            ]
+            cached = self._host_trees = (self.version, trees)
+        return cached[1]
 
     def _current(self, flavor: str) -> FlavorSnapshot | None:
         cached = self._trees.get(flavor)
@@ -253,6 +298,7 @@ class Cluster:
         levels = self.topologies.get(flavor.topology_name)
         tree = None if levels is None else self._build(flavor, levels)
         self._trees[flavor.name] = (self.version, flavor, tree)
+        self._host_trees = None
         return tree
 
     def _build(self, flavor: specs.ResourceFlavor, levels: tuple[str, ...]) -> FlavorSnapshot:
@@ -277,7 +323,8 @@ class Cluster:
                 continue
             for resource, value in requests.items():
                 found.capacity[resource] = found.capacity.get(resource, 0) - value
-        return _tree(flavor, levels, leaves, self.usage.setdefault(flavor.name, {}), self._usage_version)
+        usage = self.host_usage if by_host and self.share_hosts else self.usage.setdefault(flavor.name, {})
+        return _tree(flavor, levels, leaves, usage, self._usage_version)
 
 
 def _tree(

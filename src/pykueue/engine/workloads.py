@@ -34,6 +34,14 @@ class PodSet:
     tolerations: list[Toleration] = field(default_factory=list)
     # What it asks of the topology (engine/topology_requests.py); None: nothing.
     topology: TopologyRequest | None = None
+    # One pod's requests as the nodes see them, when quota counts them otherwise
+    # (`EngineConfig.resources`: excluded prefixes, transformations); None: `requests`.
+    node_requests: dict[str, int] | None = None
+
+    @property
+    def pod_requests(self) -> dict[str, int]:
+        """One pod's requests on a node: what topology-aware placement counts."""
+        return self.requests if self.node_requests is None else self.node_requests
 
     def total(self, count: int | None = None) -> dict[str, int]:
         """The requests of ``count`` pods (default: all of them)."""
@@ -50,6 +58,17 @@ class PodSetAssignment:
     resource_usage: dict[str, int]
     count: int
     topology: TopologyAssignment | None = None
+    # `delayedTopologyRequest`: "Pending" while its topology waits for a ProvisioningRequest
+    # (placed in a second pass once every check is Ready), then "Ready"; None: not delayed.
+    delayed_topology: str | None = None
+
+    @property
+    def topology_pending(self) -> bool:
+        return self.topology is None and self.delayed_topology == DELAYED_PENDING
+
+
+DELAYED_PENDING = "Pending"
+DELAYED_READY = "Ready"
 
 
 @dataclass(slots=True)

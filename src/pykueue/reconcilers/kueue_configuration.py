@@ -90,7 +90,18 @@ def parse(doc: Any, source: str, **engine_options: Any) -> Loaded:
     if unknown:
         raise InputError(f"{source}: unknown key(s): {', '.join(unknown)}")
     engine_part = {k: v for k, v in body.items() if k in configuration.ENGINE_KEYS}
-    engine = configuration.engine_config(engine_part, source, **engine_options)
+    # resources: the quota side (excluded prefixes, transformations) is the engine's; the
+    # job side reads deviceClassMappings (DRA) from the same section.
+    quota_side = {
+        k: v
+        for k, v in (body.get("resources") or {}).items()
+        if k in ("excludeResourcePrefixes", "transformations")
+    }
+    if quota_side:
+        engine_part[configuration.RESOURCES] = quota_side
+    engine = configuration.engine_config(
+        engine_part, source, allowed=configuration.ENGINE_KEYS | {configuration.RESOURCES}, **engine_options
+    )
     unused = tuple(sorted(str(k) for k in body if k in OTHER_SECTIONS))
     job_sections = tuple(sorted(str(k) for k in body if k in JOB_SECTIONS))
     return Loaded(engine, doc, unused, job_sections)

@@ -45,6 +45,8 @@ def _pod_set_assignment(ps: PodSetAssignment) -> dict[str, Any]:
     if ps.topology is not None:
         # Upstream's v1beta2 form (levels and slices); see docs/topology.md.
         written["topologyAssignment"] = ps.topology.to_v1beta2()
+    if ps.delayed_topology is not None:
+        written["delayedTopologyRequest"] = ps.delayed_topology
     return written
 
 

@@ -30,7 +30,7 @@ STEP_KEYS = {
     "podsReady",
     "podsNotReady",
 }
-CONFIG_KEYS = configuration.ENGINE_KEYS
+CONFIG_KEYS = configuration.ENGINE_KEYS | {configuration.RESOURCES}
 CHECK_UPDATE_KEYS = {"state", "message", "requeueAfterSeconds"}
 DEFAULT_NOW = "2026-01-01T00:00:00Z"
 
@@ -122,8 +122,6 @@ def _time(value: Any, where: str) -> int:
 
 
 def _config(raw: Any, source: str) -> EngineConfig:
-    if isinstance(raw, dict) and "resources" in raw:
-        raise ScenarioError(f"{source} config.resources: {shapes.UNSUPPORTED}")
     return configuration.engine_config(raw, f"{source} config", CONFIG_KEYS, ScenarioError)
 
 
@@ -143,7 +141,6 @@ def _objects(raw: Any, source: str, where: str) -> list[Any]:
         if not isinstance(doc, dict):
             problems.append(f"{place}: a manifest must be a mapping")
             continue
-        shapes.refuse_topology(doc, place)
         doc = shapes.topology_domains_as_slices(doc)
         try:
             result.append(manifests.parse_object(doc, source=place, options=manifests.RELAXED))

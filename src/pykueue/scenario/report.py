@@ -65,6 +65,8 @@ def _pod_set(ps: PodSetAssignment) -> dict[str, Any]:
         # FORMAT.md: the output lists domains sorted by their values (the Workload keeps upstream's order).
         assignment["domains"].sort(key=lambda d: d["values"])
         result["topologyAssignment"] = assignment
+    if ps.delayed_topology is not None:
+        result["delayedTopologyRequest"] = ps.delayed_topology
     return result
 
 
@@ -212,6 +214,13 @@ def _compare_admitted(
                     problems.append(
                         f"{where}.admitted[{key}].podSets.{ps_name}.resourceUsage: expected {ps_want['resourceUsage']}, got {ps_got['resourceUsage']}"
                     )
+            if "delayedTopologyRequest" in ps_want and ps_want["delayedTopologyRequest"] != ps_got.get(
+                "delayedTopologyRequest"
+            ):
+                problems.append(
+                    f"{where}.admitted[{key}].podSets.{ps_name}.delayedTopologyRequest: expected "
+                    f"{ps_want['delayedTopologyRequest']}, got {ps_got.get('delayedTopologyRequest')}"
+                )
             if "topologyAssignment" in ps_want:
                 _compare_topology(
                     ps_want["topologyAssignment"],

@@ -5,10 +5,8 @@ must never be skipped quietly, or an expectation would pass without being
 checked. Every mapping of an `expect` block is checked against the keys
 FORMAT.md defines, and every error names the file and the path inside it.
 
-Topology-aware scheduling is implemented (docs/topology.md) except for two
-inputs, refused with the key named rather than run as if absent: a pod set's
-``delayedTopologyRequest`` (topology assigned after a ProvisioningRequest) and
-the configuration's ``resources`` block.
+Topology-aware scheduling is implemented (docs/topology.md), a pod set's
+``delayedTopologyRequest`` (topology assigned after a ProvisioningRequest) included.
 """
 
 from __future__ import annotations
@@ -33,15 +31,6 @@ def _get(doc: Any, *path: str) -> Any:
             return None
         doc = doc.get(key)
     return doc
-
-
-def refuse_topology(doc: Any, where: str) -> None:
-    """Raise if one object manifest uses a topology key the engine does not implement."""
-    if not isinstance(doc, Mapping) or doc.get("kind") != "Workload":
-        return
-    for i, assignment in enumerate(_get(doc, "status", "admission", "podSetAssignments") or []):
-        if isinstance(assignment, Mapping) and assignment.get("delayedTopologyRequest") is not None:
-            raise _refuse(where, f"status.admission.podSetAssignments[{i}].delayedTopologyRequest")
 
 
 def topology_domains_as_slices(doc: Any) -> Any:
@@ -156,7 +145,13 @@ def _admitted(value: Any, where: str) -> None:
         for name, pod_set in _mapping(desc.get("podSets"), f"{here}.podSets").items():
             at = f"{here}.podSets.{name}"
             pod_set = _mapping(pod_set, at)
-            _keys(pod_set, frozenset({"count", "flavors", "resourceUsage", "topologyAssignment"}), at)
+            _keys(
+                pod_set,
+                frozenset(
+                    {"count", "flavors", "resourceUsage", "topologyAssignment", "delayedTopologyRequest"}
+                ),
+                at,
+            )
             if "topologyAssignment" in pod_set:
                 _topology(pod_set["topologyAssignment"], f"{at}.topologyAssignment")
 
