@@ -107,91 +107,93 @@ def get(
     if output == "json":
         print(json.dumps(rows, indent=2))
         return
-    if listing == "clusterqueues":
-        table(
+    {
+        "clusterqueues": _cluster_queue_table,
+        "localqueues": _local_queue_table,
+        "workloads": _workload_table,
+    }.get(listing, _job_table)(rows)
+
+
+def _cluster_queue_table(rows: list[dict[str, Any]]) -> None:
+    table(
+        [
             [
-                [
-                    r["name"],
-                    r["cohort"],
-                    "yes" if r["active"] else f"no ({r['stopPolicy']})",
-                    str(r["pending"]),
-                    str(r["admitted"]),
-                    ", ".join(
-                        f"{u['flavor']}/{u['resource']} {u['used']}/{u['nominal']}"
-                        + (f" (+{u['borrowed']} borrowed)" if u["borrowed"] not in ("0", "") else "")
-                        for u in r["usage"]
-                    ),
-                ]
-                for r in rows
-            ],
-            ["NAME", "COHORT", "ACTIVE", "PENDING", "ADMITTED", "USAGE/NOMINAL"],
-        )
-    elif listing == "localqueues":
-        table(
+                r["name"],
+                r["cohort"],
+                "yes" if r["active"] else f"no ({r['stopPolicy']})",
+                str(r["pending"]),
+                str(r["admitted"]),
+                ", ".join(
+                    f"{u['flavor']}/{u['resource']} {u['used']}/{u['nominal']}"
+                    + (f" (+{u['borrowed']} borrowed)" if u["borrowed"] not in ("0", "") else "")
+                    for u in r["usage"]
+                ),
+            ]
+            for r in rows
+        ],
+        ["NAME", "COHORT", "ACTIVE", "PENDING", "ADMITTED", "USAGE/NOMINAL"],
+    )
+
+
+def _local_queue_table(rows: list[dict[str, Any]]) -> None:
+    table(
+        [[r["namespace"], r["name"], r["clusterQueue"], str(r["pending"]), str(r["admitted"])] for r in rows],
+        ["NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "ADMITTED"],
+    )
+
+
+def _workload_table(rows: list[dict[str, Any]]) -> None:
+    # A MultiKueue manager's workloads run on workers: say which, only where there are any.
+    workers = any(r.get("worker") for r in rows)
+    table(
+        [
             [
-                [r["namespace"], r["name"], r["clusterQueue"], str(r["pending"]), str(r["admitted"])]
-                for r in rows
-            ],
-            ["NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "ADMITTED"],
-        )
-    elif listing == "workloads":
-        # A MultiKueue manager's workloads run on workers: say which, only where there are any.
-        workers = any(r.get("worker") for r in rows)
-        table(
-            [
-                [
-                    r["namespace"],
-                    r["name"],
-                    r["queue"],
-                    r["state"],
-                    r["clusterQueue"],
-                    *([r.get("worker") or ""] if workers else []),
-                    eta_cell(r.get("estimatedStart")),
-                    r["reason"][:80],
-                ]
-                for r in rows
-            ],
-            [
-                "NAMESPACE",
-                "NAME",
-                "QUEUE",
-                "STATE",
-                "CLUSTERQUEUE",
-                *(["WORKER"] if workers else []),
-                "ESTIMATED START",
-                "WHY",
-            ],
-        )
-    else:
-        table(
-            [
-                [
-                    r["namespace"],
-                    r.get("kind", "Job"),
-                    r["name"],
-                    r["queue"],
-                    r["state"],
-                    str(r["active"]),
-                    str(r["succeeded"]),
-                    str(r["failed"]),
-                    str(r["preemptions"]),
-                    str(r.get("interruptions", 0)),
-                ]
-                for r in rows
-            ],
-            [
-                "NAMESPACE",
-                "KIND",
-                "NAME",
-                "QUEUE",
-                "STATE",
-                "ACTIVE",
-                "SUCCEEDED",
-                "FAILED",
-                "PREEMPTED",
-                "INTERRUPTED",
-            ],
-        )
+                r["namespace"],
+                r["name"],
+                r["queue"],
+                r["state"],
+                r["clusterQueue"],
+                *([r.get("worker") or ""] if workers else []),
+                eta_cell(r.get("estimatedStart")),
+                r["reason"][:80],
+            ]
+            for r in rows
+        ],
+        [
+            "NAMESPACE",
+            "NAME",
+            "QUEUE",
+            "STATE",
+            "CLUSTERQUEUE",
+            *(["WORKER"] if workers else []),
+            "ESTIMATED START",
+            "WHY",
+        ],
+    )
+
+
+def _job_table(rows: list[dict[str, Any]]) -> None:
+    columns = ["active", "succeeded", "failed", "preemptions"]
+    table(
+        [
+            [r["namespace"], r.get("kind", "Job"), r["name"], r["queue"], r["state"]]
+            + [str(r[c]) for c in columns]
+            + [str(r.get("interruptions", 0))]
+            for r in rows
+        ],
+        [
+            "NAMESPACE",
+            "KIND",
+            "NAME",
+            "QUEUE",
+            "STATE",
+            "ACTIVE",
+            "SUCCEEDED",
+            "FAILED",
+            "PREEMPTED",
+            "INTERRUPTED",
+        ],
+    )
 
 
 def describe(

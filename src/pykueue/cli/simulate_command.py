@@ -26,7 +26,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pykueue.api import manifests
 from pykueue.errors import EngineError, InputError
-from pykueue.sim import checker, driver, federation, generator, plan, report_html, simulation, tables, trace
+from pykueue.sim import (
+    checker,
+    driver,
+    federation,
+    generator,
+    plan,
+    plan_page,
+    report_html,
+    simulation,
+    tables,
+    trace,
+)
 from pykueue.sim.design import Design
 from pykueue.sim.jobs import SECOND, Job
 
@@ -218,9 +229,11 @@ def _write_plan(
         (out / f"report-{outcome.name}.html").write_text(
             report_html.render(outcome.run, outcome.summary), encoding="utf-8"
         )
-    (out / "plan.html").write_text(plan.render_html(outcomes, noise_floor, chosen or []), encoding="utf-8")
+    (out / "plan.html").write_text(
+        plan_page.render_html(outcomes, noise_floor, chosen or []), encoding="utf-8"
+    )
     (out / "plan.json").write_text(
-        dumps(plan.figures_json(outcomes, noise_floor, chosen or [])), encoding="utf-8"
+        dumps(plan_page.figures_json(outcomes, noise_floor, chosen or [])), encoding="utf-8"
     )
 
 

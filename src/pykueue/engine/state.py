@@ -32,7 +32,7 @@ controller writes it (`explain_waiting`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from pykueue.engine import (
@@ -312,6 +312,10 @@ class State:
     def clear_touched(self) -> None:
         """The owner has taken the workloads `touched` names (or writes back none)."""
         self.touched.clear()
+
+    def topology_settled(self, key: str) -> None:
+        """No topology of the workload waits for a second pass any more (or it is gone)."""
+        self.topology_pending.discard(key)
 
     def forget_finished(self, key: str) -> None:
         """A finished workload no one needs to hear about again (its store has it)."""
@@ -597,24 +601,23 @@ class State:
                 queue.remove(wl.key)
                 queue.push(wl)
 
+    def _protection_ends(self) -> Iterator[tuple[str, int]]:
+        """(ClusterQueue, when a protection ends) for the admitted workloads of contract queues."""
+        for name in sorted(self.contract_queues):
+            for until in contract.ends(
+                self.cluster_queues[name], self.admitted.get(name, {}).values(), self.now
+            ):
+                yield name, until
+
     def _end_protections(self, now: int) -> None:
         """Preemption contracts that end by ``now`` make their workloads candidates again:
         the parked workloads of the cohort tree get another look, as on a release."""
-        for name in sorted(self.contract_queues):
-            ends = contract.ends(self.cluster_queues[name], self.admitted.get(name, {}).values(), self.now)
-            if any(until <= now for until in ends):
-                self._requeue_tree(name)
+        for name in sorted({name for name, until in self._protection_ends() if until <= now}):
+            self._requeue_tree(name)
 
     def protection_deadlines(self) -> list[int]:
         """When the preemption contracts of admitted workloads end (for `lifecycle.next_deadline`)."""
-        return [
-            until
-            for name in self.contract_queues
-            for until in contract.ends(
-                self.cluster_queues[name], self.admitted.get(name, {}).values(), self.now
-            )
-            if until < contract.FOREVER
-        ]
+        return [until for _, until in self._protection_ends() if until < contract.FOREVER]
 
     # ------------------------------------------------------------------ quota
 
@@ -790,14 +793,3 @@ class State:
         cq = self.cluster_queues.get(lq.cluster_queue) if lq is not None else None
         inactive = cq is not None and cq.name in self.inactive_reason
         return waiting.blocker(wl, lq, cq, inactive, self.namespace_labels(wl.namespace))
-
-    # ----------------------------------------------------------------- reading
-
-    def pending(self) -> dict[str, list[str]]:
-        """Active-queue workload keys per ClusterQueue (only queues that have some)."""
-        return {
-            name: sorted(wl.key for wl in q.active()) for name, q in self.queues.items() if any(q.active())
-        }
-
-    def inadmissible(self) -> dict[str, list[str]]:
-        return {name: sorted(q.inadmissible) for name, q in self.queues.items() if q.inadmissible}

@@ -144,7 +144,7 @@ class Placer:
                 return None, "slice topology requested, but slice size not provided"
         required = request.required is not None
         unconstrained = request.is_unconstrained() or workers.implied
-        key = _level_key(request, snap)
+        key = request.placement_level(snap.levels)
         if key is None and workers.implied:
             key = snap.levels[-1]
         if key is None:
@@ -306,7 +306,7 @@ class Placer:
         snap, c, stats = self.snap, self.c, self.stats
         leaves = self._candidates(workers)
         if self.within:
-            inside = [leaf for leaf in leaves if _inside(leaf, self.within)]
+            inside = [leaf for leaf in leaves if leaf.within(self.within)]
             stats.topology_domain += len(leaves) - len(inside)
             leaves = inside
         self._usable = frozenset(leaf.key for leaf in leaves)
@@ -781,24 +781,3 @@ class Placer:
         if level == target:
             return self.c.pods[domain.idx] // size
         return sum(self._slices_below(child, level + 1, target, size) for child in domain.children)
-
-
-def _level_key(request: TopologyRequest, snap: FlavorSnapshot) -> str | None:
-    if request.required is not None:
-        return request.required
-    if request.preferred is not None:
-        return request.preferred
-    if request.slice_only():
-        return snap.levels[0]
-    if request.unconstrained:
-        return snap.levels[-1]
-    return None
-
-
-def _inside(leaf: Domain, within: str) -> bool:
-    node: Domain | None = leaf
-    while node is not None:
-        if node.key == within:
-            return True
-        node = node.parent
-    return False

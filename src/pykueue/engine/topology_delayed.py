@@ -50,14 +50,14 @@ def second_pass(state: State, settings: topology_placement.Settings) -> list[str
     for key in sorted(state.topology_pending):
         wl = state.workloads.get(key)
         if wl is None or wl.admission is None or wl.eviction is not None:
-            state.topology_pending.discard(key)
+            state.topology_settled(key)
             continue
         if not any(ps.topology_pending for ps in wl.admission.pod_sets):
-            state.topology_pending.discard(key)
+            state.topology_settled(key)
             continue
         if not admission_checks.all_ready(wl) or not _place(state, wl, settings):
             continue
-        state.topology_pending.discard(key)
+        state.topology_settled(key)
         placed.append(key)
     return placed
 

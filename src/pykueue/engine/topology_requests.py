@@ -66,6 +66,20 @@ class TopologyRequest:
     def is_unconstrained(self) -> bool:
         return bool(self.unconstrained) or self.slice_only()
 
+    def placement_level(self, levels: tuple[str, ...]) -> str | None:
+        """The level the whole pod set is placed at, among a topology's ``levels`` (top
+        first): the one required or preferred, the top for slices alone, the bottom when
+        unconstrained; None when it asks for no topology."""
+        if self.required is not None:
+            return self.required
+        if self.preferred is not None:
+            return self.preferred
+        if self.slice_only():
+            return levels[0]
+        if self.unconstrained:
+            return levels[-1]
+        return None
+
     def levels(self) -> tuple[str, ...]:
         """Every level named, to check a flavor's topology has them all."""
         named = [x for x in (self.required, self.preferred) if x is not None]

@@ -68,6 +68,15 @@ class Domain:
     capacity: Requests = field(default_factory=dict)  # leaves: allocatable less non-TAS pods
     pos: int = -1  # leaves: position in `FlavorSnapshot.leaf_list`
 
+    def within(self, key: str) -> bool:
+        """Is this domain ``key`` or inside it?"""
+        node: Domain | None = self
+        while node is not None:
+            if node.key == key:
+                return True
+            node = node.parent
+        return False
+
 
 @dataclass(slots=True)
 class FlavorSnapshot:

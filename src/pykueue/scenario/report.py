@@ -24,8 +24,8 @@ def snapshot(state: State, with_events: bool) -> dict[str, Any]:
             wl.key: _admitted(wl) for wl in _sorted(state.workloads.values()) if wl.admission is not None
         },
         "preempted": sorted({e.workload for e in state.events if e.type == PREEMPTED}),
-        "pending": state.pending(),
-        "inadmissible": state.inadmissible(),
+        "pending": pending(state),
+        "inadmissible": inadmissible(state),
         "finished": sorted(state.finished),
         "conditions": _conditions(state),
         "clusterQueueUsage": _usage(state),
@@ -314,3 +314,13 @@ def _compare_contains(want: dict[str, Any], actual: dict[str, Any], where: str, 
     for key in want.get("finished") or []:
         if key not in actual["finished"]:
             problems.append(f"{here}.finished: {key} did not finish")
+
+
+def pending(state: State) -> dict[str, list[str]]:
+    """Active-queue workload keys per ClusterQueue (only queues that have some)."""
+    return {name: sorted(wl.key for wl in q.active()) for name, q in state.queues.items() if any(q.active())}
+
+
+def inadmissible(state: State) -> dict[str, list[str]]:
+    """Parked workload keys per ClusterQueue (only queues that have some)."""
+    return {name: sorted(q.inadmissible) for name, q in state.queues.items() if q.inadmissible}

@@ -110,8 +110,8 @@ def fingerprint(state: State) -> tuple[object, ...]:
     )
     return (
         admitted,
-        tuple((cq, tuple(keys)) for cq, keys in sorted(state.pending().items())),
-        tuple((cq, tuple(keys)) for cq, keys in sorted(state.inadmissible().items())),
+        tuple((cq, tuple(keys)) for cq, keys in sorted(report.pending(state).items())),
+        tuple((cq, tuple(keys)) for cq, keys in sorted(report.inadmissible(state).items())),
         scans,
     )
 

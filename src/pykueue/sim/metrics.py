@@ -27,6 +27,7 @@ Definitions (docs/simulator.md has them with examples):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -343,60 +344,94 @@ def _hours(milli_micros: float) -> float:
 def _summary(
     rec: Recorder, design: str, source: str, seed: int, notes: list[str], model: dict[str, str]
 ) -> dict[str, Any]:
-    jobs = rec.jobs
-    n = len(jobs)
-    end = rec.end
-    primary = rec.primary
     by_cq: dict[str, list[int]] = {name: [] for name in rec.queues}
     by_class: dict[str, list[int]] = {}
-    for i, job in enumerate(jobs):
+    for i, job in enumerate(rec.jobs):
         by_cq[rec.cq_of[i]].append(i)
         by_class.setdefault(job.job_class, []).append(i)
-    demand: dict[str, int] = {}
-    for job in jobs:
-        for resource, value in job.total_requests().items():
-            demand[resource] = demand.get(resource, 0) + value * job.runtime
+    demand = _demand(rec)
     capacity = {
         r: sum(s.nominal.get(r, 0) for s in rec.queues.values()) + rec.cohort_nominal.get(r, 0)
         for r in demand
     }
+    fairness = [value for value in rec.fairness(rec.grid()) if value is not None]
+    return {
+        "format": 1,
+        "design": design,
+        "input": source,
+        "seed": seed,
+        "model": model,
+        "notes": notes,
+        "totals": _totals(rec, demand, capacity),
+        "ideal": _ideal(rec, demand, capacity),
+        "checker": _checker(rec, by_class, rec.end),
+        "clusterQueues": _queue_figures(rec, by_cq),
+        "classes": _class_figures(rec, by_class),
+        "fairness": {
+            "index": "Jain's index of weighted shares among ClusterQueues with pending work",
+            "mean": round(sum(fairness) / len(fairness), 4) if fairness else None,
+            "min": round(min(fairness), 4) if fairness else None,
+        },
+        "preemptionsByPreemptor": rec.preemption_table(),
+        "unfinishedJobs": [rec.jobs[i].key for i in range(len(rec.jobs)) if rec.finish[i] < 0][:100],
+    }
+
+
+def _demand(rec: Recorder) -> dict[str, int]:
+    """Resource x time every job asks for (its requests for its whole runtime)."""
+    demand: dict[str, int] = {}
+    for job in rec.jobs:
+        for resource, value in job.total_requests().items():
+            demand[resource] = demand.get(resource, 0) + value * job.runtime
+    return demand
+
+
+def _summed(buckets: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for bucket in buckets:
+        for resource, value in bucket.items():
+            total[resource] = total.get(resource, 0) + value
+    return total
+
+
+def _totals(rec: Recorder, demand: dict[str, int], capacity: dict[str, int]) -> dict[str, Any]:
+    n, end = len(rec.jobs), rec.end
     used = {r: sum(s.integral.get(r, 0) for s in rec.queues.values()) for r in demand}
-    lost_total: dict[str, int] = {}
-    for bucket in rec.lost.values():
-        for resource, value in bucket.items():
-            lost_total[resource] = lost_total.get(resource, 0) + value
     finished = sum(1 for value in rec.finish if value >= 0)
-    exceeded_total: dict[str, int] = {}
-    for bucket in rec.exceeded_spent.values():
-        for resource, value in bucket.items():
-            exceeded_total[resource] = exceeded_total.get(resource, 0) + value
-    ideal_end = max(
-        [max((job.submit + job.runtime for job in jobs), default=0)]
-        + [demand[r] // capacity[r] for r in demand if capacity.get(r)]
-    )
-    totals = {
+    everyone = list(range(n))
+    return {
         "jobs": n,
         "admitted": sum(1 for value in rec.first_admit if value >= 0),
         "finished": finished,
         "unfinished": n - finished,
         "preemptions": sum(rec.evictions),
         "makespanSeconds": _seconds(end),
-        "primaryResource": primary,
+        "primaryResource": rec.primary,
         "demandResourceHours": {r: _hours(v) for r, v in sorted(demand.items())},
         "usedResourceHours": {r: _hours(v) for r, v in sorted(used.items())},
-        "lostResourceHours": {r: _hours(v) for r, v in sorted(lost_total.items())},
+        "lostResourceHours": {r: _hours(v) for r, v in sorted(_summed(rec.lost.values()).items())},
         "exceededMaximumExecutionTime": sum(1 for value in rec.exceeded_at if value >= 0),
-        "exceededResourceHours": {r: _hours(v) for r, v in sorted(exceeded_total.items())},
+        "exceededResourceHours": {
+            r: _hours(v) for r, v in sorted(_summed(rec.exceeded_spent.values()).items())
+        },
         "nominalCapacity": {r: _units(v) for r, v in sorted(capacity.items())},
         "utilisationPercent": {
             r: round(100 * used[r] / (capacity[r] * end), 2) if capacity.get(r) and end else None
             for r in sorted(demand)
         },
-        "wait": rec.waits(list(range(n))),
-        "timeToLastAdmission": rec.to_last_admission(list(range(n))),
-        "completionDelay": rec.completion_delays(list(range(n))),
+        "wait": rec.waits(everyone),
+        "timeToLastAdmission": rec.to_last_admission(everyone),
+        "completionDelay": rec.completion_delays(everyone),
     }
-    ideal = {
+
+
+def _ideal(rec: Recorder, demand: dict[str, int], capacity: dict[str, int]) -> dict[str, Any]:
+    end = rec.end
+    ideal_end = max(
+        [max((job.submit + job.runtime for job in rec.jobs), default=0)]
+        + [demand[r] // capacity[r] for r in demand if capacity.get(r)]
+    )
+    return {
         "makespanSeconds": _seconds(ideal_end),
         "note": "the makespan if the whole nominal capacity ran the demand with no gap: "
         "max(last submission + its runtime, demand / capacity)",
@@ -408,78 +443,66 @@ def _summary(
             for r in sorted(demand)
         },
     }
+
+
+def _queue_figures(rec: Recorder, by_cq: dict[str, list[int]]) -> dict[str, Any]:
     caused: dict[str, int] = {}
     caused_lost: dict[str, int] = {}
     for (_, preemptor), cell in rec.matrix.items():
         caused[preemptor] = caused.get(preemptor, 0) + cell.count
         caused_lost[preemptor] = caused_lost.get(preemptor, 0) + cell.lost
-    queues: dict[str, Any] = {}
-    for name, series in rec.queues.items():
-        indexes = by_cq[name]
-        nominal = series.nominal.get(primary, 0)
-        window = end
-        queues[name] = {
-            "cohort": series.cohort,
-            "class": series.cq_class,
-            "jobs": len(indexes),
-            "finished": sum(1 for i in indexes if rec.finish[i] >= 0),
-            "nominal": {r: _units(v) for r, v in sorted(series.nominal.items())},
-            "averageUsage": {
-                r: _units(v / window) if window else 0.0 for r, v in sorted(series.integral.items())
-            },
-            "averageUsagePercentOfNominal": round(
-                100 * series.integral.get(primary, 0) / (nominal * window), 2
-            )
-            if nominal and window
-            else None,
-            "averageBorrowed": _units(series.borrowed_integral / window) if window else 0.0,
-            "maxPending": series.max_pending,
-            "wait": rec.waits(indexes),
-            "timeToLastAdmission": rec.to_last_admission(indexes),
-            "completionDelay": rec.completion_delays(indexes),
-            "preemptions": rec.preemptions.get(name, 0),
-            "preemptionsCaused": caused.get(name, 0),
-            "lostResourceHours": {r: _hours(v) for r, v in sorted(rec.lost.get(name, {}).items())},
-            "lostResourceHoursCaused": _hours(caused_lost.get(name, 0)),
-            "exceededMaximumExecutionTime": sum(1 for i in indexes if rec.exceeded_at[i] >= 0),
-            "usedPrimaryHours": _hours(series.integral.get(primary, 0)),
-            "entitledPrimaryHours": _hours(nominal * window),
-            "demandPrimaryHours": _hours(
-                sum(jobs[i].total_requests().get(primary, 0) * jobs[i].runtime for i in indexes)
-            ),
-        }
-    classes = {
+    return {
+        name: _queue_figure(rec, name, series, by_cq[name], caused.get(name, 0), caused_lost.get(name, 0))
+        for name, series in rec.queues.items()
+    }
+
+
+def _queue_figure(
+    rec: Recorder, name: str, series: QueueSeries, indexes: list[int], caused: int, caused_lost: int
+) -> dict[str, Any]:
+    primary, window, jobs = rec.primary, rec.end, rec.jobs
+    nominal = series.nominal.get(primary, 0)
+    return {
+        "cohort": series.cohort,
+        "class": series.cq_class,
+        "jobs": len(indexes),
+        "finished": sum(1 for i in indexes if rec.finish[i] >= 0),
+        "nominal": {r: _units(v) for r, v in sorted(series.nominal.items())},
+        "averageUsage": {
+            r: _units(v / window) if window else 0.0 for r, v in sorted(series.integral.items())
+        },
+        "averageUsagePercentOfNominal": round(100 * series.integral.get(primary, 0) / (nominal * window), 2)
+        if nominal and window
+        else None,
+        "averageBorrowed": _units(series.borrowed_integral / window) if window else 0.0,
+        "maxPending": series.max_pending,
+        "wait": rec.waits(indexes),
+        "timeToLastAdmission": rec.to_last_admission(indexes),
+        "completionDelay": rec.completion_delays(indexes),
+        "preemptions": rec.preemptions.get(name, 0),
+        "preemptionsCaused": caused,
+        "lostResourceHours": {r: _hours(v) for r, v in sorted(rec.lost.get(name, {}).items())},
+        "lostResourceHoursCaused": _hours(caused_lost),
+        "exceededMaximumExecutionTime": sum(1 for i in indexes if rec.exceeded_at[i] >= 0),
+        "usedPrimaryHours": _hours(series.integral.get(primary, 0)),
+        "entitledPrimaryHours": _hours(nominal * window),
+        "demandPrimaryHours": _hours(
+            sum(jobs[i].total_requests().get(primary, 0) * jobs[i].runtime for i in indexes)
+        ),
+    }
+
+
+def _class_figures(rec: Recorder, by_class: dict[str, list[int]]) -> dict[str, Any]:
+    return {
         cls: {
             "jobs": len(indexes),
-            "priorities": sorted({jobs[i].priority for i in indexes}),
+            "priorities": sorted({rec.jobs[i].priority for i in indexes}),
             "wait": rec.waits(indexes),
             "timeToLastAdmission": rec.to_last_admission(indexes),
             "completionDelay": rec.completion_delays(indexes),
         }
         for cls, indexes in sorted(by_class.items())
     }
-    fairness = [value for value in rec.fairness(rec.grid()) if value is not None]
-    document: dict[str, Any] = {
-        "format": 1,
-        "design": design,
-        "input": source,
-        "seed": seed,
-        "model": model,
-        "notes": notes,
-        "totals": totals,
-        "ideal": ideal,
-        "checker": _checker(rec, by_class, end),
-        "clusterQueues": queues,
-        "classes": classes,
-        "fairness": {
-            "index": "Jain's index of weighted shares among ClusterQueues with pending work",
-            "mean": round(sum(fairness) / len(fairness), 4) if fairness else None,
-            "min": round(min(fairness), 4) if fairness else None,
-        },
-        "preemptionsByPreemptor": rec.preemption_table(),
-        "unfinishedJobs": [jobs[i].key for i in range(n) if rec.finish[i] < 0][:100],
-    }
-    return document
 
 
 def _checker(rec: Recorder, by_class: dict[str, list[int]], end: int) -> dict[str, Any]:
