@@ -676,6 +676,8 @@ class State:
         self._place(wl, cq)
 
     def _place(self, wl: Workload, cq: str) -> None:
+        if evictions.backoff_over(wl, self.now):  # ran out before it got here (read back late)
+            self.touched.add(wl.key)
         if self.backing_off(wl):
             self.queues[cq].park(wl)
             return
