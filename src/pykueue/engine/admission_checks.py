@@ -182,9 +182,7 @@ def sync_admitted(wl: Workload, now: int) -> bool | None:
     if wl.admission is None or wl.eviction is not None or wl.is_admitted():
         return None
     if not all_ready(wl):
-        wl.set_condition(
-            "Admitted", "False", "UnsatisfiedAdmissionChecks", NOT_READY_MESSAGE, now
-        )
+        wl.set_condition("Admitted", "False", "UnsatisfiedAdmissionChecks", NOT_READY_MESSAGE, now)
         return False
     wl.set_condition("Admitted", "True", "Admitted", ADMITTED_MESSAGE, now)
     return True
