@@ -162,3 +162,50 @@ def template_problems(path: str, annotations: Mapping[str, str]) -> list[FieldPr
             )
         )
     return out
+
+
+def topology_request(
+    annotations: Mapping[str, str], indexes: Mapping[str, Any] | None = None
+) -> Manifest | None:
+    """The ``topologyRequest`` of a Workload pod set made from a template with ``annotations``.
+
+    As upstream's request builder: one of required, preferred or unconstrained (in that
+    order), the slice layer(s), the group name (with a level only), and ``indexes``: how the
+    kind numbers its pods (``podIndexLabel``, ``subGroupIndexLabel``, ``subGroupCount``).
+    A template without topology annotations gives None: unlike upstream, which writes the
+    index labels alone on every pod set of a kind that has them, so that a Workload of a job
+    that asks nothing of the topology stays as it was. Annotations the webhook would refuse
+    (a slice size that is not a number, an unconstrained value that is not a boolean, bad
+    JSON) give None too: the Workload keeps the annotations, and the engine says what is
+    wrong with them when it reads them.
+    """
+    request: Manifest = {}
+    if tr.REQUIRED in annotations:
+        request["required"] = annotations[tr.REQUIRED]
+    elif tr.PREFERRED in annotations:
+        request["preferred"] = annotations[tr.PREFERRED]
+    elif tr.UNCONSTRAINED in annotations:
+        value = annotations[tr.UNCONSTRAINED]
+        if value not in _TRUE + _FALSE:
+            return None
+        request["unconstrained"] = value in _TRUE
+    if tr.SLICE_CONSTRAINTS in annotations:
+        try:
+            layers = json.loads(annotations[tr.SLICE_CONSTRAINTS])
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(layers, list) or not 1 <= len(layers) <= tr.MAX_SLICE_LAYERS:
+            return None
+        request["podsetSliceRequiredTopologyConstraints"] = layers
+    elif tr.SLICE_REQUIRED in annotations and tr.SLICE_SIZE in annotations:
+        size = annotations[tr.SLICE_SIZE]
+        if not _INT32.fullmatch(size) or not -(2**31) <= int(size) < 2**31:
+            return None
+        request["podSetSliceRequiredTopology"] = annotations[tr.SLICE_REQUIRED]
+        request["podSetSliceSize"] = int(size)
+    if not request:
+        return None
+    request.update({k: v for k, v in (indexes or {}).items() if v is not None})
+    if tr.GROUP_NAME in annotations and ("required" in request or "preferred" in request):
+        request["podSetGroupName"] = annotations[tr.GROUP_NAME]
+    return request
