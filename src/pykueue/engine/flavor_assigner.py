@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from pykueue.api.quantity import format_milli
+from pykueue.api.quantity import format_resource
 from pykueue.engine import cohort_tree, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.resources import PODS, FlavorResource, Quantities
@@ -337,15 +337,15 @@ class FlavorAssigner:
         if value > max_capacity:
             why = (
                 f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets "
-                f"requests ({_q(assumed)}) + current podset request ({_q(request)}) > maximum capacity "
-                f"({_q(max_capacity)})"
+                f"requests ({_q(resource, assumed)}) + current podset request ({_q(resource, request)}) > "
+                f"maximum capacity ({_q(resource, max_capacity)})"
             )
             return Possibility.NO_FIT, 0, why, EXCEEDS_MAX_QUOTA
         borrow, may_reclaim = cohort_tree.lowest_fitting_height(self.node, fr, value)
         free = max(0, cohort_tree.available(self.node, fr))
         if value <= free:
             return Possibility.FIT, borrow, "", ""
-        why = f"insufficient unused quota for {resource} in flavor {flavor}, {_q(value - free)} more needed"
+        why = f"insufficient unused quota for {resource} in flavor {flavor}, {_q(resource, value - free)} more needed"
         quota = self.cq.quotas.get(fr)
         nominal = quota.nominal if quota is not None else 0
         if nominal >= value or may_reclaim or self.can_preempt_while_borrowing:
@@ -359,5 +359,6 @@ class FlavorAssigner:
         return Possibility.NO_FIT, borrow, why, WAITING_FOR_QUOTA
 
 
-def _q(milli: int) -> str:
-    return format_milli(milli)
+def _q(resource: str, milli: int) -> str:
+    # Upstream's resource formatter: cpu and counts in decimal units (1k), memory in binary (1Gi).
+    return format_resource(resource, milli)
