@@ -216,8 +216,12 @@ class FlavorAssigner:
         return result
 
     _no_fit_reason: str = ""
+    # Per resource group the pod set tried: the least severe reason among its flavors that did
+    # not fit (upstream's resolveNoFitReason, which weighs the groups that fitted too).
+    _group_reasons: list[str] = field(default_factory=list)
 
     def _assign_pod_set(self, index: int, pod_set: PodSet, count: int, result: Assignment) -> PodSetResult:
+        self._group_reasons = []
         requests = pod_set.total(count)
         if self.cq.group_of(PODS) is not None:
             requests[PODS] = count * 1000
@@ -238,6 +242,12 @@ class FlavorAssigner:
             ps_result.reasons.extend(reasons)
             if not chosen:
                 ps_result.failed = True
+                # The most severe across the groups; a pod set with no flavor tried at all
+                # has none that matched.
+                tried = self._group_reasons
+                self._note_reason(
+                    max(tried, key=lambda r: _SEVERITY.get(r, 0)) if tried else NO_MATCHING_FLAVOR
+                )
                 break
             ps_result.flavors.update(chosen)
         ps_result.flavors = {res: c for res, c in ps_result.flavors.items() if res in requests}
@@ -300,13 +310,10 @@ class FlavorAssigner:
         tried = -1 if attempted == len(group.flavors) - 1 else attempted
         for resource in wanted:
             result.last_tried[(index, resource)] = tried
-        if not best:
+        if group_reasons:
             # Upstream reports, per resource group, the least severe reason among its
             # flavors: the one closest to fitting is what the user can act on.
-            if group_reasons:
-                self._note_reason(min(group_reasons, key=lambda r: _SEVERITY.get(r, 0)))
-            else:
-                self._note_reason(NO_MATCHING_FLAVOR)
+            self._group_reasons.append(min(group_reasons, key=lambda r: _SEVERITY.get(r, 0)))
         if best_mode[0] == Possibility.FIT:
             return best, []
         return best, reasons
