@@ -140,6 +140,17 @@ def backoff_over(wl: Workload, now: int) -> bool:
     return True
 
 
+def backoff_ended(wl: Workload, now: int) -> bool:
+    """A held workload's backoff is over by ``now`` (Requeued turned True, or only its
+    ``requeueAt`` passed, which is then cleared): it goes back to its active queue."""
+    if backoff_over(wl, now):
+        return True
+    if wl.requeue_at is not None and not backing_off(wl, now):
+        wl.requeue_at = None
+        return True
+    return False
+
+
 def backing_off(wl: Workload, now: int) -> bool:
     """Is the workload in a requeue backoff (upstream's requeueState / Requeued=False)?"""
     requeued = wl.conditions.get("Requeued")

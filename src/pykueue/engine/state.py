@@ -581,17 +581,12 @@ class State:
         for queue in self.queues.values():
             # A backoff holds a workload one by one (`ClusterQueueQueue.park`), so only the
             # held ones can have one that has run out.
-            expired = []
-            for wl in queue.held():
-                if evictions.backoff_over(wl, self.now):
-                    expired.append(wl)
-                elif wl.requeue_at is not None and not self.backing_off(wl):
-                    wl.requeue_at = None  # the backoff is over: back to the active queue
-                    expired.append(wl)
-            for wl in expired:
+            for wl in [wl for wl in queue.held() if evictions.backoff_ended(wl, self.now)]:
                 self.touched.add(wl.key)
                 queue.remove(wl.key)
                 queue.push(wl)
+        for bucket in self.unrouted.values():  # not queued (LocalQueue stopped, missing): it ends too
+            self.touched.update(wl.key for wl in bucket.values() if evictions.backoff_over(wl, self.now))
 
     def _end_protections(self, now: int) -> None:
         """Preemption contracts that end by ``now`` make their workloads candidates again:
