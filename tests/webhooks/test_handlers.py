@@ -731,3 +731,24 @@ def test_topology_annotations_of_every_pod_template_are_checked_with_their_paths
             f"Forbidden: may not be set when '{SLICE_LEVEL}' is not specified",
         )
     ]
+
+
+def test_a_pods_own_topology_annotations_are_checked_at_its_metadata() -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "team-a",
+            "labels": {QUEUE: "q"},
+            "annotations": {
+                REQUIRED_TOPOLOGY: "rack",
+                "kueue.x-k8s.io/podset-unconstrained-topology": "true",
+            },
+        },
+        "spec": {"containers": [{"name": "c"}]},
+    }
+    frameworks = webhooks.WebhookConfig(frameworks=("batch/job", "pod"))
+    review = {"uid": "v", "operation": "CREATE", "object": pod}
+    causes = _causes(asyncio.run(webhooks.validate_job(review, frameworks, None)))
+    assert [field for field, _ in causes] == ["metadata.annotations"]

@@ -650,7 +650,7 @@ def workload_for(
     meta = job.get("metadata") or {}
     labels = meta.get("labels") or {}
     spec: Manifest = {"podSets": adapter.pod_sets(job)}
-    _fill_topology_requests(adapter, job, spec["podSets"])
+    fill_topology_requests(adapter, job, spec["podSets"])
     if adapter.queue_name(job):
         spec = {"queueName": adapter.queue_name(job), **spec}
     max_seconds = max_execution_seconds(job)
@@ -707,7 +707,7 @@ def workload_for(
     }
 
 
-def _fill_topology_requests(adapter: JobAdapter, job: Manifest, pod_sets: list[Manifest]) -> None:
+def fill_topology_requests(adapter: JobAdapter, job: Manifest, pod_sets: list[Manifest]) -> None:
     """Each pod set's ``topologyRequest`` from its template's annotations, as upstream's jobs do.
 
     A kind that numbers its pods says how with an optional ``topology_indexes(job, name)``

@@ -46,7 +46,9 @@ def _go(value: str) -> str:
 def pod_templates(job: Manifest) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every pod template of ``job``, with the field path of its ``metadata``."""
     spec = job.get("spec")
-    if isinstance(spec, dict):
+    if isinstance(spec, dict) and "containers" in spec:
+        yield "metadata", job  # a pod of its own (a plain pod, a member of a pod group)
+    elif isinstance(spec, dict):
         yield from _walk(spec, "spec")
 
 
