@@ -286,6 +286,11 @@ def test_workloads_carry_the_topology_request_of_their_pod_templates() -> None:
         "podIndexLabel": "batch.kubernetes.io/job-completion-index",
     }
     assert integrations.check_job(tas, integrations.by_name()["batch/job"]) == []
+    # Standalone's apply refuses what the webhook refuses.
+    del tas["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-slice-required-topology"]
+    [problem] = integrations.check_job(tas, integrations.by_name()["batch/job"])
+    assert problem.path == "spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]"
+    tas["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-slice-required-topology"] = "h"
 
     js = {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
