@@ -257,3 +257,78 @@ def test_selector_expressions_from_the_configuration() -> None:
     assert jobframework.Settings(namespace_selector=selector).namespace_managed({"tier": "ml"})
     assert not jobframework.Settings(namespace_selector=selector).namespace_managed({"tier": "web"})
     assert jobframework.Settings(namespace_selector=selector).namespace_managed(None)
+
+
+def test_workloads_carry_the_topology_request_of_their_pod_templates() -> None:
+    """Upstream's jobs build spec.podSets[].topologyRequest from the template annotations
+    (jobframework's request builder), with how the kind numbers its pods (issue 40, item 9)."""
+    from pykueue.reconcilers.integrations import batch_job, jobset
+
+    plain = job("plain", labels={"kueue.x-k8s.io/queue-name": "q"})
+    plain["metadata"]["uid"] = "u1"
+    made = jobframework.workload_for(batch_job.BatchJobAdapter(), plain)
+    assert "topologyRequest" not in made["spec"]["podSets"][0]
+
+    tas = job("tas", labels={"kueue.x-k8s.io/queue-name": "q"})
+    tas["metadata"]["uid"] = "u2"
+    tas["spec"]["template"]["metadata"] = {
+        "annotations": {
+            "kueue.x-k8s.io/podset-preferred-topology": "cloud.example.com/rack",
+            "kueue.x-k8s.io/podset-slice-required-topology": "kubernetes.io/hostname",
+            "kueue.x-k8s.io/podset-slice-size": "2",
+        }
+    }
+    made = jobframework.workload_for(batch_job.BatchJobAdapter(), tas)
+    assert made["spec"]["podSets"][0]["topologyRequest"] == {
+        "preferred": "cloud.example.com/rack",
+        "podSetSliceRequiredTopology": "kubernetes.io/hostname",
+        "podSetSliceSize": 2,
+        "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+    }
+    assert integrations.check_job(tas, integrations.by_name()["batch/job"]) == []
+    # Standalone's apply refuses what the webhook refuses.
+    del tas["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-slice-required-topology"]
+    [problem] = integrations.check_job(tas, integrations.by_name()["batch/job"])
+    assert problem.path == "spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]"
+    tas["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-slice-required-topology"] = "h"
+
+    js = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": "js",
+            "namespace": "team-a",
+            "uid": "u3",
+            "labels": {"kueue.x-k8s.io/queue-name": "q"},
+        },
+        "spec": {
+            "suspend": True,
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "replicas": 3,
+                    "template": {
+                        "spec": {
+                            "parallelism": 2,
+                            "completions": 2,
+                            "template": {
+                                "metadata": {
+                                    "annotations": {
+                                        "kueue.x-k8s.io/podset-required-topology": "cloud.example.com/block"
+                                    }
+                                },
+                                "spec": {"containers": [{"name": "c"}]},
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    made = jobframework.workload_for(jobset.JobSetAdapter(), js)
+    assert made["spec"]["podSets"][0]["topologyRequest"] == {
+        "required": "cloud.example.com/block",
+        "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+        "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index",
+        "subGroupCount": 3,
+    }

@@ -634,3 +634,121 @@ def test_kinds_upstream_takes_no_prebuilt_workload_for_are_refused() -> None:
     )
     assert refused["allowed"] is False
     assert "takes no pre-built Workload" in refused["status"]["details"]["causes"][0]["message"]
+
+
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+SLICE_LEVEL = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+
+
+def _tas_job(**annotations: str) -> dict[str, Any]:
+    job = _job({QUEUE: "q"}, True)
+    job["spec"]["template"] = {
+        "metadata": {"annotations": annotations},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    return job
+
+
+def _causes(response: dict[str, Any]) -> list[tuple[str, str]]:
+    assert response["allowed"] is False
+    return [(c["field"], c["message"]) for c in response["status"]["details"]["causes"]]
+
+
+def test_topology_annotations_that_cannot_be_meant_are_refused_as_upstream() -> None:
+    """Upstream's jobframework ValidateTASPodSetRequest (issue 40, item 8)."""
+    at = "spec.template.metadata.annotations"
+    fine = _tas_job(**{REQUIRED_TOPOLOGY: "cloud.example.com/rack", SLICE_LEVEL: "kubernetes.io/hostname"})
+    fine["spec"]["template"]["metadata"]["annotations"][SLICE_SIZE] = "2"
+    assert _validate(fine)["allowed"] is True
+    both = _tas_job(
+        **{REQUIRED_TOPOLOGY: "cloud.example.com/rack", PREFERRED_TOPOLOGY: "cloud.example.com/block"}
+    )
+    assert _causes(_validate(both)) == [
+        (
+            at,
+            'Invalid value: must not contain more than one topology annotation: ["kueue.x-k8s.io/podset-'
+            'required-topology", "kueue.x-k8s.io/podset-preferred-topology", "kueue.x-k8s.io/podset-'
+            'unconstrained-topology"]',
+        )
+    ]
+    size_only = _tas_job(**{REQUIRED_TOPOLOGY: "cloud.example.com/rack", SLICE_SIZE: "2"})
+    assert _causes(_validate(size_only)) == [
+        (
+            f"{at}[{SLICE_SIZE}]",
+            f"Forbidden: may not be set when '{SLICE_LEVEL}' is not specified",
+        )
+    ]
+    level_only = _tas_job(**{SLICE_LEVEL: "kubernetes.io/hostname"})
+    assert _causes(_validate(level_only)) == [
+        (f"{at}[{SLICE_SIZE}]", f"Required value: must be set when '{SLICE_LEVEL}' is specified")
+    ]
+    bad_level = _tas_job(**{PREFERRED_TOPOLOGY: "not a label!"})
+    [(field, message)] = _causes(_validate(bad_level))
+    assert field == f"{at}[{PREFERRED_TOPOLOGY}]"
+    assert message.startswith('Invalid value: "not a label!": name part must consist of alphanumeric')
+    bad_size = _tas_job(**{SLICE_LEVEL: "kubernetes.io/hostname", SLICE_SIZE: "0"})
+    assert _causes(_validate(bad_size)) == [
+        (f"{at}[{SLICE_SIZE}]", 'Invalid value: "0": must be greater than or equal to 1')
+    ]
+
+
+def test_topology_annotations_of_every_pod_template_are_checked_with_their_paths() -> None:
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "j", "namespace": "team-a", "labels": {QUEUE: "q"}},
+        "spec": {
+            "suspend": True,
+            "replicatedJobs": [
+                {
+                    "name": "ok",
+                    "replicas": 1,
+                    "template": {"spec": {"template": {"spec": {"containers": []}}}},
+                },
+                {
+                    "name": "bad",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "template": {
+                                "metadata": {"annotations": {SLICE_SIZE: "2"}},
+                                "spec": {"containers": [{"name": "c"}]},
+                            }
+                        }
+                    },
+                },
+            ],
+        },
+    }
+    enabled = webhooks.WebhookConfig(frameworks=("batch/job", "jobset.x-k8s.io/jobset"))
+    review = {"uid": "v", "operation": "CREATE", "object": jobset}
+    response = asyncio.run(webhooks.validate_job(review, enabled, None))
+    assert _causes(response) == [
+        (
+            f"spec.replicatedJobs[1].template.spec.template.metadata.annotations[{SLICE_SIZE}]",
+            f"Forbidden: may not be set when '{SLICE_LEVEL}' is not specified",
+        )
+    ]
+
+
+def test_a_pods_own_topology_annotations_are_checked_at_its_metadata() -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "team-a",
+            "labels": {QUEUE: "q"},
+            "annotations": {
+                REQUIRED_TOPOLOGY: "rack",
+                "kueue.x-k8s.io/podset-unconstrained-topology": "true",
+            },
+        },
+        "spec": {"containers": [{"name": "c"}]},
+    }
+    frameworks = webhooks.WebhookConfig(frameworks=("batch/job", "pod"))
+    review = {"uid": "v", "operation": "CREATE", "object": pod}
+    causes = _causes(asyncio.run(webhooks.validate_job(review, frameworks, None)))
+    assert [field for field, _ in causes] == ["metadata.annotations"]

@@ -100,6 +100,38 @@ def format_milli(milli: int) -> str:
     return str(units)
 
 
+_DECIMAL_UP: Final = (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3))
+_BINARY_UP: Final = tuple(sorted(_BINARY.items(), key=lambda item: -item[1]))
+
+
+@functools.lru_cache(maxsize=4096)
+def format_resource(resource: str, milli: int) -> str:
+    """An amount of ``resource`` as Kubernetes prints it in upstream Kueue's messages.
+
+    Upstream's resource formatter: cpu as a decimal milli-quantity (``1500m``, ``50``,
+    ``1k``), memory, ephemeral storage and huge pages in binary units (``1Gi``), every
+    other resource as a decimal count (``2``, ``1k``), each in Go's canonical form: the
+    largest suffix that leaves a whole number.
+    """
+    if milli == 0:
+        return "0"
+    sign, magnitude = ("-", -milli) if milli < 0 else ("", milli)
+    if resource != "cpu" and magnitude % MILLI == 0:
+        units = magnitude // MILLI
+        binary = resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
+        for suffix, factor in _BINARY_UP if binary else _DECIMAL_UP:
+            if units % factor == 0:
+                return f"{sign}{units // factor}{suffix}"
+        return f"{sign}{units}"
+    if magnitude % MILLI:
+        return f"{sign}{magnitude}m"
+    units = magnitude // MILLI
+    for suffix, factor in _DECIMAL_UP:
+        if units % factor == 0:
+            return f"{sign}{units // factor}{suffix}"
+    return f"{sign}{units}"
+
+
 def canonical(text: str | int | float) -> str:
     """The canonical text of a quantity (``40000m`` -> ``40``)."""
     return format_milli(parse(text))

@@ -37,6 +37,10 @@ from pykueue.engine.workloads import (
     Workload,
 )
 
+# Upstream's words on the Admitted condition.
+NOT_READY_MESSAGE = "The workload has not all checks ready"
+ADMITTED_MESSAGE = "The workload is admitted"
+
 
 def applicable(cq: specs.ClusterQueue, admission: Admission | None) -> list[str]:
     """The checks a workload of ``cq`` must pass, sorted by name."""
@@ -189,9 +193,7 @@ def sync_admitted(wl: Workload, now: int) -> bool | None:
         )
         return False if changed else None
     if not all_ready(wl):
-        wl.set_condition(
-            "Admitted", "False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready", now
-        )
+        wl.set_condition("Admitted", "False", "UnsatisfiedAdmissionChecks", NOT_READY_MESSAGE, now)
         return False
-    wl.set_condition("Admitted", "True", "Admitted", "The workload is admitted", now)
+    wl.set_condition("Admitted", "True", "Admitted", ADMITTED_MESSAGE, now)
     return True

@@ -91,11 +91,17 @@ def begin(
 
 
 def deactivate_pending(wl: Workload, now: int) -> None:
-    """A pending workload deactivated: evicted in name only (it holds nothing), as upstream."""
+    """A pending workload deactivated: evicted in name only (it holds nothing), as upstream.
+
+    Upstream's eviction of it resets the check states as any eviction does (a check Ready
+    or Retry before the reservation goes back to Pending), so a reactivated workload
+    passes its checks again.
+    """
     wl.requeue_count, wl.requeue_at = 0, None
     evicted = wl.conditions.get("Evicted")
     if evicted is None or evicted.status != "True":
         wl.set_condition("Evicted", "True", DEACTIVATED, DEACTIVATED_MESSAGE, now)
+        admission_checks.reset_on_eviction(wl, now)
         stat = (DEACTIVATED, "")
         wl.eviction_counts[stat] = wl.eviction_counts.get(stat, 0) + 1
 
@@ -132,6 +138,17 @@ def backoff_over(wl: Workload, now: int) -> bool:
     wl.requeue_at = None
     wl.set_condition("Requeued", "True", BACKOFF_FINISHED, BACKOFF_FINISHED_MESSAGE, now)
     return True
+
+
+def backoff_ended(wl: Workload, now: int) -> bool:
+    """A held workload's backoff is over by ``now`` (Requeued turned True, or only its
+    ``requeueAt`` passed, which is then cleared): it goes back to its active queue."""
+    if backoff_over(wl, now):
+        return True
+    if wl.requeue_at is not None and not backing_off(wl, now):
+        wl.requeue_at = None
+        return True
+    return False
 
 
 def backing_off(wl: Workload, now: int) -> bool:

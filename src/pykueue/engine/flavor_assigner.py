@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from pykueue.api.quantity import format_milli
+from pykueue.api.quantity import format_resource
 from pykueue.engine import cohort_tree, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.resources import PODS, FlavorResource, Quantities
@@ -231,8 +231,12 @@ class FlavorAssigner:
         return result
 
     _no_fit_reason: str = ""
+    # Per resource group the pod set tried: the least severe reason among its flavors that did
+    # not fit (upstream's resolveNoFitReason, which weighs the groups that fitted too).
+    _group_reasons: list[str] = field(default_factory=list)
 
     def _assign_pod_set(self, index: int, pod_set: PodSet, count: int, result: Assignment) -> PodSetResult:
+        self._group_reasons = []
         requests = pod_set.total(count)
         if self.cq.group_of(PODS) is not None:
             requests[PODS] = count * 1000
@@ -253,6 +257,12 @@ class FlavorAssigner:
             ps_result.reasons.extend(reasons)
             if not chosen:
                 ps_result.failed = True
+                # The most severe across the groups; a pod set with no flavor tried at all
+                # has none that matched.
+                tried = self._group_reasons
+                self._note_reason(
+                    max(tried, key=lambda r: _SEVERITY.get(r, 0)) if tried else NO_MATCHING_FLAVOR
+                )
                 break
             ps_result.flavors.update(chosen)
         ps_result.flavors = {res: c for res, c in ps_result.flavors.items() if res in requests}
@@ -319,13 +329,10 @@ class FlavorAssigner:
         tried = -1 if attempted == len(group.flavors) - 1 else attempted
         for resource in wanted:
             result.last_tried[(index, resource)] = tried
-        if not best:
+        if group_reasons:
             # Upstream reports, per resource group, the least severe reason among its
             # flavors: the one closest to fitting is what the user can act on.
-            if group_reasons:
-                self._note_reason(min(group_reasons, key=lambda r: _SEVERITY.get(r, 0)))
-            else:
-                self._note_reason(NO_MATCHING_FLAVOR)
+            self._group_reasons.append(min(group_reasons, key=lambda r: _SEVERITY.get(r, 0)))
         if best_mode[0] == Possibility.FIT:
             return best, []
         return best, reasons
@@ -356,15 +363,15 @@ class FlavorAssigner:
         if value > max_capacity:
             why = (
                 f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets "
-                f"requests ({_q(assumed)}) + current podset request ({_q(request)}) > maximum capacity "
-                f"({_q(max_capacity)})"
+                f"requests ({_q(resource, assumed)}) + current podset request ({_q(resource, request)}) > "
+                f"maximum capacity ({_q(resource, max_capacity)})"
             )
             return Possibility.NO_FIT, 0, why, EXCEEDS_MAX_QUOTA
         borrow, may_reclaim = cohort_tree.lowest_fitting_height(self.node, fr, value)
         free = max(0, cohort_tree.available(self.node, fr))
         if value <= free:
             return Possibility.FIT, borrow, "", ""
-        why = f"insufficient unused quota for {resource} in flavor {flavor}, {_q(value - free)} more needed"
+        why = f"insufficient unused quota for {resource} in flavor {flavor}, {_q(resource, value - free)} more needed"
         quota = self.cq.quotas.get(fr)
         nominal = quota.nominal if quota is not None else 0
         if nominal >= value or may_reclaim or self.can_preempt_while_borrowing:
@@ -378,5 +385,6 @@ class FlavorAssigner:
         return Possibility.NO_FIT, borrow, why, WAITING_FOR_QUOTA
 
 
-def _q(milli: int) -> str:
-    return format_milli(milli)
+def _q(resource: str, milli: int) -> str:
+    # Upstream's resource formatter: cpu and counts in decimal units (1k), memory in binary (1Gi).
+    return format_resource(resource, milli)

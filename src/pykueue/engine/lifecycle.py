@@ -219,6 +219,12 @@ def next_deadline(state: State) -> int | None:
         for wl in queue.held():
             if wl.requeue_at is not None:
                 times.append(wl.requeue_at)
+    for bucket in state.unrouted.values():
+        # Backing off outside any queue (its LocalQueue stopped): Requeued still turns True on time.
+        # Only future ones: a past one was ended by the last clock move, or is no backoff.
+        times.extend(
+            wl.requeue_at for wl in bucket.values() if wl.requeue_at is not None and wl.requeue_at > state.now
+        )
     times.extend(state.protection_deadlines())
     times.extend(at for at, _, _ in execution_time.due(state.workloads, state.time_limited))
     step = aging.next_step(state)

@@ -17,10 +17,10 @@ from pykueue.api.priority import WorkloadPriorityClass
 from pykueue.api.resource_flavor import ResourceFlavor
 from pykueue.api.topology import Topology
 from pykueue.api.workload import Workload
-from pykueue.engine import evictions, intake, lifecycle
+from pykueue.engine import admission_checks, evictions, intake, lifecycle
 from pykueue.engine.config import CREATION_TIMESTAMP
 from pykueue.engine.state import State
-from pykueue.engine.workloads import Condition, Eviction
+from pykueue.engine.workloads import CHECK_READY, Condition, Eviction
 from pykueue.engine.workloads import Workload as EngineWorkload
 
 # Kinds the engine reads but that do not change admission decisions (yet).
@@ -109,10 +109,7 @@ def workload(state: State, obj: Workload) -> EngineWorkload:
         if not wl.admitted_at:
             wl.admitted_at = state.now
         if "Admitted" not in wl.conditions:
-            # A reservation given without an Admitted condition is an admission (FORMAT.md).
-            wl.conditions["Admitted"] = Condition(
-                "Admitted", "True", "Admitted", "The workload is admitted", reserved_at
-            )
+            wl.conditions["Admitted"] = _admitted_at_load(state, wl, reserved_at)
         if config.async_evictions and evicted is not None and evicted.status == "True":
             # Stored while being evicted: its job is still stopping.
             wl.eviction = Eviction(
@@ -123,6 +120,24 @@ def workload(state: State, obj: Workload) -> EngineWorkload:
                 requeue=evicted.reason in (evictions.PREEMPTED, evictions.NODE_FAILURES),
             )
     return wl
+
+
+def _admitted_at_load(state: State, wl: EngineWorkload, reserved_at: int) -> Condition:
+    """The Admitted condition of a reservation given without one.
+
+    A reservation is an admission (FORMAT.md) unless its ClusterQueue requires a check
+    that is not Ready on the workload: then it only holds quota, as upstream's workload
+    controller says when it syncs Admitted (QuotaReserved but not Admitted). A ClusterQueue
+    not known yet counts as requiring nothing; when it arrives, its checks are synced.
+    """
+    assert wl.admission is not None
+    cq = state.cluster_queues.get(wl.admission.cluster_queue)
+    required = admission_checks.applicable(cq, wl.admission) if cq is not None else []
+    if any(name not in wl.checks or wl.checks[name].state != CHECK_READY for name in required):
+        return Condition(
+            "Admitted", "False", "UnsatisfiedAdmissionChecks", admission_checks.NOT_READY_MESSAGE, reserved_at
+        )
+    return Condition("Admitted", "True", "Admitted", admission_checks.ADMITTED_MESSAGE, reserved_at)
 
 
 def _default_priority(state: State, wl: EngineWorkload) -> None:

@@ -589,17 +589,12 @@ class State:
         for queue in self.queues.values():
             # A backoff holds a workload one by one (`ClusterQueueQueue.park`), so only the
             # held ones can have one that has run out.
-            expired = []
-            for wl in queue.held():
-                if evictions.backoff_over(wl, self.now):
-                    expired.append(wl)
-                elif wl.requeue_at is not None and not self.backing_off(wl):
-                    wl.requeue_at = None  # the backoff is over: back to the active queue
-                    expired.append(wl)
-            for wl in expired:
+            for wl in [wl for wl in queue.held() if evictions.backoff_ended(wl, self.now)]:
                 self.touched.add(wl.key)
                 queue.remove(wl.key)
                 queue.push(wl)
+        for bucket in self.unrouted.values():  # not queued (LocalQueue stopped, missing): it ends too
+            self.touched.update(wl.key for wl in bucket.values() if evictions.backoff_over(wl, self.now))
 
     def _protection_ends(self) -> Iterator[tuple[str, int]]:
         """(ClusterQueue, when a protection ends) for the admitted workloads of contract queues."""
@@ -685,6 +680,8 @@ class State:
         self._place(wl, cq)
 
     def _place(self, wl: Workload, cq: str) -> None:
+        if evictions.backoff_over(wl, self.now):  # ran out before it got here (read back late)
+            self.touched.add(wl.key)
         if self.backing_off(wl):
             self.queues[cq].park(wl)
             return

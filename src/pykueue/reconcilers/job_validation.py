@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pykueue.api.meta import dns_subdomain_errors
 from pykueue.errors import FieldProblem
+from pykueue.reconcilers import tas_annotations
 from pykueue.reconcilers.jobframework import (
     MAX_EXEC_TIME_LABEL,
     PREBUILT_WORKLOAD_KEY,
@@ -79,7 +80,8 @@ def _immutable(path: str, message: str = "field is immutable") -> FieldProblem:
 
 def validate_on_create(job: Manifest) -> list[FieldProblem]:
     """Upstream's rules for a new job of any kind: a queue name that can name a LocalQueue,
-    and a positive ``kueue.x-k8s.io/max-exec-time-seconds``."""
+    a positive ``kueue.x-k8s.io/max-exec-time-seconds``, and topology annotations on its pod
+    templates that mean one thing (`tas_annotations.problems`)."""
     problems: list[FieldProblem] = []
     labels = labels_of(job)
     queue = labels.get(QUEUE_NAME_LABEL)
@@ -103,6 +105,7 @@ def validate_on_create(job: Manifest) -> list[FieldProblem]:
                         _label_path(MAX_EXEC_TIME_LABEL), f"Invalid value: {value}: should be greater than 0"
                     )
                 )
+    problems.extend(tas_annotations.problems(job))
     return problems
 
 

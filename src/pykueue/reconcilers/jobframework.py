@@ -47,6 +47,7 @@ from typing import Any, Protocol
 from pykueue.api import semantic
 from pykueue.api.meta import LabelSelector
 from pykueue.errors import FieldProblem
+from pykueue.reconcilers import tas_annotations
 from pykueue.store.base import Manifest
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
@@ -649,6 +650,7 @@ def workload_for(
     meta = job.get("metadata") or {}
     labels = meta.get("labels") or {}
     spec: Manifest = {"podSets": adapter.pod_sets(job)}
+    fill_topology_requests(adapter, job, spec["podSets"])
     if adapter.queue_name(job):
         spec = {"queueName": adapter.queue_name(job), **spec}
     max_seconds = max_execution_seconds(job)
@@ -703,6 +705,24 @@ def workload_for(
         },
         "spec": spec,
     }
+
+
+def fill_topology_requests(adapter: JobAdapter, job: Manifest, pod_sets: list[Manifest]) -> None:
+    """Each pod set's ``topologyRequest`` from its template's annotations, as upstream's jobs do.
+
+    A kind that numbers its pods says how with an optional ``topology_indexes(job, name)``
+    (the pod index label, the sub-group label and count) on its adapter.
+    """
+    indexes = getattr(adapter, "topology_indexes", None)
+    for ps in pod_sets:
+        if "topologyRequest" in ps:
+            continue
+        meta = (ps.get("template") or {}).get("metadata") or {}
+        annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+        named = indexes(job, str(ps.get("name", ""))) if indexes is not None else None
+        request = tas_annotations.topology_request(annotations, named)
+        if request is not None:
+            ps["topologyRequest"] = request
 
 
 def equivalent_pod_sets(workload: Manifest, pod_sets: list[Manifest]) -> bool:

@@ -273,6 +273,7 @@ class PodGroupReconciler:
         except (dra.MissingTemplate, dra.DeviceRequestError) as exc:
             log.warning("not queueing %s", exc)
             return 0
+        jobframework.fill_topology_requests(self.adapter, first, pod_sets)
         wanted["spec"]["podSets"] = pod_sets
         if group_of(first):
             wanted["metadata"]["annotations"] = {GROUP_WORKLOAD_ANNOTATION: "true"}

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from pykueue.api import manifests
 from pykueue.errors import FieldProblem, ValidationError
-from pykueue.reconcilers import job_validation, jobframework
+from pykueue.reconcilers import job_validation, jobframework, tas_annotations
 from pykueue.reconcilers.integrations import (
     appwrapper,
     batch_job,
@@ -97,6 +97,9 @@ def check_job(doc: Manifest, integration: jobframework.Integration) -> list[Fiel
         return [*problems, *job_validation.validate_on_create(doc)]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return [*problems, FieldProblem("spec", f"cannot read the pod sets Kueue would queue: {exc}")]
+    # The topology annotations' rules, as the webhook applies them (the MissingRuntime case
+    # above gets them from validate_on_create).
+    problems.extend(tas_annotations.problems(doc))
     try:
         manifests.parse_object(workload)
     except ValidationError as err:

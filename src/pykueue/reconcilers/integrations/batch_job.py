@@ -34,6 +34,8 @@ from pykueue.store.base import Manifest
 MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
 COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-completions-equal-parallelism"
 POD_SET = "main"
+# The label an Indexed Job puts on each pod: its completion index (a topology request names it).
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 def _spec(job: Manifest) -> dict[str, Any]:
@@ -89,6 +91,10 @@ class BatchJobAdapter:
         if min_count is not None and min_count < count:
             pod_set["minCount"] = min_count
         return [pod_set]
+
+    def topology_indexes(self, job: Manifest, name: str) -> dict[str, object]:
+        """How a Job numbers its pods, for a topology request (upstream's Job pod set)."""
+        return {"podIndexLabel": COMPLETION_INDEX}
 
     def is_suspended(self, job: Manifest) -> bool:
         return bool(_spec(job).get("suspend"))

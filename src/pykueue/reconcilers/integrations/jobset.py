@@ -32,6 +32,10 @@ from pykueue.reconcilers.jobframework import (
 )
 from pykueue.store.base import Manifest
 
+# How pods are numbered: the completion index within a Job, the Job index within its replicated job.
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+
 
 def _replicated_jobs(jobset: Manifest) -> list[dict[str, Any]]:
     jobs: list[dict[str, Any]] = (jobset.get("spec") or {}).get("replicatedJobs") or []
@@ -80,6 +84,18 @@ class JobSetAdapter:
             }
             for replicated in _replicated_jobs(job)
         ]
+
+    def topology_indexes(self, job: Manifest, name: str) -> dict[str, object]:
+        """How a JobSet numbers its pods: the completion index within each Job, and the Job's
+        index among its replicated job's replicas (upstream's JobSet pod sets)."""
+        for replicated in _replicated_jobs(job):
+            if str(replicated.get("name")) == name:
+                return {
+                    "podIndexLabel": COMPLETION_INDEX,
+                    "subGroupIndexLabel": JOB_INDEX,
+                    "subGroupCount": _replicas(replicated),
+                }
+        return {}
 
     def is_suspended(self, job: Manifest) -> bool:
         return bool((job.get("spec") or {}).get("suspend"))
