@@ -2,7 +2,7 @@
 
 Pure functions over names and integer microseconds, so the simulator's loop
 (`pykueue.sim.multicluster`) stays about events. They follow what the
-Kubernetes-mode check does (`pykueue.multikueue.controller`: `eligible`,
+Kubernetes-mode check does (`pykueue.multikueue.dispatching`: `eligible`,
 `winner`), restated here on the simulator's clock rather than on manifests and
 wall-clock timestamps; the two should change together.
 
