@@ -108,7 +108,11 @@ def test_pykueue_dashboard_follows_a_cluster_without_writing_to_it(
     kueue.apply(_cluster_queue(cq, f"{ns}-flavor", "1"))
     kueue.apply(_local_queue(ns, "queue", cq))
     for name in ("first", "second"):
-        kwok_cluster.create(f"{KUEUE}/namespaces/{ns}/workloads", workload(ns, name))
+        wl = workload(ns, name)
+        # A declared limit gives the estimator something to go on: nothing has finished on this
+        # cluster, and without it the waiting one's start is unknown and no annotation is written.
+        wl["spec"]["maximumExecutionTimeSeconds"] = 600
+        kwok_cluster.create(f"{KUEUE}/namespaces/{ns}/workloads", wl)
     port = free_port()
     log = (tmp_path / "dashboard.log").open("w")
     viewer = subprocess.Popen(

@@ -189,17 +189,22 @@ def test_pending_workloads_carry_their_estimated_start(
 
     second = wait(annotated, 60, "the estimated-start annotation")
     estimate = json.loads(second["metadata"]["annotations"]["pykueue.io/estimated-start"])
-    # The first one ends by its maximumExecutionTimeSeconds: 600 s after its admission.
+    # The first one ends by its maximumExecutionTimeSeconds at the latest, 600 s after its
+    # admission; nothing has finished yet, so half of it is expected (a limit is an upper bound).
     reserved = next(
         c["lastTransitionTime"]
         for c in kwok_cluster.get(f"{path}/first")["status"]["conditions"]
         if c["type"] == "QuotaReserved"
     )
-    assert estimate["at"] == estimate["low"] == estimate["high"]
     started = datetime.fromisoformat(reserved.replace("Z", "+00:00"))
-    at = datetime.fromisoformat(estimate["at"].replace("Z", "+00:00"))
-    assert abs((at - started).total_seconds() - 600) <= 1
-    assert estimate["basis"] == "maximumExecutionTimeSeconds"
+
+    def after_start(field: str) -> float:
+        return (datetime.fromisoformat(estimate[field].replace("Z", "+00:00")) - started).total_seconds()
+
+    assert abs(after_start("high") - 600) <= 1
+    assert abs(after_start("at") - 300) <= 1
+    assert 0 <= after_start("low") <= after_start("at")
+    assert estimate["basis"] == "maximumExecutionTimeSeconds as an upper bound (nothing finished yet)"
 
     status, body = controller.http(f"{VISIBILITY}/clusterqueues/{cq}/pendingworkloads", kwok_cluster.token)
     assert status == 200, body
