@@ -12,10 +12,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # benchmarks/ is not a package of the wheel; the repository's root holds it.
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.diff_upstream import compare, generator, shrink  # noqa: E402
+import yaml  # noqa: E402
+from benchmarks.diff_upstream import compare, generator, known, shrink  # noqa: E402
 from benchmarks.diff_upstream.upstream import kueue_config  # noqa: E402
 
-from pykueue.scenario import loader  # noqa: E402
+from pykueue.scenario import loader, runner  # noqa: E402
 
 
 def test_cases_are_valid_scenarios_and_repeatable() -> None:
@@ -121,3 +122,30 @@ def test_shrinking_keeps_only_what_the_divergence_needs() -> None:
     assert [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in workloads] == [culprit]
     assert all("settle" in s for s in small["steps"])
     loader.parse(small, "shrunk")
+
+
+def _with_checkpoints(path: Path) -> dict[str, Any]:
+    """A scenario file as the driver plays it: an `expect` checkpoint after every settle."""
+    doc = yaml.safe_load(path.read_text())
+    doc.pop("expect")
+    steps = []
+    for step in doc["steps"]:
+        steps.append(step)
+        if "settle" in step:
+            steps.append({"expect": {}})
+    doc["steps"] = steps
+    return doc
+
+
+def test_the_queue_order_of_a_preempted_workload_is_a_documented_divergence() -> None:
+    """Seed 4711, case 2: upstream's view is what requeueOrder Creation gives (d05); the same case in
+    the scenario format's order (d04) differs from it, and only that order explains the difference."""
+    folder = ROOT / "tests" / "scenarios" / "differential"
+    ours = _with_checkpoints(folder / "d04-preempted-workload-queued-at-its-eviction.yaml")
+    as_upstream = _with_checkpoints(folder / "d05-as-upstream-preempted-workload-keeps-creation-order.yaml")
+    theirs = compare.from_pykueue(runner.run(loader.parse(as_upstream, "d05"))["checkpoints"][1])
+    mine = compare.from_pykueue(runner.run(loader.parse(ours, "d04"))["checkpoints"][1])
+    assert compare.differences(mine, theirs)
+    assert known.classify(ours, 1, theirs) is known.REQUEUE_ORDER
+    # Any other difference is not explained by the order: upstream admitting nothing, say.
+    assert known.classify(ours, 1, {**theirs, "admitted": {}}) is None

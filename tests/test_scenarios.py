@@ -181,6 +181,11 @@ INVALID = {
         "config.pykueue.nominalFirst",
         [],
     ),
+    "requeue-order-unknown": (
+        ("format: 1\n", "format: 1\nconfig:\n  pykueue: {requeueOrder: Arrival}\n"),
+        "config.pykueue.requeueOrder",
+        ["Arrival", "Eviction or Creation"],
+    ),
     "default-contract-unknown-field": (
         ("format: 1\n", "format: 1\nconfig:\n  pykueue: {preemptionContract: {minRuntime: 1m}}\n"),
         "config.pykueue.preemptionContract.minRuntime",

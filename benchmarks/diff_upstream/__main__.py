@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                 final = outcome
             # Timing: does upstream, played again, ever agree with pykueue?
             timing = any(not play(up, final.case).diverges for _ in range(args.repeat))
-            match = known.classify(final.case, final.ours, final.theirs)
+            match = known.classify(final.pykueue_doc, final.checkpoint or 0, final.theirs)
             if timing:
                 reason = "upstream's result depends on timing: played again, it agreed with pykueue"
             elif match:

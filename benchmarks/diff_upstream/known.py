@@ -1,24 +1,53 @@
 """Divergences from upstream that are documented choices (docs/semantics.md, "Differences from upstream
-found by differential testing"). Each entry recognises its divergence from the differences at the first
-checkpoint that differs; a divergence that none recognises is undocumented."""
+found by differential testing"). Each entry recognises its divergence at the first checkpoint that
+differs (by the pykueue case, that checkpoint's index and upstream's view there); a divergence that none
+recognises is undocumented."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from benchmarks.diff_upstream import compare
+from pykueue.engine.config import CREATION_TIMESTAMP
+from pykueue.errors import ScenarioError
+from pykueue.scenario import loader, runner
 
 
 @dataclass(frozen=True)
 class Known:
     name: str
     docs: str  # the heading in docs/semantics.md
-    matches: Callable[
-        [dict[str, Any], dict[str, Any], dict[str, Any]], bool
-    ]  # (case, pykueue view, upstream view)
+    # (the pykueue case, the checkpoint's index, upstream's view there) -> is it this divergence
+    matches: Callable[[dict[str, Any], int, dict[str, Any]], bool]
 
 
-KNOWN: list[Known] = []
+def _same_in_creation_order(doc: dict[str, Any], checkpoint: int, theirs: dict[str, Any]) -> bool:
+    """Played with upstream's queue order of evicted workloads, pykueue agrees with upstream there."""
+    scenario = loader.parse(doc, str(doc.get("name", "case")))
+    config = dataclasses.replace(scenario.config, requeue_order=CREATION_TIMESTAMP)
+    try:
+        result = runner.run(dataclasses.replace(scenario, config=config))
+    except ScenarioError:
+        return False
+    checkpoints = result.get("checkpoints", [])
+    if checkpoint >= len(checkpoints):
+        return False
+    return not compare.differences(compare.from_pykueue(checkpoints[checkpoint]), theirs)
+
+
+# The scenario format queues a preempted workload at its eviction time; upstream v0.19.2 keeps its
+# creation time. `EngineConfig.requeue_order` "Creation" is upstream's rule: the case is this one when
+# that alone makes the two sides agree.
+REQUEUE_ORDER = Known(
+    "a preempted workload's place in its queue (eviction time here, creation time upstream)",
+    "Choices a user will notice: Queue time of an evicted workload",
+    _same_in_creation_order,
+)
+
+KNOWN: list[Known] = [REQUEUE_ORDER]
 
 # Upstream never settles: a victim and its preemptor take the quota from each other cycle after cycle.
 # pykueue lets the preemptor go first and stops the loop (docs/semantics.md, "A victim and its preemptor in
@@ -32,8 +61,8 @@ PREEMPTION_LOOP = Known(
 LOOP_PREEMPTIONS = 3
 
 
-def classify(case: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any]) -> Known | None:
+def classify(doc: dict[str, Any], checkpoint: int, theirs: dict[str, Any]) -> Known | None:
     for known in KNOWN:
-        if known.matches(case, ours, theirs):
+        if known.matches(doc, checkpoint, theirs):
             return known
     return None

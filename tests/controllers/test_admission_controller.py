@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+import designs
 from pykueue.engine.config import EngineConfig
 from pykueue.reconcilers.admission import AdmissionController
 from pykueue.store.base import WatchEvent, resource_version
@@ -213,53 +215,18 @@ def test_deactivating_an_admitted_workload_evicts_it() -> None:
     asyncio.run(scenario())
 
 
-CHECKED_QUEUE = """\
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: AdmissionCheck
-metadata: {name: mk}
-spec: {controllerName: example.com/checker}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  admissionChecksStrategy:
-    admissionChecks: [{name: mk}]
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default
-      resources:
-      - {name: cpu, nominalQuota: "4"}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq, namespace: team}
-spec: {clusterQueue: cq}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Workload
-metadata:
-  name: checked
-  namespace: team
-  # A job owns it: its eviction waits for that job to stop, as in Kubernetes mode.
-  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: j, uid: u1, controller: true}]
-spec:
-  queueName: lq
-  podSets:
-  - name: main
-    count: 1
-    template:
-      spec:
-        containers:
-        - name: c
-          resources: {requests: {cpu: "1"}}
-"""
+# A job owns the checked Workload: its eviction waits for that job to stop, as in Kubernetes mode.
+CHECKED_QUEUE = [
+    designs.flavor(),
+    designs.admission_check("mk", "example.com/checker"),
+    designs.cluster_queue(checks=["mk"]),
+    designs.local_queue("team"),
+    designs.workload(
+        "team",
+        "checked",
+        owner={"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u1", "controller": True},
+    ),
+]
 
 
 class _EchoFirst(MemoryStore):
@@ -281,8 +248,8 @@ class _EchoFirst(MemoryStore):
 def test_a_rejected_check_keeps_its_reason_when_its_echo_comes_back_early() -> None:
     async def scenario() -> dict[str, Any]:
         store = _EchoFirst()
-        for doc in yaml.safe_load_all(CHECKED_QUEUE):
-            await store.create(doc)
+        for doc in CHECKED_QUEUE:
+            await store.create(copy.deepcopy(doc))
         await _mark_active(store, "mk")
         controller = AdmissionController(store, clock=lambda: NOW, config=EngineConfig(async_evictions=True))
         await controller.sync()
@@ -321,8 +288,8 @@ def test_a_check_no_controller_answers_leaves_its_cluster_queue_inactive() -> No
 
     async def scenario() -> None:
         store = MemoryStore(now=lambda: NOW)
-        for doc in yaml.safe_load_all(CHECKED_QUEUE):
-            await store.create(doc)
+        for doc in CHECKED_QUEUE:
+            await store.create(copy.deepcopy(doc))
         controller = AdmissionController(store, clock=lambda: NOW)
         await controller.sync()
         await controller.reconcile()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
 
+import designs
 from pykueue.engine.events import ADMITTED
 from pykueue.standalone.admission import StandaloneAdmission
 from pykueue.store.base import WatchEvent, resource_version
@@ -40,41 +42,13 @@ def test_no_admission_is_printed_for_a_workload_deleted_before_its_write(tmp_pat
     asyncio.run(scenario())
 
 
-CHECKED = """\
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: AdmissionCheck
-metadata: {name: approval}
-spec: {controllerName: example.com/approver}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  admissionChecksStrategy: {admissionChecks: [{name: approval}]}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "4"}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq, namespace: team}
-spec: {clusterQueue: cq}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Workload
-metadata: {name: w, namespace: team}
-spec:
-  queueName: lq
-  podSets:
-  - name: main
-    count: 1
-    template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}
-"""
+CHECKED = [
+    designs.flavor(),
+    designs.admission_check("approval", "example.com/approver"),
+    designs.cluster_queue(checks=["approval"]),
+    designs.local_queue("team"),
+    designs.workload("team", "w"),
+]
 
 
 def test_every_view_says_which_admission_check_a_workload_waits_for(tmp_path: Path) -> None:
@@ -83,8 +57,8 @@ def test_every_view_says_which_admission_check_a_workload_waits_for(tmp_path: Pa
 
     async def scenario() -> None:
         store = SQLiteStore(tmp_path / "s.db", now=lambda: NOW)
-        for doc in yaml.safe_load_all(CHECKED):
-            await store.create(doc)
+        for doc in CHECKED:
+            await store.create(copy.deepcopy(doc))
         admission = StandaloneAdmission(store, clock=lambda: NOW)
         await admission.sync()
         await admission.reconcile()

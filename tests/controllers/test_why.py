@@ -4,12 +4,12 @@ dashboard give the same cause word and sentence, from `views.why`."""
 from __future__ import annotations
 
 import asyncio
+import copy
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+import designs
 from pykueue.engine import pending_causes
 from pykueue.standalone.admission import StandaloneAdmission
 from pykueue.store.sqlite import SQLiteStore
@@ -17,72 +17,27 @@ from pykueue.views import dashboard_data
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
-QUEUES = """\
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {matchLabels: {team: ml}}
-  queueingStrategy: StrictFIFO
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "4"}]}]
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: ml, labels: {team: ml}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: other}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq, namespace: ml}
-spec: {clusterQueue: cq}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq, namespace: other}
-spec: {clusterQueue: cq}
-"""
-
-
-def _workload(namespace: str, name: str, cpu: str, created: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": created},
-        "spec": {
-            "queueName": "lq",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-                    },
-                }
-            ],
-        },
-    }
+QUEUES = [
+    designs.flavor(),
+    designs.cluster_queue(namespace_labels={"team": "ml"}, strategy="StrictFIFO"),
+    designs.namespace("ml", {"team": "ml"}),
+    designs.namespace("other"),
+    designs.local_queue("ml"),
+    designs.local_queue("other"),
+]
 
 
 def test_describe_and_the_dashboard_give_the_same_cause_and_words(tmp_path: Path) -> None:
     async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
         store = SQLiteStore(tmp_path / "s.db", now=lambda: NOW)
-        for doc in yaml.safe_load_all(QUEUES):
-            await store.create(doc)
+        for doc in QUEUES:
+            await store.create(copy.deepcopy(doc))
         # running takes 3 of 4 cpu; too-big asks more than the queue has; waiting fits once
         # running ends; outsider's namespace is not selected by the ClusterQueue.
-        await store.create(_workload("ml", "running", "3", "2026-01-01T11:00:00Z"))
-        await store.create(_workload("ml", "too-big", "64", "2026-01-01T11:01:00Z"))
-        await store.create(_workload("ml", "waiting", "2", "2026-01-01T11:02:00Z"))
-        await store.create(_workload("other", "outsider", "1", "2026-01-01T11:03:00Z"))
+        await store.create(designs.workload("ml", "running", "3", created="2026-01-01T11:00:00Z"))
+        await store.create(designs.workload("ml", "too-big", "64", created="2026-01-01T11:01:00Z"))
+        await store.create(designs.workload("ml", "waiting", "2", created="2026-01-01T11:02:00Z"))
+        await store.create(designs.workload("other", "outsider", "1", created="2026-01-01T11:03:00Z"))
         admission = StandaloneAdmission(store, clock=lambda: NOW)
         await admission.sync()
         await admission.reconcile()

@@ -9,47 +9,26 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+import designs
 from pykueue.cli.main import app
 
-DESIGN = """\
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: research
-  annotations:
-    pykueue.io/aging: '{"rate": "1/10m", "cap": 100, "priorityClasses": ["research"], "maxPriority": 50}'
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "4"}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: training
-  annotations:
-    pykueue.io/preemption-contract: '{"minRunTime": "20m", "maxPreemptions": 2, "window": "24h"}'
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{name: default, resources: [{name: cpu, nominalQuota: "4"}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: main, namespace: research}
-spec: {clusterQueue: research}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: main, namespace: training}
-spec: {clusterQueue: training}
-"""
+DESIGN = designs.dump(
+    designs.flavor(),
+    designs.cluster_queue(
+        "research",
+        annotations={
+            "pykueue.io/aging": '{"rate": "1/10m", "cap": 100, "priorityClasses": ["research"], "maxPriority": 50}'
+        },
+    ),
+    designs.cluster_queue(
+        "training",
+        annotations={
+            "pykueue.io/preemption-contract": '{"minRunTime": "20m", "maxPreemptions": 2, "window": "24h"}'
+        },
+    ),
+    designs.local_queue("research", "research", name="main"),
+    designs.local_queue("training", "training", name="main"),
+)
 SITE_DEFAULT = """\
 ---
 apiVersion: config.kueue.x-k8s.io/v1beta2

@@ -290,6 +290,13 @@ class EngineConfig:
     # a check whose controller never answers leaves its ClusterQueue inactive, saying why,
     # instead of holding the quota of every workload it reserves for ever.
     checks_active_without_condition: bool = True
+    # Where an evicted workload goes back in its queue. "Eviction" (the scenario format's
+    # rule): at its eviction time, whatever the eviction. "Creation" (upstream v0.19.2's
+    # ordering): at its creation time, except an admission-check eviction and a PodsReady
+    # timeout under requeuingStrategy Eviction (at the eviction time) and a reclaim while
+    # borrowing with PrioritySortingWithinCohort off (just after its preemptor).
+    # docs/semantics.md, "Queue time of an evicted workload".
+    requeue_order: str = EVICTION_TIMESTAMP
 
     def gate(self, name: str) -> bool:
         """The gate's value here, or its default; a name no Kueue release has is a bug in the

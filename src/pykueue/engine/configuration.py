@@ -13,7 +13,7 @@ place (``where``), never ignored.
     waitForPodsReady       enable (v1beta1), timeout, recoveryTimeout, blockAdmission,
                            requeuingStrategy {timestamp, backoffBaseSeconds,
                            backoffMaxSeconds, backoffLimitCount}
-    pykueue                nominalFirst, preemptionContract: pykueue's own engine options
+    pykueue                nominalFirst, preemptionContract, requeueOrder: pykueue's own engine options
     resources              excludeResourcePrefixes, transformations (only where the caller
                            allows the key: the controllers read the section elsewhere)
 """
@@ -27,6 +27,8 @@ from pykueue.api import governance
 from pykueue.api.quantity import parse as parse_milli
 from pykueue.engine import intake
 from pykueue.engine.config import (
+    CREATION_TIMESTAMP,
+    EVICTION_TIMESTAMP,
     KNOWN_GATES,
     AdmissionFairSharing,
     EngineConfig,
@@ -245,11 +247,16 @@ def _own_options(raw: Any, where: str) -> dict[str, Any]:
     unless named here.
     """
     section = _mapping(raw, where)
-    only(section, {"nominalFirst", "preemptionContract"}, where)
+    only(section, {"nominalFirst", "preemptionContract", "requeueOrder"}, where)
     value = section.get("nominalFirst", False)
     if not isinstance(value, bool):
         raise InputError(f"{where}.nominalFirst: must be true or false")
     options: dict[str, Any] = {"nominal_first": value}
+    if "requeueOrder" in section:
+        order = section["requeueOrder"]
+        if order not in (EVICTION_TIMESTAMP, CREATION_TIMESTAMP):
+            raise InputError(f"{where}.requeueOrder: must be Eviction or Creation, not {order!r}")
+        options["requeue_order"] = order
     if "preemptionContract" in section:
         try:
             found = governance.contract_setting(section["preemptionContract"], f"{where}.preemptionContract")

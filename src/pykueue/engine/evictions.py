@@ -25,6 +25,7 @@ two steps; this module only writes status.
 from __future__ import annotations
 
 from pykueue.engine import admission_checks, execution_time
+from pykueue.engine.config import CREATION_TIMESTAMP, EngineConfig
 from pykueue.engine.workloads import Eviction, Workload
 
 PREEMPTED = "Preempted"
@@ -34,6 +35,8 @@ ADMISSION_CHECK = "AdmissionCheck"
 CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
 LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
 NODE_FAILURES = "NodeFailures"
+# A Preempted reason (`pykueue.engine.targets`); the queue order of its victim depends on it.
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
 
 PENDING_EVALUATION = "PendingEvaluation"
 PENDING_EVALUATION_MESSAGE = "Workload is pending evaluation in the scheduling queue"
@@ -88,6 +91,28 @@ def begin(
     )
     wl.evicted_at = now
     return wl.eviction
+
+
+def queue_time(wl: Workload, now: int, config: EngineConfig) -> int | None:
+    """The time an evicted workload is queued at (`Workload.evicted_at`), or None for its
+    creation time, by `EngineConfig.requeue_order` and the eviction's reasons."""
+    evicted = wl.conditions.get("Evicted")
+    reason = evicted.reason if evicted is not None and evicted.status == "True" else ""
+    pods_ready = config.wait_for_pods_ready
+    if reason == PODS_READY_TIMEOUT:
+        creation = pods_ready is not None and pods_ready.requeuing_timestamp == CREATION_TIMESTAMP
+        return None if creation else now
+    if config.requeue_order != CREATION_TIMESTAMP or reason == ADMISSION_CHECK:
+        return now
+    preempted = wl.conditions.get(PREEMPTED)
+    if (
+        preempted is not None
+        and preempted.status == "True"
+        and preempted.reason == IN_COHORT_RECLAIM_WHILE_BORROWING
+        and not config.gate("PrioritySortingWithinCohort")
+    ):
+        return preempted.last_transition + 1000  # one millisecond after its preemptor
+    return None
 
 
 def deactivate_pending(wl: Workload, now: int) -> None:

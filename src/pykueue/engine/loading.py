@@ -18,7 +18,6 @@ from pykueue.api.resource_flavor import ResourceFlavor
 from pykueue.api.topology import Topology
 from pykueue.api.workload import Workload
 from pykueue.engine import admission_checks, evictions, intake, lifecycle
-from pykueue.engine.config import CREATION_TIMESTAMP
 from pykueue.engine.state import State
 from pykueue.engine.workloads import CHECK_READY, Condition, Eviction
 from pykueue.engine.workloads import Workload as EngineWorkload
@@ -90,16 +89,9 @@ def workload(state: State, obj: Workload) -> EngineWorkload:
         wl.reclaimable = {}
     if not config.gate("AdmissionGatedBy"):
         wl.gated_by = ""
-    pods_ready_config = config.wait_for_pods_ready
     evicted = wl.conditions.get("Evicted")
-    if (
-        wl.evicted_at is not None
-        and evicted is not None
-        and evicted.reason == evictions.PODS_READY_TIMEOUT
-        and pods_ready_config is not None
-        and pods_ready_config.requeuing_timestamp == CREATION_TIMESTAMP
-    ):
-        wl.evicted_at = None  # requeuingStrategy.timestamp: Creation orders it by creation
+    if wl.evicted_at is not None:
+        wl.evicted_at = evictions.queue_time(wl, wl.evicted_at, config)
     if wl.admission is not None:
         if "QuotaReserved" not in wl.conditions:
             wl.conditions["QuotaReserved"] = Condition(

@@ -38,11 +38,11 @@ from enum import Enum
 
 from pykueue.engine import cohort_tree, contract, fair_sharing, specs
 from pykueue.engine.cohort_tree import Node
+from pykueue.engine.evictions import IN_COHORT_RECLAIM_WHILE_BORROWING
 from pykueue.engine.flavor_assigner import Assignment, Mode, Possibility
 from pykueue.engine.resources import FlavorResource, Quantities
 from pykueue.engine.targets import (
     IN_CLUSTER_QUEUE,
-    IN_COHORT_RECLAIM_WHILE_BORROWING,
     IN_COHORT_RECLAMATION,
     Target,
     Trial,

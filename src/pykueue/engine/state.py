@@ -48,7 +48,7 @@ from pykueue.engine import (
     waiting,
 )
 from pykueue.engine.cohort_tree import Node
-from pykueue.engine.config import CREATION_TIMESTAMP, EngineConfig
+from pykueue.engine.config import EngineConfig
 from pykueue.engine.events import CHECKS_PASSED, EVICTED, FINISHED, Event
 from pykueue.engine.queueing import ClusterQueueQueue
 from pykueue.engine.resources import Quantities, add_into
@@ -456,13 +456,7 @@ class State:
         ready = wl.conditions.get(pods_ready.PODS_READY)
         ran = self.now - ready.last_transition if ready is not None and ready.status == "True" else None
         eviction = evictions.begin(wl, reason, message, self.now, preempted_reason, underlying_cause)
-        config = self.config.wait_for_pods_ready
-        if (
-            reason == evictions.PODS_READY_TIMEOUT
-            and config is not None
-            and config.requeuing_timestamp == CREATION_TIMESTAMP
-        ):
-            wl.evicted_at = None  # requeuingStrategy.timestamp: Creation keeps its place by creation time
+        wl.evicted_at = evictions.queue_time(wl, self.now, self.config)
         self.touched.add(key)
         if not preempted_reason:
             cq = eviction.cluster_queue

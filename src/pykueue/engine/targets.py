@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pykueue.engine import cohort_tree, specs
+from pykueue.engine.evictions import IN_COHORT_RECLAIM_WHILE_BORROWING
 from pykueue.engine.resources import FlavorResource, Quantities
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
@@ -22,7 +23,6 @@ from pykueue.engine.workloads import Workload
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
 IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
-IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
 
 HUMAN_REASONS = {
     IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
