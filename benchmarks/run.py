@@ -18,6 +18,7 @@ BENCHMARKS = [
     "benchmarks.eta_accuracy --quick",
     "benchmarks.ledger_bench",
     "benchmarks.cli_bench --runs 5",
+    "benchmarks.scale_bench --factors 1,2",
 ]
 
 
