@@ -107,15 +107,18 @@ def local_queue_statuses(state: State, keys: list[str]) -> dict[str, dict[str, A
         # As upstream's queue manager, which holds only admissible workloads: a deactivated or
         # admission-gated one is kept aside, pending nowhere (the ClusterQueue does not count it).
         pending[key] += sum(1 for wl in state.unrouted.get(key, {}).values() if wl.active and not wl.gated_by)
-    for cq_name in {state.local_queues[key].cluster_queue for key in wanted}:
+    # A LocalQueue's ClusterQueue is immutable, so its workloads wait and hold quota there:
+    # only those ClusterQueues are looked at (as upstream's cache counts them per queue).
+    cq_names = sorted({state.local_queues[key].cluster_queue for key in wanted})
+    for cq_name in cq_names:
         queue = state.queues.get(cq_name)
         if queue is None:
             continue
         for wl in [*queue.active(), *queue.inadmissible.values()]:
             if wl.queue_key in pending:
                 pending[wl.queue_key] += 1
-    for admitted in state.admitted.values():
-        for wl in admitted.values():
+    for cq_name in cq_names:
+        for wl in state.admitted.get(cq_name, {}).values():
             if wl.queue_key in reserving:
                 reserving[wl.queue_key].append(wl)
     return {key: _local_queue_status(state, key, pending[key], reserving[key]) for key in wanted}

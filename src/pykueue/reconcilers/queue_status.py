@@ -28,6 +28,7 @@ import asyncio
 import copy
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -170,6 +171,14 @@ class QueueStatusWriter:
     # When a queue was last written or found unchanged (the later of the two).
     _looked_at: dict[Key, float] = field(default_factory=dict)
     _keys: dict[tuple[str, str], Key] = field(default_factory=dict)
+    # The queue objects in the order they were last looked at (oldest first), so a pass finds
+    # the due ones at the front instead of checking thousands of queues; `_listed` is the
+    # engine's set of queues when it was last listed (`_list`), `_ordered` what `_order` holds.
+    _order: deque[Key] = field(default_factory=deque)
+    _ordered: set[Key] = field(default_factory=set)
+    _listed: set[Key] = field(default_factory=set)
+    _listed_shape: tuple[int, int, int] = (-1, -1, -1)
+    _listed_at: float = float("-inf")
     _allowance: float = 50.0
     _allowance_at: float | None = None
     _in_flight: set[Key] = field(default_factory=set)
@@ -204,14 +213,17 @@ class QueueStatusWriter:
         at = self.monotonic()
         due = at - self.min_interval_seconds
         rejected = {k: v for k, v in (rejected or {}).items() if k.kind in INVALID_REPORTED}
-        known = _queue_keys(state, self._keys)
-        if rejected:
-            seen = set(known)
-            known.extend(k for k in rejected if k not in seen)
+        self._list(state, at)
+        keys = self._due(due, cache)
         looked_at, in_flight, never = self._looked_at, self._in_flight, float("-inf")
-        keys = [
-            key for key in known if looked_at.get(key, never) <= due and key not in in_flight and key in cache
-        ]
+        keys.extend(
+            key
+            for key in rejected
+            if key not in self._listed
+            and looked_at.get(key, never) <= due
+            and key not in in_flight
+            and key in cache
+        )
         local = engine_status.local_queue_statuses(
             state, [f"{key.namespace}/{key.name}" for key in keys if key.kind == "LocalQueue"]
         )
@@ -237,6 +249,36 @@ class QueueStatusWriter:
             *(self._write(key, update, cache, again) for key, update in updates), return_exceptions=True
         )
         return count_writes(results)
+
+    def _list(self, state: State, at: float) -> None:
+        """Learn the engine's queues: when their numbers change, and every `min_interval_seconds`
+        (a deletion and a creation in one pass leave the numbers as they were)."""
+        shape = (len(state.cluster_queues), len(state.local_queues), len(state.cohorts))
+        if shape == self._listed_shape and at - self._listed_at < self.min_interval_seconds:
+            return
+        keys = _queue_keys(state, self._keys)
+        self._listed, self._listed_shape, self._listed_at = set(keys), shape, at
+        new = [key for key in keys if key not in self._ordered]
+        self._ordered.update(new)
+        self._order.extendleft(reversed(new))  # never looked at: due now
+
+    def _due(self, due: float, cache: Mapping[Key, Manifest]) -> list[Key]:
+        """The listed queues last looked at by ``due``, in that order; those being written or
+        not yet in the cache are kept at the front for the next pass."""
+        order, looked_at, never = self._order, self._looked_at, float("-inf")
+        keys: list[Key] = []
+        waiting: list[Key] = []
+        while order and looked_at.get(order[0], never) <= due:
+            key = order.popleft()
+            if key not in self._listed:
+                self._ordered.discard(key)  # gone from the engine
+            elif key in self._in_flight or key not in cache:
+                waiting.append(key)
+            else:
+                keys.append(key)
+        order.extend(keys)  # looked at in this pass: due again last
+        order.extendleft(reversed(waiting))
+        return keys
 
     def _update(
         self,
