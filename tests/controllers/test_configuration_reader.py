@@ -9,14 +9,12 @@ from typing import Any
 import pytest
 
 from pykueue.api import configuration
-from pykueue.cli import manifests_command
+from pykueue.cli import controller_command, manifests_command
 from pykueue.engine.configuration import engine_config
-from pykueue.cli import controller_command
 from pykueue.errors import InputError, ValidationError
 from pykueue.multikueue import controller as multikueue
 from pykueue.reconcilers import kueue_configuration, retention
 from pykueue.standalone.runtime import Config
-
 
 HEADER = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
 

@@ -353,7 +353,9 @@ def parse(doc: Any, source: str = "", accept: Iterable[str] | None = None) -> Co
     missing = [key for key in ("apiVersion", "kind") if doc.get(key) is None]
     if missing:
         problems = [
-            FieldProblem(key, f"required ({' or '.join(API_VERSIONS)}, kind Configuration)", "Configuration", source)
+            FieldProblem(
+                key, f"required ({' or '.join(API_VERSIONS)}, kind Configuration)", "Configuration", source
+            )
             for key in missing
         ]
         raise ValidationError(problems)

@@ -645,7 +645,11 @@ def engine_config(
     if path is None:
         config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing), **options)
         return dataclasses.replace(config, feature_gates=dict(KUBERNETES_GATES))
-    loaded = kueue_configuration.of(cfg, **options) if cfg is not None else kueue_configuration.load(path, **options)
+    loaded = (
+        kueue_configuration.of(cfg, **options)
+        if cfg is not None
+        else kueue_configuration.load(path, **options)
+    )
     if loaded.unused:
         log.warning("%s: not used by pykueue (yet): %s", path, ", ".join(loaded.unused))
     config = loaded.engine

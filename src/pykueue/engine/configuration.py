@@ -85,7 +85,9 @@ def wait_for_pods_ready(cfg: api.Configuration) -> WaitForPodsReady | None:
     if not enable:
         return None
     timeout = intake.parse_duration(section.timeout)
-    recovery = timeout if section.recovery_timeout is None else intake.parse_duration(section.recovery_timeout)
+    recovery = (
+        timeout if section.recovery_timeout is None else intake.parse_duration(section.recovery_timeout)
+    )
     block = section.block_admission if section.block_admission is not None else v1beta1
     strategy = section.requeuing_strategy
     return WaitForPodsReady(
