@@ -44,8 +44,8 @@ from pykueue.api.quantity import parse as parse_milli
 from pykueue.errors import FieldProblem, ParseError, ValidationError
 
 GROUP: Final = "config.kueue.x-k8s.io"
-V1BETA2: Final = f"{GROUP}/v1beta2"
-V1BETA1: Final = f"{GROUP}/v1beta1"
+V1BETA2: Final = "config.kueue.x-k8s.io/v1beta2"
+V1BETA1: Final = "config.kueue.x-k8s.io/v1beta1"
 API_VERSIONS: Final = (V1BETA2, V1BETA1)
 DEFAULT_NAMESPACE: Final = "kueue-system"
 
