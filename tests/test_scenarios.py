@@ -184,7 +184,7 @@ INVALID = {
     "requeue-order-unknown": (
         ("format: 1\n", "format: 1\nconfig:\n  pykueue: {requeueOrder: Arrival}\n"),
         "config.pykueue.requeueOrder",
-        ["Arrival", "Eviction or Creation"],
+        ["Eviction", "Creation"],
     ),
     "default-contract-unknown-field": (
         ("format: 1\n", "format: 1\nconfig:\n  pykueue: {preemptionContract: {minRuntime: 1m}}\n"),

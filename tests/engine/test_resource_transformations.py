@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pykueue.api import configuration as api_configuration
 from pykueue.engine import configuration
 from pykueue.engine.config import Resources, ResourceTransformation
 from pykueue.errors import InputError
@@ -57,10 +58,14 @@ def test_excluded_prefixes_are_dropped_before_transformations() -> None:
     assert rules.quota_requests({"cpu": 1000, "example.com/gpu": 1000}) == {"cpu": 1000}
 
 
+def _read(raw: object) -> Resources:
+    """``resources`` as a scenario's ``config`` holds it, through the one Configuration reader."""
+    cfg = api_configuration.parse_sections({"resources": raw}, prefix="config")
+    return configuration.resources(cfg.resources)
+
+
 def test_the_section_is_read_with_upstream_defaults() -> None:
-    found = configuration.resources(
-        {"transformations": [{"input": "cpu", "outputs": {"credits": "500m"}}]}, "config.resources"
-    )
+    found = _read({"transformations": [{"input": "cpu", "outputs": {"credits": "500m"}}]})
     assert found.transformations == (ResourceTransformation("cpu", True, (("credits", 500),)),)
 
 
@@ -75,5 +80,5 @@ def test_the_section_is_read_with_upstream_defaults() -> None:
 )
 def test_bad_sections_name_the_field(raw: object, where: str) -> None:
     with pytest.raises(InputError) as info:
-        configuration.resources(raw, "config.resources")
+        _read(raw)
     assert str(info.value).startswith(f"config.resources.{where}: "), str(info.value)

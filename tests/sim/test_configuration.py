@@ -123,7 +123,7 @@ integrations: {frameworks: [batch/job]}
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ("fairSharing: {enable: true}\nfairShare: {}\n", "unknown key(s): fairShare"),
+        ("fairSharing: {enable: true}\nfairShare: {}\n", "Configuration fairShare: unknown field"),
         ("fairSharing: {preemptionStrategies: [Nope]}\n", "unknown 'Nope'"),
         ("featureGates: {NoSuchGate: true}\n", "unknown gate(s): NoSuchGate"),
     ],

@@ -285,19 +285,18 @@ def _aging(raw: str, path: str, out: list[FieldProblem] | None) -> Aging | None:
     return Aging(points=points, per=per, cap=cap, priority_classes=classes, max_priority=maximum)
 
 
-def contract_setting(value: Any, path: str) -> PreemptionContract:
-    """A contract written as a mapping (a configuration file's ``pykueue.preemptionContract``);
-    the first problem is a ValueError naming ``path`` and the field."""
+def contract_setting(value: Any, path: str) -> PreemptionContract | FieldProblem:
+    """A contract written as a mapping (a configuration file's ``pykueue.preemptionContract``),
+    or its first problem, naming ``path`` and the field."""
     if not isinstance(value, dict):
-        raise ValueError(f"{path}: must be a mapping with the fields {', '.join(CONTRACT_FIELDS)}")
+        return FieldProblem(path, f"must be a mapping with the fields {', '.join(CONTRACT_FIELDS)}")
     out: list[FieldProblem] = [
         FieldProblem(f"{path}.{name}", f"unknown field (known: {', '.join(CONTRACT_FIELDS)})")
         for name in sorted(set(value) - set(CONTRACT_FIELDS))
     ]
     found = _contract_fields(value, path, out)
     if out or found is None:
-        first = out[0] if out else FieldProblem(path, "not a preemption contract")
-        raise ValueError(f"{first.path}: {first.message}")
+        return out[0] if out else FieldProblem(path, "not a preemption contract")
     return found
 
 

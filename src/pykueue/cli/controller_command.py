@@ -601,7 +601,7 @@ def controller(
         store = connect(kubeconfig, context, qps, burst)
         # Lists that start watches come from the API server's watch cache, as informers' do.
         store.list_from_watch_cache = True
-        config = engine_config(config_file, fair_sharing, nominal_first)
+        config = engine_config(config_file, fair_sharing, nominal_first, cfg)
         ops = Operations(
             leader_elect=leader_elect,
             lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "kueue-system",
@@ -632,8 +632,11 @@ def controller(
 KUBERNETES_GATES: dict[str, bool] = {"UnadmittedWorkloadsExplicitStatus": True}
 
 
-def engine_config(path: Path | None, fair_sharing: bool, nominal_first: bool) -> EngineConfig:
-    """The engine's configuration: the --config file's, the flags on top.
+def engine_config(
+    path: Path | None, fair_sharing: bool, nominal_first: bool, cfg: configuration.Configuration | None = None
+) -> EngineConfig:
+    """The engine's configuration: the --config file's (``cfg`` when it is read already), the
+    flags on top.
 
     Evictions are asynchronous in Kubernetes mode: a victim keeps its quota until its
     job's pods are gone, as upstream's job reconciler releases it (docs/semantics.md).
@@ -642,7 +645,11 @@ def engine_config(path: Path | None, fair_sharing: bool, nominal_first: bool) ->
     if path is None:
         config = EngineConfig(fair_sharing=FairSharing(enable=fair_sharing), **options)
         return dataclasses.replace(config, feature_gates=dict(KUBERNETES_GATES))
-    loaded = kueue_configuration.load(path, **options)
+    loaded = (
+        kueue_configuration.of(cfg, **options)
+        if cfg is not None
+        else kueue_configuration.load(path, **options)
+    )
     if loaded.unused:
         log.warning("%s: not used by pykueue (yet): %s", path, ", ".join(loaded.unused))
     config = loaded.engine

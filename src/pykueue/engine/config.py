@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pykueue.api.feature_gates import KNOWN_GATES
 from pykueue.api.governance import PreemptionContract
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
@@ -79,128 +80,6 @@ DEFAULT_GATES: dict[str, bool] = {
     # the usage of each node (docs/topology.md, "Flavors that share nodes").
     "TASHandleOverlappingFlavors": True,
 }
-
-
-# Every gate name upstream Kueue has had (current and graduated or removed ones, which
-# older configurations still name), and PodLevelResources, the Kubernetes gate pykueue
-# models. A configuration naming another is refused: a misspelt gate would otherwise
-# silently do nothing.
-KNOWN_GATES: frozenset[str] = frozenset(
-    {
-        "AdmissionCheckValidationRules",
-        "AdmissionFairSharing",
-        "AdmissionGatedBy",
-        "AssignQueueLabelsForPods",
-        "CleanupProvisioningRequestsOnEviction",
-        "ConcurrentAdmission",
-        "ConfigurableResourceTransformations",
-        "CustomMetricLabels",
-        "DRAExtendedResources",
-        "DeferRayServiceFinalizationForRedisCleanup",
-        "DisableWaitForPodsReady",
-        "DynamicResourceAllocation",
-        "ElasticJobsViaWorkloadSlices",
-        "ElasticJobsViaWorkloadSlicesWithTAS",
-        "ExposeFlavorsInLocalQueue",
-        "FailureRecoveryPolicy",
-        "FairSharingPreemptWithinNominal",
-        "FairSharingPrioritizeNonBorrowing",
-        "FastQuotaReleaseInPodIntegration",
-        "FinishOrphanedWorkloads",
-        "FlavorFungibility",
-        "FlavorFungibilityImplicitPreferenceDefault",
-        "FlavorFungibilityPreserveScanProgress",
-        "HierarchialCohorts",
-        "HierarchicalCohorts",
-        "KeepQuotaForProvReqRetry",
-        "KueueDRAIntegration",
-        "KueueDRAIntegrationConsumableCapacity",
-        "KueueDRAIntegrationExtendedResource",
-        "KueueDRAIntegrationPartitionableDevices",
-        "KueueDRARejectWorkloadsWhenDRADisabled",
-        "LWSImmutableGroupSize",
-        "LendingLimit",
-        "LocalQueueDefaulting",
-        "LocalQueueMetrics",
-        "ManagedJobsNamespaceSelector",
-        "ManagedJobsNamespaceSelectorAlwaysRespected",
-        "MetricForWorkloadCreationLatency",
-        "MetricsForCohorts",
-        "MultiKueue",
-        "MultiKueueAdaptersForCustomJobs",
-        "MultiKueueAllowInsecureKubeconfigs",
-        "MultiKueueBatchJobWithManagedBy",
-        "MultiKueueClusterProfile",
-        "MultiKueueIncrementalDispatcherConfig",
-        "MultiKueueIncrementalDispatcherRespectConfigOrder",
-        "MultiKueueKubeConfigPathValidation",
-        "MultiKueueManagerQuotaAutomation",
-        "MultiKueueOrchestratedPreemption",
-        "MultiKueueRedoAdmissionOnEvictionInWorker",
-        "MultiKueueRemoteSpecSync",
-        "MultiKueueWaitForWorkloadAdmitted",
-        "MultiplePreemptions",
-        "ObjectRetentionPolicies",
-        "PartialAdmission",
-        "PodIntegrationValidateGroupOwner",
-        "PodLevelResources",
-        "PrioritizePreemptorWorkloads",
-        "PriorityBoost",
-        "PrioritySortingWithinCohort",
-        "PropagateBatchJobLabelsToWorkload",
-        "ProvisioningACC",
-        "QueueVisibility",
-        "QuotaCheckStrategy",
-        "ReclaimablePods",
-        "RecomputeAssignmentUponPreemptionTargetsOverlap",
-        "RejectUpdatesToCQWithInvalidOnFlavors",
-        "RemoveFinalizersWithStrictPatch",
-        "SanitizePodSets",
-        "SchedulerLibraryIntegration",
-        "SchedulerLongRequeueInterval",
-        "SchedulerTimestampPreemptionBuffer",
-        "SchedulingEquivalenceHashing",
-        "ShortWorkloadNames",
-        "SkipAncestorCheckForDeletedWorkloads",
-        "SkipFinalizersForPodsSuspendedByParent",
-        "SkipReassignmentForPodOwnedWorkloads",
-        "SparkApplicationIntegration",
-        "TASAssignmentsEncodingByHostnamePrefix",
-        "TASBalancedPlacement",
-        "TASCacheNodeMatchResults",
-        "TASCacheTopologyTree",
-        "TASCachingRemainingResources",
-        "TASFailedNodeReplacement",
-        "TASFailedNodeReplacementFailFast",
-        "TASHandleOverlappingFlavors",
-        "TASImplicitDefaultUnconstrained",
-        "TASLeastAllocated",
-        "TASMostFreeCapacity",
-        "TASMultiLayerTopology",
-        "TASProfileLeastFreeCapacity",
-        "TASProfileMixed",
-        "TASProfileMostFreeCapacity",
-        "TASRecomputeAssignmentWithinSchedulingCycle",
-        "TASReplaceNodeDueToNotReadyOverFixedTime",
-        "TASReplaceNodeOnNodeTaints",
-        "TASReplaceNodeOnPodTermination",
-        "TASRespectNodeAffinityPreferred",
-        "TASValidateWorkloadSliceSize",
-        "TLSOptions",
-        "TopologyAwareScheduling",
-        "UnadmittedWorkloadsExplicitStatus",
-        "UnadmittedWorkloadsObservability",
-        "ValidateRayAndSparkJobUpdates",
-        "VectorizedResourceRequests",
-        "VisibilityOnDemand",
-        "WorkloadIdentifierAnnotations",
-        "WorkloadPriorityClassDefaulting",
-        "WorkloadRequestUseMergePatch",
-        "WorkloadResourceRequestsSummary",
-        "WorkloadValidateResourcesAreNonNegative",
-        "WorkloadValidationForPodSetMetadata",
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,5 +181,5 @@ class EngineConfig:
         """The gate's value here, or its default; a name no Kueue release has is a bug in the
         caller (a misspelt gate would otherwise read as off for ever), so it raises."""
         if name not in KNOWN_GATES:
-            raise KeyError(f"unknown feature gate {name!r} (engine/config.py KNOWN_GATES)")
+            raise KeyError(f"unknown feature gate {name!r} (api/feature_gates.py KNOWN_GATES)")
         return self.feature_gates.get(name, DEFAULT_GATES.get(name, False))

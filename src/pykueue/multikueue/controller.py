@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from pykueue.api import configuration
 from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER
+from pykueue.engine import intake
 from pykueue.errors import AlreadyExists, Conflict, NotFound, StoreError, Unavailable, ValidationError
 from pykueue.multikueue.clusters import ClusterConnections, WorkerStore
 from pykueue.multikueue.dispatching import (
@@ -104,17 +105,9 @@ def settings_of(section: configuration.MultiKueue, namespace: str = "kueue-syste
 
 
 def duration(text: str) -> timedelta:
-    """A Go duration of hours, minutes and seconds (``15m``, ``1h30m``, ``90s``), as
-    `pykueue.api.configuration.GO_DURATION` admits them."""
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0}
-    total, number = 0.0, ""
-    for char in text:
-        if char in units:
-            total += float(number) * units[char]
-            number = ""
-        else:
-            number += char
-    return timedelta(seconds=total)
+    """A Go duration of the Configuration (``15m``, ``1h30m``, ``250ms``), already checked by
+    `pykueue.api.configuration`."""
+    return timedelta(microseconds=intake.parse_duration(text))
 
 
 def _time(moment: datetime) -> str:

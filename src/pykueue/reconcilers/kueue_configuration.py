@@ -7,59 +7,29 @@
     admissionFairSharing: {...}
     featureGates: {PrioritizePreemptorWorkloads: true}
 
-The engine's sections become an `EngineConfig` (`pykueue.engine.configuration`);
-upstream's other sections are accepted as they are (a Configuration written for
+The file is read once, into the typed `pykueue.api.configuration.Configuration`
+(which refuses a key upstream does not have, naming the file and the key); the
+engine's sections become an `EngineConfig` (`pykueue.engine.configuration`).
+Upstream's other sections are accepted as they are (a Configuration written for
 upstream Kueue loads unchanged) and listed in `Loaded.unused`, which the
-controller logs, so nothing is ignored silently. A key upstream does not have
-is an error naming the file and the key.
+controller logs, so nothing is ignored silently.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from pykueue.api import configuration as api
 from pykueue.engine import configuration
 from pykueue.engine.config import EngineConfig
-from pykueue.errors import InputError
-
-API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2")
-# The sections the job framework reads (`pykueue.api.configuration`, which checks them).
-JOB_SECTIONS = frozenset(
-    {
-        "namespace",
-        "manageJobsWithoutQueueName",
-        "managedJobsNamespaceSelector",
-        "integrations",
-        "resources",
-        "multiKueue",
-        "objectRetentionPolicies",
-    }
-)
-# Upstream's Configuration sections pykueue accepts without acting on them (yet).
-OTHER_SECTIONS = frozenset(
-    {
-        "internalCertManagement",
-        "clientConnection",
-        "queueVisibility",
-        "health",
-        "metrics",
-        "webhook",
-        "leaderElection",
-        "controller",
-        "pprofBindAddress",
-        "admissionChecks",
-    }
-)
 
 
 @dataclass(frozen=True)
 class Loaded:
     engine: EngineConfig
-    raw: dict[str, Any] = field(default_factory=dict)  # the whole document, for other readers
+    configuration: api.Configuration  # the whole file, typed, for the job side
     unused: tuple[str, ...] = ()
     # The job framework's sections present (the controller reads them; the simulator does not).
     job_sections: tuple[str, ...] = ()
@@ -67,41 +37,19 @@ class Loaded:
 
 def load(path: Path, **engine_options: Any) -> Loaded:
     """Read and check a Configuration file; ``engine_options`` set EngineConfig fields beyond it."""
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the configuration: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML: {exc}") from None
-    return parse(doc, str(path), **engine_options)
+    return of(api.load(path), **engine_options)
 
 
 def parse(doc: Any, source: str, **engine_options: Any) -> Loaded:
-    if not isinstance(doc, dict):
-        raise InputError(f"{source}: a Configuration must be a mapping")
-    if doc.get("kind") != "Configuration" or doc.get("apiVersion") not in API_VERSIONS:
-        raise InputError(
-            f"{source}: expected kind Configuration of apiVersion {' or '.join(API_VERSIONS)}, "
-            f"got {doc.get('kind')!r} {doc.get('apiVersion')!r}"
-        )
-    body = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind")}
-    known = configuration.ENGINE_KEYS | JOB_SECTIONS | OTHER_SECTIONS
-    unknown = sorted(str(k) for k in body if k not in known)
-    if unknown:
-        raise InputError(f"{source}: unknown key(s): {', '.join(unknown)}")
-    engine_part = {k: v for k, v in body.items() if k in configuration.ENGINE_KEYS}
-    # resources: the quota side (excluded prefixes, transformations) is the engine's; the
-    # job side reads deviceClassMappings (DRA) from the same section.
-    quota_side = {
-        k: v
-        for k, v in (body.get("resources") or {}).items()
-        if k in ("excludeResourcePrefixes", "transformations")
-    }
-    if quota_side:
-        engine_part[configuration.RESOURCES] = quota_side
-    engine = configuration.engine_config(
-        engine_part, source, allowed=configuration.ENGINE_KEYS | {configuration.RESOURCES}, **engine_options
+    return of(api.parse(doc, source), **engine_options)
+
+
+def of(cfg: api.Configuration, **engine_options: Any) -> Loaded:
+    """What each side of pykueue takes of a Configuration already read."""
+    sections = cfg.sections()
+    return Loaded(
+        configuration.engine_config(cfg, **engine_options),
+        cfg,
+        tuple(cfg.ignored_sections()),
+        tuple(name for name in sections if name in api.JOB_SECTIONS),
     )
-    unused = tuple(sorted(str(k) for k in body if k in OTHER_SECTIONS))
-    job_sections = tuple(sorted(str(k) for k in body if k in JOB_SECTIONS))
-    return Loaded(engine, doc, unused, job_sections)

@@ -9,10 +9,11 @@ from typing import Any
 
 import yaml
 
+from pykueue.api import configuration as api_configuration
 from pykueue.api import manifests
 from pykueue.engine import configuration, intake
 from pykueue.engine.config import EngineConfig
-from pykueue.errors import PykueueError, ScenarioError
+from pykueue.errors import PykueueError, ScenarioError, ValidationError
 from pykueue.scenario import shapes
 
 TOP_KEYS = {"format", "name", "description", "now", "config", "objects", "steps", "expect", "divergence"}
@@ -30,7 +31,8 @@ STEP_KEYS = {
     "podsReady",
     "podsNotReady",
 }
-CONFIG_KEYS = configuration.ENGINE_KEYS | {configuration.RESOURCES}
+# The Configuration sections a scenario's ``config`` takes: the engine's (FORMAT.md).
+CONFIG_KEYS = api_configuration.ENGINE_SECTIONS | api_configuration.QUOTA_RESOURCES
 CHECK_UPDATE_KEYS = {"state", "message", "requeueAfterSeconds"}
 DEFAULT_NOW = "2026-01-01T00:00:00Z"
 
@@ -122,7 +124,13 @@ def _time(value: Any, where: str) -> int:
 
 
 def _config(raw: Any, source: str) -> EngineConfig:
-    return configuration.engine_config(raw, f"{source} config", CONFIG_KEYS, ScenarioError)
+    """``config``: Configuration sections, read as every configuration is; pykueue's own
+    options stay off unless named (a scenario describes upstream's cycle)."""
+    try:
+        cfg = api_configuration.parse_sections(raw, source, "config", CONFIG_KEYS)
+    except ValidationError as exc:
+        raise ScenarioError(str(exc)) from None
+    return configuration.engine_config(cfg, nominal_first_default=False)
 
 
 def _only(raw: dict[Any, Any], allowed: set[str], where: str) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pykueue.api import manifests, quantity
+from pykueue.api import configuration, manifests, quantity
 from pykueue.api.manifests import KubeObject
 from pykueue.engine import loading
 from pykueue.engine.cohort_tree import Node
@@ -82,8 +82,8 @@ class Design:
     config: EngineConfig = field(default_factory=EngineConfig)
     notes: list[str] = field(default_factory=list)
     config_source: str = ""  # where the Configuration came from; empty: the simulator's defaults
-    # upstream's Configuration ``multiKueue`` section, as written (a manager's dispatcher)
-    multikueue_section: dict[str, Any] = field(default_factory=dict)
+    # upstream's Configuration ``multiKueue`` section, read (a manager's dispatcher)
+    multikueue_section: configuration.MultiKueue = field(default_factory=configuration.MultiKueue)
     # a manager's workers, once `pykueue.sim.federation.attach` gave it some
     federation: Workers | None = None
 
@@ -124,23 +124,19 @@ class Design:
 
     def configure(self, where: str, doc: Any) -> None:
         """Take upstream's Configuration ``doc``: the engine's sections, notes for the rest."""
+        # pykueue.nominalFirst unless given: the simulator's default, as the controller's and
+        # standalone's (a Configuration describes upstream's settings, not pykueue's own)
         loaded = kueue_configuration.parse(doc, where)
         config = loaded.engine
-        own = doc.get("pykueue") if isinstance(doc.get("pykueue"), dict) else {}
-        if "nominalFirst" not in own:
-            # the simulator's default, as the controller's and standalone's: a Configuration
-            # describes upstream's settings, not pykueue's own engine options
-            config = dataclasses.replace(config, nominal_first=EngineConfig().nominal_first)
         if config.wait_for_pods_ready is not None:
             config = dataclasses.replace(config, wait_for_pods_ready=None)
             self.notes.append(
                 f"{where}: waitForPodsReady is not simulated (pods are ready at admission); ignored"
             )
         unused = sorted((*loaded.unused, *loaded.job_sections))
-        section = doc.get("multiKueue")
-        if isinstance(section, dict) and any(obj.kind in MULTIKUEUE_KINDS for obj in self.objects):
+        if "multiKueue" in unused and any(obj.kind in MULTIKUEUE_KINDS for obj in self.objects):
             # a manager's dispatcher: `pykueue.sim.federation` reads it
-            self.multikueue_section = section
+            self.multikueue_section = loaded.configuration.multi_kueue
             unused = [name for name in unused if name != "multiKueue"]
         if unused:
             self.notes.append(f"{where}: not used by the simulator: {', '.join(unused)}")

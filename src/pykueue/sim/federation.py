@@ -29,6 +29,7 @@ from pathlib import Path
 
 from pykueue.api.admission_check import MULTIKUEUE_CONTROLLER, AdmissionCheck
 from pykueue.api.multikueue import MultiKueueConfig
+from pykueue.engine import intake
 from pykueue.engine.state import State
 from pykueue.errors import InputError
 from pykueue.sim import dispatch, trace
@@ -212,7 +213,7 @@ def _one_check_per_queue(manager: Design, checks: Mapping[str, tuple[str, ...]])
 
 
 def _dispatcher(manager: Design) -> dispatch.Dispatcher:
-    name = manager.multikueue_section.get("dispatcherName")
+    name = manager.multikueue_section.dispatcher_name
     if name is None:
         return dispatch.ALL_AT_ONCE
     found = dispatch.DISPATCHER_NAMES.get(str(name))
@@ -225,13 +226,10 @@ def _dispatcher(manager: Design) -> dispatch.Dispatcher:
 
 
 def _worker_lost_timeout(manager: Design) -> int:
-    text = manager.multikueue_section.get("workerLostTimeout")
+    text = manager.multikueue_section.worker_lost_timeout
     if text is None:
         return WORKER_LOST_TIMEOUT
-    try:
-        return trace.duration(text, "workerLostTimeout")
-    except trace.FieldProblem as problem:
-        raise InputError(f"{manager.config_source}: multiKueue.workerLostTimeout: {problem}") from problem
+    return intake.parse_duration(text)  # checked by `pykueue.api.configuration`
 
 
 def parse_outage(text: str) -> tuple[str, int, int]:

@@ -43,12 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-import pydantic
 import uvicorn
 import yaml
 
 from pykueue import gc_tuning, paths
-from pykueue.api import access, manifests
+from pykueue.api import access
 from pykueue.api import configuration as api_configuration
 from pykueue.engine import configuration
 from pykueue.engine.config import EngineConfig
@@ -89,6 +88,12 @@ class Options:
     throwaway: bool = False  # the data and work folders are this run's (a demo's): removed at the end
 
 
+# The standalone config's own sections; the rest are Kueue Configuration sections, read by
+# `pykueue.api.configuration` as in Kubernetes mode (the engine's, MultiKueue, retention).
+OWN_SECTIONS = frozenset({"node", "manifests", "demo", "isolation", "executor", limits_config.SECTION})
+KUEUE_SECTIONS = api_configuration.ENGINE_SECTIONS | {"multiKueue", "objectRetentionPolicies"}
+
+
 @dataclass
 class Config:
     """The ``--config`` file: node GPUs, manifests applied at start, demo phases, isolation."""
@@ -119,19 +124,13 @@ class Config:
             raise InputError(f"{path}: cannot read the config: {exc}") from None
         if not isinstance(raw, dict):
             raise InputError(f"{path}: the config must be a mapping")
-        unknown = set(raw) - {
-            "node",
-            "manifests",
-            "demo",
-            "isolation",
-            "executor",
-            "multiKueue",
-            "objectRetentionPolicies",
-            limits_config.SECTION,
-            *configuration.ENGINE_KEYS,
-        }
+        unknown = set(raw) - OWN_SECTIONS - KUEUE_SECTIONS
         if unknown:
             raise InputError(f"{path}: unknown config keys {', '.join(sorted(map(str, unknown)))}")
+        # Kueue's own sections, read as every Configuration is (one typed object).
+        kueue = api_configuration.parse_sections(
+            {k: v for k, v in raw.items() if k in KUEUE_SECTIONS}, str(path), accept=KUEUE_SECTIONS
+        )
         base = path.parent
         node = raw.get("node") or {}
         if not isinstance(node, dict) or set(node) - {"gpus", "gpuDomains"}:
@@ -142,9 +141,6 @@ class Config:
             path, raw, "executor", {"podFailureBackoffSeconds": float, "podFailureBackoffMaxSeconds": float}
         )
         default_backoff = Backoff()
-        engine = configuration.engine_config(
-            {k: v for k, v in raw.items() if k in configuration.ENGINE_KEYS}, str(path)
-        )
         return Config(
             gpus=[dict(g) for g in node.get("gpus") or []],
             gpu_domains=list(node.get("gpuDomains") or []),
@@ -157,40 +153,11 @@ class Config:
                 float(pace.get("podFailureBackoffSeconds", default_backoff.base)),
                 float(pace.get("podFailureBackoffMaxSeconds", default_backoff.most)),
             ),
-            engine=engine,
-            multikueue=_multikueue(path, raw.get("multiKueue")),
-            retention=_retention(path, raw.get("objectRetentionPolicies")),
+            engine=configuration.engine_config(kueue),
+            multikueue=multikueue.settings_of(kueue.multi_kueue),
+            retention=retention.policy_of(kueue.object_retention_policies),
             limits=limits_config.load(path, raw.get(limits_config.SECTION)),
         )
-
-
-def _multikueue(path: Path, raw: Any) -> multikueue.Settings:
-    """The ``multiKueue`` section: upstream's Configuration keys (origin, workerLostTimeout,
-    dispatcherName, gcInterval), checked by the same model as in Kubernetes mode."""
-    if raw is None:
-        return multikueue.Settings()
-    if not isinstance(raw, dict):
-        raise InputError(f"{path}: multiKueue must be a mapping")
-    try:
-        section = api_configuration.MultiKueue.model_validate(raw)
-    except pydantic.ValidationError as exc:
-        problems = "; ".join(f"multiKueue.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise InputError(f"{path}: {problems}") from None
-    return multikueue.settings_of(section)
-
-
-def _retention(path: Path, raw: Any) -> retention.Policy:
-    """The ``objectRetentionPolicies`` section, checked by the same model as in Kubernetes mode."""
-    if raw is None:
-        return retention.Policy()
-    try:
-        section = api_configuration.ObjectRetentionPolicies.model_validate(raw)
-    except pydantic.ValidationError as exc:
-        problems = "; ".join(
-            f"objectRetentionPolicies.{manifests.format_loc(e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise InputError(f"{path}: {problems}") from None
-    return retention.policy_of(section)
 
 
 def _section(path: Path, raw: dict[str, Any], name: str, fields: dict[str, type]) -> dict[str, Any]:
