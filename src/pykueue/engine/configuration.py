@@ -13,7 +13,8 @@ place (``where``), never ignored.
     waitForPodsReady       enable (v1beta1), timeout, recoveryTimeout, blockAdmission,
                            requeuingStrategy {timestamp, backoffBaseSeconds,
                            backoffMaxSeconds, backoffLimitCount}
-    pykueue                nominalFirst, preemptionContract: pykueue's own engine options
+    pykueue                nominalFirst, preemptionContract, preemptionCost: pykueue's own
+                           engine options
     resources              excludeResourcePrefixes, transformations (only where the caller
                            allows the key: the controllers read the section elsewhere)
 """
@@ -245,7 +246,7 @@ def _own_options(raw: Any, where: str) -> dict[str, Any]:
     unless named here.
     """
     section = _mapping(raw, where)
-    only(section, {"nominalFirst", "preemptionContract"}, where)
+    only(section, {"nominalFirst", "preemptionContract", PREEMPTION_COST_KEY}, where)
     value = section.get("nominalFirst", False)
     if not isinstance(value, bool):
         raise InputError(f"{where}.nominalFirst: must be true or false")
@@ -256,4 +257,20 @@ def _own_options(raw: Any, where: str) -> dict[str, Any]:
         except ValueError as exc:
             raise InputError(str(exc)) from None
         options["default_contract"] = found
+    options.update(_preemption_cost_option(section, where))
     return options
+
+
+PREEMPTION_COST_KEY = "preemptionCost"
+
+
+def _preemption_cost_option(section: Mapping[Any, Any], where: str) -> dict[str, Any]:
+    """``pykueue.preemptionCost``: the site-wide preemption-cost policy (docs/governance.md),
+    kept apart from the other options so the readers can be unified around it."""
+    if PREEMPTION_COST_KEY not in section:
+        return {}
+    try:
+        found = governance.cost_setting(section[PREEMPTION_COST_KEY], f"{where}.{PREEMPTION_COST_KEY}")
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return {"default_preemption_cost": found}

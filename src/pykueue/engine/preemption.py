@@ -28,6 +28,12 @@ Classical preemption follows upstream Kueue's rules:
 
 Fair sharing replaces step 2 and 3 with share-based strategies
 (`pykueue.engine.fair_sharing`).
+
+pykueue's opt-in cost-aware preemption (the preemptor's ClusterQueue has a
+`PreemptionCost`, docs/governance.md) keeps step 1 and 3 and changes the order of
+step 2: the candidates that lose the least work go first (`pykueue.engine.lost_work`);
+with ``waitForEnd`` the preemptor stops nothing while victims its rules allow and
+that their declared limit ends soon would make room on their own.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from pykueue.engine import cohort_tree, contract, fair_sharing, specs
+from pykueue.engine import cohort_tree, contract, fair_sharing, lost_work, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.flavor_assigner import Assignment, Mode, Possibility
 from pykueue.engine.resources import FlavorResource, Quantities
@@ -156,6 +162,27 @@ class Preemptor(Trial):
             attempts = [False, True]
         else:
             attempts = [True, False]
+        cost = cq.preemption_cost
+        if cost is not None:  # pykueue's opt-in policy; without it nothing below runs
+            if cost.wait_for_end is not None and self._ends_soon_suffice(
+                candidates, attempts, cq_name, frs, requests, now + cost.wait_for_end
+            ):
+                return []
+            if cost.least_lost:
+                contended = {fr: requests.get(fr, 0) for fr in frs}
+                candidates = _least_lost_first(candidates, now, contended)
+        return self._search(candidates, attempts, cq_name, frs, requests)
+
+    def _search(
+        self,
+        candidates: list[_Candidate],
+        attempts: list[bool],
+        cq_name: str,
+        frs: set[FlavorResource],
+        requests: Quantities,
+    ) -> list[Target]:
+        """Upstream's greedy removal in the candidates' order, then the minimal set; the tree
+        is left as it was (the targets are only named)."""
         for allow_borrowing in attempts:
             with self.undone():
                 targets: list[Target] = []
@@ -169,6 +196,24 @@ class Preemptor(Trial):
                     if self.fits(cq_name, requests, allow_borrowing):
                         return self.fill_back(targets, cq_name, requests, allow_borrowing)
         return []
+
+    def _ends_soon_suffice(
+        self,
+        candidates: list[_Candidate],
+        attempts: list[bool],
+        cq_name: str,
+        frs: set[FlavorResource],
+        requests: Quantities,
+        by: int,
+    ) -> bool:
+        """Would the candidates whose declared limit ends them by ``by`` make room on their own?
+        Then the preemptor waits for them (`PreemptionCost.wait_for_end`) and stops nothing."""
+        soon = []
+        for candidate in candidates:
+            end = lost_work.declared_end(candidate.workload)
+            if end is not None and end <= by:
+                soon.append(candidate)
+        return bool(soon) and bool(self._search(soon, attempts, cq_name, frs, requests))
 
     @staticmethod
     def _under_nominal(cq: specs.ClusterQueue, node: Node, frs: set[FlavorResource]) -> bool:
@@ -288,6 +333,18 @@ class Preemptor(Trial):
                     self._collect_subtree(cq, cq_node, wl, child, subtree_root, skip, frs, advantage, result)
             elif not within_nominal(child, frs):
                 result.extend(self._from_queue(cq, wl, child.name, subtree_root, frs, advantage))
+
+
+def _least_lost_first(candidates: list[_Candidate], now: int, requests: Quantities) -> list[_Candidate]:
+    """The candidates that lose the least work first (`lost_work.weight` over the contended
+    ``requests``); workloads already
+    being evicted stay ahead, and upstream's order breaks ties (the sort is stable)."""
+
+    def key(c: _Candidate) -> tuple[int, int]:
+        evicting = bool(c.workload.conditions) and is_evicting(c.workload)
+        return (0 if evicting else 1, lost_work.weight(c.workload, now, requests))
+
+    return sorted(candidates, key=key)
 
 
 def _fit_in_quota(node: Node, requests: Quantities) -> tuple[bool, Quantities]:
