@@ -17,6 +17,7 @@ BENCHMARKS = [
     "benchmarks.estimate_bench",
     "benchmarks.eta_accuracy --quick",
     "benchmarks.ledger_bench",
+    "benchmarks.policy_bench --quick",
 ]
 
 
