@@ -63,8 +63,6 @@ class _Numbers:
     nominal: int
     most: int
     free: int
-    others_nominal: int
-    others_used: int
 
 
 def of(state: State, wl: Workload) -> Verdict | None:
@@ -102,7 +100,7 @@ def analyse(cq: specs.ClusterQueue, node: Node, wl: Workload, design: bool = Fal
             # The flavor that comes closest, by its shortest resource, says why.
             best = max(per_flavor, key=lambda rows: min(n.most * 1000 // max(1, n.needed) for n in rows))
             short = min(best, key=lambda n: n.most * 1000 // max(1, n.needed))
-            return _verdict(NEVER, cq.name, short)
+            return _verdict(NEVER, cq.name, node, short)
         if any(all(n.needed <= n.free for n in rows) for rows in ever):
             continue  # this group fits now
         rows = ever[0]
@@ -111,7 +109,28 @@ def analyse(cq: specs.ClusterQueue, node: Node, wl: Workload, design: bool = Fal
         return None
     first = decisive[0]
     kind = BEYOND_NOMINAL if first.needed > first.nominal else WITHIN_NOMINAL
-    return _verdict(kind, cq.name, first, design)
+    return _verdict(kind, cq.name, node, first, design)
+
+
+def never_fits(state: State, wl: Workload) -> bool:
+    """`of` said NEVER, answered cheaply: the views ask it of every pending workload a metrics
+    scrape counts, so only the most each flavor could ever hold is looked at."""
+    if wl.admission is not None or wl.finished or wl.can_be_partially_admitted():
+        return False
+    cq_name = state.route_of(wl)
+    node = state.nodes.get(cq_name) if cq_name is not None else None
+    cq = state.cluster_queues.get(cq_name) if cq_name is not None else None
+    if node is None or cq is None:
+        return False
+    requests = wl.total_requests()
+    for group in cq.resource_groups:
+        wanted = [r for r in group.covered if requests.get(r, 0) > 0]
+        if wanted and not any(
+            all(requests[r] <= cohort_tree.potential_available(node, (f, r)) for r in wanted)
+            for f in group.flavors
+        ):
+            return True
+    return False
 
 
 def _numbers(
@@ -120,15 +139,6 @@ def _numbers(
     fr = (flavor, resource)
     quota = cq.quotas.get(fr)
     nominal = quota.nominal if quota is not None else 0
-    others_nominal = others_used = 0
-    root = node.root()
-    for leaf in root.cluster_queues():
-        if leaf is node:
-            continue
-        own = leaf.quotas.get(fr)
-        mine = own.nominal if own is not None else 0
-        others_nominal += mine
-        others_used += min(mine, leaf.usage.get(fr, 0))
     return _Numbers(
         flavor=flavor,
         resource=resource,
@@ -136,14 +146,28 @@ def _numbers(
         nominal=nominal,
         most=cohort_tree.potential_available(node, fr),
         free=nominal if design else max(0, cohort_tree.available(node, fr)),
-        others_nominal=others_nominal,
-        others_used=others_used,
     )
 
 
-def _verdict(kind: str, cq_name: str, n: _Numbers, design: bool = False) -> Verdict:
+def _others(node: Node, fr: tuple[str, str]) -> tuple[int, int]:
+    """The nominal quota of ``fr`` of the other ClusterQueues of ``node``'s tree, and how much
+    of it they use themselves (what they use beyond it is borrowed, not theirs)."""
+    others_nominal = others_used = 0
+    for leaf in node.root().cluster_queues():
+        if leaf is node:
+            continue
+        own = leaf.quotas.get(fr)
+        mine = own.nominal if own is not None else 0
+        others_nominal += mine
+        others_used += min(mine, leaf.usage.get(fr, 0))
+    return others_nominal, others_used
+
+
+def _verdict(kind: str, cq_name: str, node: Node, n: _Numbers, design: bool = False) -> Verdict:
     def q(value: int) -> str:
         return format_resource(n.resource, value)
+
+    others_nominal, others_used = _others(node, (n.flavor, n.resource)) if kind == BEYOND_NOMINAL else (0, 0)
 
     asks = f"needs {q(n.needed)} {n.resource} in flavor {n.flavor}"
     if kind == NEVER:
@@ -157,13 +181,13 @@ def _verdict(kind: str, cq_name: str, n: _Numbers, design: bool = False) -> Verd
         sentence = (
             f"by design: {asks}, {q(n.needed - n.nominal)} more than ClusterQueue {cq_name}'s nominal "
             f"{q(n.nominal)}; it runs only while the other queues of its cohort leave that much of their "
-            f"{q(n.others_nominal)} idle at once (they may use it, and take it back, at any time)"
+            f"{q(others_nominal)} idle at once (they may use it, and take it back, at any time)"
         )
     elif kind == BEYOND_NOMINAL:
         sentence = (
             f"not now: {asks}, {q(n.needed - n.nominal)} more than ClusterQueue {cq_name}'s nominal "
             f"{q(n.nominal)}; that part must be borrowed, and the other queues of its cohort lend only "
-            f"what they leave idle (they use {q(n.others_used)} of their {q(n.others_nominal)} now); "
+            f"what they leave idle (they use {q(others_used)} of their {q(others_nominal)} now); "
             f"{q(n.free)} is free for it now: it runs when {q(n.needed - n.free)} more is idle at once"
         )
     else:

@@ -105,8 +105,7 @@ def cause_of(state: State, wl: Workload) -> str | None:
 
 def _never_fits(state: State, wl: Workload) -> bool:
     """Upstream says it waits for quota, but can waiting ever help? (engine/feasibility.py)"""
-    verdict = feasibility.of(state, wl)
-    return verdict is not None and verdict.never
+    return feasibility.never_fits(state, wl)
 
 
 def _twin_reason(state: State, wl: Workload) -> str | None:
