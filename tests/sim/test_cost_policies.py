@@ -9,14 +9,14 @@ from .helpers import cluster_queue, design, run, times
 
 COST = "  annotations: {pykueue.io/preemption-cost: '{\"leastLostWork\": true}'}\n"
 
-# `long` (priority 0) starts at 0, `short` (priority 5) at 3h; `urgent` (priority 100) needs one
-# of the two CPUs at 4h. Upstream stops `long` (the lower priority): 4 h lost. Least lost work
-# stops `short`: 1 h lost.
+# `long` starts at 0 and checkpoints every hour, `short` starts at 3h; `urgent` (priority 100)
+# needs one of the two CPUs at 4h. Upstream stops the most recently admitted, `short`: 1 h lost.
+# Least lost work stops `long`, which has just saved its 4th hour: nothing lost.
 TRACE = """\
-name,queue,submit,runtime,priority,requests
-long,pool/main,0,36000,0,cpu=1
-short,pool/main,10800,36000,5,cpu=1
-urgent,pool/main,14400,3600,100,cpu=1
+name,queue,submit,runtime,priority,checkpoint,requests
+long,pool/main,0,36000,0,3600,cpu=1
+short,pool/main,10800,36000,0,,cpu=1
+urgent,pool/main,14400,3600,100,,cpu=1
 """
 
 
@@ -27,11 +27,12 @@ def _pool(policy: bool) -> str:
     return text
 
 
-def test_least_lost_work_stops_the_short_run() -> None:
+def test_least_lost_work_stops_the_run_that_just_checkpointed() -> None:
     upstream = run(design(_pool(False)), TRACE)
-    assert times(upstream, "long")["lost"] == 4 * 3600 and times(upstream, "short")["evictions"] == 0
+    assert times(upstream, "short")["lost"] == 3600 and times(upstream, "long")["evictions"] == 0
     policy = run(design(_pool(True)), TRACE)
-    assert times(policy, "short")["lost"] == 3600 and times(policy, "long")["evictions"] == 0
+    assert times(policy, "long")["evictions"] == 1 and times(policy, "long")["lost"] == 0
+    assert times(policy, "short")["evictions"] == 0
 
 
 def test_jobs_beyond_their_nominal_are_named_in_the_notes() -> None:

@@ -30,15 +30,16 @@ Fair sharing replaces step 2 and 3 with share-based strategies
 (`pykueue.engine.fair_sharing`).
 
 pykueue's opt-in cost-aware preemption (the preemptor's ClusterQueue has a
-`PreemptionCost`, docs/governance.md) keeps step 1 and 3 and changes the order of
-step 2: the candidates that lose the least work go first (`pykueue.engine.lost_work`);
+`PreemptionCost`, docs/governance.md) keeps step 1 and 3 and one tie-breaker of
+step 2: among candidates of equal standing, the one that loses the least work goes
+first rather than the most recently admitted (`pykueue.engine.lost_work`);
 with ``waitForEnd`` the preemptor stops nothing while victims its rules allow and
 that their declared limit ends soon would make room on their own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -145,9 +146,14 @@ class Preemptor(Trial):
             else set()
         )
 
-        def key(c: _Candidate) -> tuple[object, ...]:
+        def upstream_key(c: _Candidate) -> tuple[object, ...]:
             usage = self.state.afs_usage(c.workload) if c.cluster_queue in afs_queues else 0.0
             return candidate_order_key(c.workload, c.cluster_queue, cq_name, now, usage)
+
+        key: Callable[[_Candidate], tuple[object, ...]] = upstream_key
+        cost = cq.preemption_cost
+        if cost is not None and cost.least_lost:  # pykueue's opt-in policy (docs/governance.md)
+            key = _least_lost_key(upstream_key, now, {fr: requests.get(fr, 0) for fr in frs})
 
         def ordered(items: list[_Candidate]) -> list[_Candidate]:
             return sorted(items, key=key)
@@ -162,15 +168,12 @@ class Preemptor(Trial):
             attempts = [False, True]
         else:
             attempts = [True, False]
-        cost = cq.preemption_cost
-        if cost is not None:  # pykueue's opt-in policy; without it nothing below runs
-            if cost.wait_for_end is not None and self._ends_soon_suffice(
-                candidates, attempts, cq_name, frs, requests, now + cost.wait_for_end
-            ):
-                return []
-            if cost.least_lost:
-                contended = {fr: requests.get(fr, 0) for fr in frs}
-                candidates = _least_lost_first(candidates, now, contended)
+        if (
+            cost is not None
+            and cost.wait_for_end is not None
+            and self._ends_soon_suffice(candidates, attempts, cq_name, frs, requests, now + cost.wait_for_end)
+        ):
+            return []
         return self._search(candidates, attempts, cq_name, frs, requests)
 
     def _search(
@@ -335,16 +338,22 @@ class Preemptor(Trial):
                 result.extend(self._from_queue(cq, wl, child.name, subtree_root, frs, advantage))
 
 
-def _least_lost_first(candidates: list[_Candidate], now: int, requests: Quantities) -> list[_Candidate]:
-    """The candidates that lose the least work first (`lost_work.weight` over the contended
-    ``requests``); workloads already
-    being evicted stay ahead, and upstream's order breaks ties (the sort is stable)."""
+def _least_lost_key(
+    upstream: Callable[[_Candidate], tuple[object, ...]], now: int, requests: Quantities
+) -> Callable[[_Candidate], tuple[object, ...]]:
+    """Upstream's candidate order with its "most recently admitted first" replaced by "the least
+    lost work first" (`lost_work.weight` over the contended ``requests``).
 
-    def key(c: _Candidate) -> tuple[int, int]:
-        evicting = bool(c.workload.conditions) and is_evicting(c.workload)
-        return (0 if evicting else 1, lost_work.weight(c.workload, now, requests))
+    Everything before it stays: being evicted, other queues before the own, the lowest
+    priority first. Keeping the priority matters: a victim of a higher priority than a
+    candidate left running would come back and preempt that one in turn (under
+    ``LowerPriority``), losing work twice."""
 
-    return sorted(candidates, key=key)
+    def key(c: _Candidate) -> tuple[object, ...]:
+        base = upstream(c)
+        return (*base[:4], lost_work.weight(c.workload, now, requests), *base[5:])
+
+    return key
 
 
 def _fit_in_quota(node: Node, requests: Quantities) -> tuple[bool, Quantities]:

@@ -19,7 +19,7 @@ from pykueue.engine.specs import LOWER_PRIORITY
 from pykueue.errors import InputError
 from pykueue.scenario import loader, runner
 
-from ..engine.builders import SECOND, T0, Cluster, q
+from .builders import SECOND, T0, Cluster, q
 
 HOUR = 3600 * SECOND
 SCENARIOS = Path(__file__).parents[1] / "scenarios" / "governance"
@@ -83,14 +83,14 @@ def test_lost_work_counts_only_the_run_since_the_last_checkpoint() -> None:
 
 
 def _contest(policy: PreemptionCost | None) -> Cluster:
-    """`wide` (4 GPUs, priority 0) ran 40 minutes; `narrow` (2 GPUs, priority 5) ran 2 hours;
-    `long` (2 GPUs, priority 5) ran 1 hour. `urgent` needs 2 of the 8."""
+    """`wide` (4 GPUs) ran 40 minutes; `narrow` (2 GPUs) ran 2 hours; `long` (2 GPUs) ran 1 hour,
+    all of priority 0. `urgent` needs 2 of the 8."""
     c = _pool()
     if policy is not None:
         spec = c.state.cluster_queues["pool"]
         c.state.apply_cluster_queue(dataclasses.replace(spec, preemption_cost=policy))
-    c.admitted("narrow", "pool", gpu=2, priority=5, admitted_at=0)
-    c.admitted("long", "pool", gpu=2, priority=5, admitted_at=3600)
+    c.admitted("narrow", "pool", gpu=2, admitted_at=0)
+    c.admitted("long", "pool", gpu=2, admitted_at=3600)
     c.admitted("wide", "pool", gpu=4, admitted_at=2 * 3600 - 2400)
     lifecycle.advance(c.state, T0 + 2 * HOUR)
     c.pending("urgent", "pool", gpu=2, priority=100, created=2 * 3600)
@@ -99,18 +99,31 @@ def _contest(policy: PreemptionCost | None) -> Cluster:
 
 
 def test_least_lost_work_weighs_gpus_and_time() -> None:
-    # Upstream: the lowest priority first, `wide`, 4 GPUs x 40 minutes lost.
+    # Upstream: the most recently admitted first, `wide`, 4 GPUs x 40 minutes lost.
     assert _contest(None).preempted_names() == {"wide"}
     # Least lost: `wide` loses 160 GPU-minutes, `long` 120, `narrow` 240: `long`.
     assert _contest(PreemptionCost(True)).preempted_names() == {"long"}
 
 
-def test_least_lost_work_prefers_the_short_run_over_the_low_priority() -> None:
+def test_the_priority_still_comes_first() -> None:
+    """A victim of a higher priority than one left running would preempt that one in turn."""
     c = _pool()
     spec = c.state.cluster_queues["pool"]
     c.state.apply_cluster_queue(dataclasses.replace(spec, preemption_cost=PreemptionCost(True)))
     c.admitted("old", "pool", gpu=4, admitted_at=0)
     c.admitted("young", "pool", gpu=4, priority=5, admitted_at=2 * 3600 - 600)
+    lifecycle.advance(c.state, T0 + 2 * HOUR)
+    c.pending("urgent", "pool", gpu=4, priority=100, created=2 * 3600)
+    c.settle()
+    assert c.preempted_names() == {"old"}
+
+
+def test_a_victims_lost_work_is_kept_for_describe() -> None:
+    c = _pool()
+    spec = c.state.cluster_queues["pool"]
+    c.state.apply_cluster_queue(dataclasses.replace(spec, preemption_cost=PreemptionCost(True)))
+    c.admitted("old", "pool", gpu=4, admitted_at=0)
+    c.admitted("young", "pool", gpu=4, admitted_at=2 * 3600 - 600)
     lifecycle.advance(c.state, T0 + 2 * HOUR)
     c.pending("urgent", "pool", gpu=4, priority=100, created=2 * 3600)
     c.settle()
