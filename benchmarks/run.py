@@ -19,6 +19,7 @@ BENCHMARKS = [
     "benchmarks.ledger_bench",
     "benchmarks.cli_bench --runs 5",
     "benchmarks.scale_bench --factors 1,2",
+    "benchmarks.policy_bench --quick",
 ]
 
 

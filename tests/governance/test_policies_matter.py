@@ -22,6 +22,9 @@ WITH_POLICY = [
     "921-contract-min-run-time.yaml",
     "923-contract-max-preemptions.yaml",
     "931-inference-training-research-pools.yaml",
+    "941-cost-least-lost-work-first.yaml",
+    "942-cost-checkpoint-interval.yaml",
+    "943-cost-wait-for-a-declared-end.yaml",
 ]
 
 

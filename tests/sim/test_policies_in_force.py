@@ -69,6 +69,7 @@ def test_annotations_are_listed_per_cluster_queue(tmp_path: Path):
             "workloads of priority up to 50"
         },
         "preemptionContract": {"training": "minRunTime 20m, at most 2 preemption(s) per 24h"},
+        "preemptionCost": {},
         "siteDefaultContract": "none",
     }
     assert "policies in force" in out
@@ -91,8 +92,13 @@ def test_a_design_without_policies_says_so(tmp_path: Path):
         "pykueue.io/preemption-contract", "example.com/other"
     )
     out, summary, _ = _simulate(tmp_path, plain)
-    assert summary["policies"] == {"aging": {}, "preemptionContract": {}, "siteDefaultContract": "none"}
-    assert out.count("none (upstream behaviour)") == 2
+    assert summary["policies"] == {
+        "aging": {},
+        "preemptionContract": {},
+        "preemptionCost": {},
+        "siteDefaultContract": "none",
+    }
+    assert out.count("none (upstream behaviour)") == 3
 
 
 def test_the_plan_page_names_each_designs_policies(tmp_path: Path):

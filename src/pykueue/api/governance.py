@@ -11,6 +11,10 @@ accepts these manifests), so every pykueue policy is an annotation under
                                         '{"rate": "1/10m", "cap": 100, "priorityClasses": ["research"]}'
     pykueue.io/preemption-contract      ClusterQueue: what its admitted workloads are promised, e.g.
                                         '{"minRunTime": "30m", "maxPreemptions": 2, "window": "24h"}'
+    pykueue.io/preemption-cost          ClusterQueue: how its preemptors weigh what they destroy, e.g.
+                                        '{"leastLostWork": true, "waitForEnd": "30m"}'
+    pykueue.io/checkpoint-interval      Workload (from its job): how often it saves its progress, e.g.
+                                        "30m"; what a preemption loses is the run since the last one
     pykueue.io/preempted-at             Workload, written by pykueue: when it was preempted (the
                                         latest times, comma-separated RFC 3339), so a contract's
                                         maxPreemptions survives a restart of the controller
@@ -45,15 +49,18 @@ DEFAULT_PRIORITY_CLASS = "pykueue.io/default-priority-class"
 AGING = "pykueue.io/aging"
 PREEMPTION_CONTRACT = "pykueue.io/preemption-contract"
 PREEMPTED_AT = "pykueue.io/preempted-at"
+PREEMPTION_COST = "pykueue.io/preemption-cost"
+CHECKPOINT_INTERVAL = "pykueue.io/checkpoint-interval"
 PRICE = usage.PRICE
 
 KEYS_BY_KIND: dict[str, frozenset[str]] = {
-    "ClusterQueue": frozenset({DEFAULT_PRIORITY_CLASS, AGING, PREEMPTION_CONTRACT}),
+    "ClusterQueue": frozenset({DEFAULT_PRIORITY_CLASS, AGING, PREEMPTION_CONTRACT, PREEMPTION_COST}),
     "LocalQueue": frozenset({DEFAULT_PRIORITY_CLASS}),
     "ResourceFlavor": frozenset({PRICE}),
 }
 AGING_FIELDS = ("rate", "cap", "priorityClasses", "maxPriority")
 CONTRACT_FIELDS = ("minRunTime", "maxPreemptions", "window")
+COST_FIELDS = ("leastLostWork", "waitForEnd")
 MAX_INT32 = 2**31 - 1
 
 _UNITS = {"h": 3600 * 10**6, "m": 60 * 10**6, "s": 10**6, "ms": 1000}
@@ -97,6 +104,20 @@ class PreemptionContract:
     window: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PreemptionCost:
+    """How a ClusterQueue's preemptors weigh the work their victims lose (docs/governance.md).
+
+    ``least_lost``: among the victims upstream's rules allow, the ones that lose the least
+    work (quota held x time since the last checkpoint) go first. ``wait_for_end``: when
+    victims whose declared limit ends them within this many microseconds would make room
+    alone, the preemptor waits for them instead of stopping anything (None: never waits).
+    """
+
+    least_lost: bool = True
+    wait_for_end: int | None = None
+
+
 def parse_duration(text: str) -> int:
     """A positive Go-style duration of h, m, s and ms ("10m", "1h30m") in microseconds."""
     if not isinstance(text, str) or not _DURATION.match(text.strip()):
@@ -127,6 +148,8 @@ def problems(kind: str, annotations: Mapping[str, str]) -> list[FieldProblem]:
             _aging(value, path, out)
         elif key == PREEMPTION_CONTRACT:
             _contract(value, path, out)
+        elif key == PREEMPTION_COST:
+            _cost(value, path, out)
         elif key == PRICE:
             _prices(value, path, out)
     return out
@@ -159,6 +182,25 @@ def contract(annotations: Mapping[str, str]) -> PreemptionContract | None:
     if raw is None:
         return None
     return _contract(raw, f"metadata.annotations[{PREEMPTION_CONTRACT}]", None)
+
+
+def preemption_cost(annotations: Mapping[str, str]) -> PreemptionCost | None:
+    """The preemption-cost policy of a (valid) ClusterQueue, None when it has none."""
+    raw = annotations.get(PREEMPTION_COST)
+    if raw is None:
+        return None
+    return _cost(raw, f"metadata.annotations[{PREEMPTION_COST}]", None)
+
+
+def checkpoint_interval(annotations: Mapping[str, str]) -> tuple[int | None, str]:
+    """A Workload's declared checkpoint interval (microseconds) and the problem with it ("" if none)."""
+    raw = annotations.get(CHECKPOINT_INTERVAL)
+    if raw is None:
+        return None, ""
+    path = f"metadata.annotations[{CHECKPOINT_INTERVAL}]"
+    out: list[FieldProblem] = []
+    found = _duration(raw, path, out)
+    return found, (f"{out[0].path}: {out[0].message}" if out else "")
 
 
 def default_priority_class(annotations: Mapping[str, str]) -> str:
@@ -322,3 +364,40 @@ def _contract_fields(
     if ("maxPreemptions" in value) != ("window" in value):
         _report(out, path, "maxPreemptions and window go together (at most maxPreemptions within window)")
     return PreemptionContract(min_run_time=min_run, max_preemptions=count, window=window)
+
+
+def cost_setting(value: Any, path: str) -> PreemptionCost:
+    """A preemption-cost policy written as a mapping (a configuration file's
+    ``pykueue.preemptionCost``); the first problem is a ValueError naming ``path`` and the field."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: must be a mapping with the fields {', '.join(COST_FIELDS)}")
+    out: list[FieldProblem] = [
+        FieldProblem(f"{path}.{name}", f"unknown field (known: {', '.join(COST_FIELDS)})")
+        for name in sorted(set(value) - set(COST_FIELDS))
+    ]
+    found = _cost_fields(value, path, out)
+    if out or found is None:
+        first = out[0] if out else FieldProblem(path, "not a preemption-cost policy")
+        raise ValueError(f"{first.path}: {first.message}")
+    return found
+
+
+def _cost(raw: str, path: str, out: list[FieldProblem] | None) -> PreemptionCost | None:
+    value = _object(raw, path, COST_FIELDS, out)
+    if value is None:
+        return None
+    return _cost_fields(value, path, out)
+
+
+def _cost_fields(value: dict[str, Any], path: str, out: list[FieldProblem] | None) -> PreemptionCost | None:
+    if not value:
+        _report(out, path, f"must set at least one of {', '.join(COST_FIELDS)}")
+        return None
+    least = value.get("leastLostWork", False)
+    if not isinstance(least, bool):
+        _report(out, f"{path}.leastLostWork", f"must be true or false (got {least!r})")
+        return None
+    wait = _duration(value["waitForEnd"], f"{path}.waitForEnd", out) if "waitForEnd" in value else None
+    if "waitForEnd" in value and wait is None:
+        return None
+    return PreemptionCost(least_lost=least, wait_for_end=wait)

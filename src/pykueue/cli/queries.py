@@ -220,6 +220,8 @@ def describe(
     print(f"State:     {explanation['state']}")
     if explanation.get("priority"):
         print(f"Priority:  {explanation['priority']}")
+    if explanation.get("lostWork"):
+        print(f"Lost work: {explanation['lostWork']} (thrown away by its preemptions)")
     if explanation["state"] == "Pending":
         print(f"Position:  {position_text(explanation)}")
         estimate = data.get("estimatedStart")

@@ -10,7 +10,8 @@ refuses nothing: whatever the typed object holds was checked there.
     featureGates           upstream's gate names -> true/false
     waitForPodsReady       timeout, recoveryTimeout, blockAdmission, requeuingStrategy
                            (v1beta1: enable, off unless true; blockAdmission defaults to it)
-    pykueue                nominalFirst, preemptionContract, requeueOrder: pykueue's own engine options
+    pykueue                nominalFirst, preemptionContract, preemptionCost, requeueOrder: pykueue's
+                           own engine options
     resources              excludeResourcePrefixes, transformations
 """
 
@@ -53,6 +54,8 @@ def engine_config(cfg: api.Configuration, nominal_first_default: bool = True, **
     }
     if own.preemption_contract is not None:
         fields["default_contract"] = own.preemption_contract
+    if own.preemption_cost is not None:
+        fields["default_preemption_cost"] = own.preemption_cost
     if own.requeue_order is not None:
         fields["requeue_order"] = own.requeue_order
     fields.update(extra)

@@ -46,3 +46,5 @@ class Event:
     # since its reservation: the work a preemption may have thrown away.
     held: Quantities = field(default_factory=dict)
     held_for: int = 0
+    # PREEMPTED: the part of ``held_for`` no declared checkpoint saved (engine/lost_work.py).
+    lost_for: int = 0

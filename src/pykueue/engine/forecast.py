@@ -248,6 +248,8 @@ def _copy_workload(wl: Workload) -> Workload:
     clone.unhealthy_nodes = wl.unhealthy_nodes
     clone.max_execution_seconds = wl.max_execution_seconds
     clone.past_execution_seconds = wl.past_execution_seconds
+    clone.checkpoint_interval = wl.checkpoint_interval
+    clone.lost_work = None if wl.lost_work is None else dict(wl.lost_work)
     clone.key = wl.key
     clone.queue_key = wl.queue_key
     return clone

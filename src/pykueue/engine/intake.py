@@ -193,6 +193,7 @@ def cluster_queue(obj: ApiClusterQueue) -> specs.ClusterQueue:
         default_priority_class=governance.default_priority_class(obj.metadata.annotations),
         aging=governance.aging(obj.metadata.annotations),
         contract=governance.contract(obj.metadata.annotations),
+        preemption_cost=governance.preemption_cost(obj.metadata.annotations),
     )
 
 
@@ -349,6 +350,9 @@ def workload(
     # Its preemption times, as the controller last wrote them: a contract's maxPreemptions
     # counts them across a restart (docs/governance.md).
     wl.preempted_at = governance.preempted_at(meta.annotations)
+    wl.checkpoint_interval, problem = governance.checkpoint_interval(meta.annotations)
+    if problem and not wl.invalid_reason:
+        wl.invalid_reason = problem
     runtime = meta.annotations.get(RUNTIME_ANNOTATION)
     if runtime is not None:
         wl.runtime = parse_duration(runtime)

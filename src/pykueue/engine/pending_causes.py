@@ -14,6 +14,8 @@ per queue and a dashboard can group by it:
     preemption       it has preempted workloads and waits for them to release their quota
     pods-ready       waitForPodsReady: an admitted workload's pods must be ready first
     capacity         it can never fit as requested: it asks for more than the queue's limits
+                     (also when upstream only says it waits, but the quota design can never
+                     hold it: engine/feasibility.py, "never fits")
     topology         no topology domain can hold it
     flavor           no flavor it tolerates and selects has the resources
     quota            it fits some day, but the quota is in use now
@@ -29,7 +31,7 @@ even when quota would also be short. A workload that runs has no cause
 
 from __future__ import annotations
 
-from pykueue.engine import evictions, waiting
+from pykueue.engine import evictions, feasibility, waiting
 from pykueue.engine.state import State
 from pykueue.engine.workloads import CHECK_READY, Workload
 
@@ -95,7 +97,15 @@ def cause_of(state: State, wl: Workload) -> str | None:
     if reserved is None or reserved.status != "False":
         twin = _twin_reason(state, wl)
         return from_reason(twin, "") if twin is not None else EVALUATING
-    return from_reason(reserved.reason, reserved.message)
+    cause = from_reason(reserved.reason, reserved.message)
+    if cause == QUOTA and _never_fits(state, wl):
+        return CAPACITY
+    return cause
+
+
+def _never_fits(state: State, wl: Workload) -> bool:
+    """Upstream says it waits for quota, but can waiting ever help? (engine/feasibility.py)"""
+    return feasibility.never_fits(state, wl)
 
 
 def _twin_reason(state: State, wl: Workload) -> str | None:

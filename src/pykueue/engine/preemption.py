@@ -28,15 +28,22 @@ Classical preemption follows upstream Kueue's rules:
 
 Fair sharing replaces step 2 and 3 with share-based strategies
 (`pykueue.engine.fair_sharing`).
+
+pykueue's opt-in cost-aware preemption (the preemptor's ClusterQueue has a
+`PreemptionCost`, docs/governance.md) keeps step 1 and 3 and one tie-breaker of
+step 2: among candidates of equal standing, the one that loses the least work goes
+first rather than the most recently admitted (`pykueue.engine.lost_work`);
+with ``waitForEnd`` the preemptor stops nothing while victims its rules allow and
+that their declared limit ends soon would make room on their own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from pykueue.engine import cohort_tree, contract, fair_sharing, specs
+from pykueue.engine import cohort_tree, contract, fair_sharing, lost_work, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.evictions import IN_COHORT_RECLAIM_WHILE_BORROWING
 from pykueue.engine.flavor_assigner import Assignment, Mode, Possibility
@@ -139,9 +146,14 @@ class Preemptor(Trial):
             else set()
         )
 
-        def key(c: _Candidate) -> tuple[object, ...]:
+        def upstream_key(c: _Candidate) -> tuple[object, ...]:
             usage = self.state.afs_usage(c.workload) if c.cluster_queue in afs_queues else 0.0
             return candidate_order_key(c.workload, c.cluster_queue, cq_name, now, usage)
+
+        key: Callable[[_Candidate], tuple[object, ...]] = upstream_key
+        cost = cq.preemption_cost
+        if cost is not None and cost.least_lost:  # pykueue's opt-in policy (docs/governance.md)
+            key = _least_lost_key(upstream_key, now, {fr: requests.get(fr, 0) for fr in frs})
 
         def ordered(items: list[_Candidate]) -> list[_Candidate]:
             return sorted(items, key=key)
@@ -156,6 +168,24 @@ class Preemptor(Trial):
             attempts = [False, True]
         else:
             attempts = [True, False]
+        if (
+            cost is not None
+            and cost.wait_for_end is not None
+            and self._ends_soon_suffice(candidates, attempts, cq_name, frs, requests, now + cost.wait_for_end)
+        ):
+            return []
+        return self._search(candidates, attempts, cq_name, frs, requests)
+
+    def _search(
+        self,
+        candidates: list[_Candidate],
+        attempts: list[bool],
+        cq_name: str,
+        frs: set[FlavorResource],
+        requests: Quantities,
+    ) -> list[Target]:
+        """Upstream's greedy removal in the candidates' order, then the minimal set; the tree
+        is left as it was (the targets are only named)."""
         for allow_borrowing in attempts:
             with self.undone():
                 targets: list[Target] = []
@@ -169,6 +199,24 @@ class Preemptor(Trial):
                     if self.fits(cq_name, requests, allow_borrowing):
                         return self.fill_back(targets, cq_name, requests, allow_borrowing)
         return []
+
+    def _ends_soon_suffice(
+        self,
+        candidates: list[_Candidate],
+        attempts: list[bool],
+        cq_name: str,
+        frs: set[FlavorResource],
+        requests: Quantities,
+        by: int,
+    ) -> bool:
+        """Would the candidates whose declared limit ends them by ``by`` make room on their own?
+        Then the preemptor waits for them (`PreemptionCost.wait_for_end`) and stops nothing."""
+        soon = []
+        for candidate in candidates:
+            end = lost_work.declared_end(candidate.workload)
+            if end is not None and end <= by:
+                soon.append(candidate)
+        return bool(soon) and bool(self._search(soon, attempts, cq_name, frs, requests))
 
     @staticmethod
     def _under_nominal(cq: specs.ClusterQueue, node: Node, frs: set[FlavorResource]) -> bool:
@@ -288,6 +336,24 @@ class Preemptor(Trial):
                     self._collect_subtree(cq, cq_node, wl, child, subtree_root, skip, frs, advantage, result)
             elif not within_nominal(child, frs):
                 result.extend(self._from_queue(cq, wl, child.name, subtree_root, frs, advantage))
+
+
+def _least_lost_key(
+    upstream: Callable[[_Candidate], tuple[object, ...]], now: int, requests: Quantities
+) -> Callable[[_Candidate], tuple[object, ...]]:
+    """Upstream's candidate order with its "most recently admitted first" replaced by "the least
+    lost work first" (`lost_work.weight` over the contended ``requests``).
+
+    Everything before it stays: being evicted, other queues before the own, the lowest
+    priority first. Keeping the priority matters: a victim of a higher priority than a
+    candidate left running would come back and preempt that one in turn (under
+    ``LowerPriority``), losing work twice."""
+
+    def key(c: _Candidate) -> tuple[object, ...]:
+        base = upstream(c)
+        return (*base[:4], lost_work.weight(c.workload, now, requests), *base[5:])
+
+    return key
 
 
 def _fit_in_quota(node: Node, requests: Quantities) -> tuple[bool, Quantities]:

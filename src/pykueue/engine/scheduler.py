@@ -52,6 +52,7 @@ from pykueue.engine import (
     contract,
     evictions,
     fair_sharing,
+    lost_work,
     specs,
     topology_delayed,
     topology_placement,
@@ -744,6 +745,8 @@ def _evict_target(state: State, target: Target, entry: Entry) -> None:
     ran = state.now - ready.last_transition if ready is not None and ready.status == "True" else None
     held = victim.usage()
     held_for = max(0, state.now - victim.admitted_at) if victim.admitted_at else 0
+    lost_for = min(held_for, lost_work.lost_time(victim, state.now))
+    lost_work.count(victim, held, lost_for)
     state.evict(victim.key, "Preempted", message, preempted_reason=target.reason)
     victim.preempted_by = preemptor.key
     if preemptor.preempted_by == victim.key:
@@ -762,6 +765,7 @@ def _evict_target(state: State, target: Target, entry: Entry) -> None:
             waited=ran,
             held=held,
             held_for=held_for,
+            lost_for=lost_for,
         )
     )
 

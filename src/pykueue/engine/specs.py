@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pykueue.api.governance import Aging, PreemptionContract
+from pykueue.api.governance import Aging, PreemptionContract, PreemptionCost
 from pykueue.engine.cohort_tree import Quota
 from pykueue.engine.resources import FlavorResource
 from pykueue.engine.selectors import LabelSelector, Taint, Toleration
@@ -81,6 +81,7 @@ class ClusterQueue:
     default_priority_class: str = ""
     aging: Aging | None = None
     contract: PreemptionContract | None = None
+    preemption_cost: PreemptionCost | None = None
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.resource_groups:

@@ -175,6 +175,8 @@ class State:
     def apply_cluster_queue(self, cq: specs.ClusterQueue) -> None:
         if cq.contract is None and self.config.default_contract is not None:
             cq = dataclasses.replace(cq, contract=self.config.default_contract)
+        if cq.preemption_cost is None and self.config.default_preemption_cost is not None:
+            cq = dataclasses.replace(cq, preemption_cost=self.config.default_preemption_cost)
         old = self.cluster_queues.get(cq.name)
         self.cluster_queues[cq.name] = cq
         self._waiting_dirty = True

@@ -224,6 +224,12 @@ class Workload:
     # (engine/execution_time.py); None when unset.
     max_execution_seconds: int | None = None
     past_execution_seconds: int | None = None
+    # `pykueue.io/checkpoint-interval` (microseconds): a preemption loses only the run since the
+    # last checkpoint (engine/lost_work.py). None: it saves nothing.
+    checkpoint_interval: int | None = None
+    # The work its preemptions threw away so far, per resource (milli-units x microseconds,
+    # engine/lost_work.py); None until one did. Kept in memory: `describe` shows it.
+    lost_work: dict[str, int] | None = None
     # "namespace/name" and "namespace/queue": asked for millions of times in a busy cohort,
     # so made once (a workload's namespace, name and queue never change; a changed spec
     # makes a new Workload).

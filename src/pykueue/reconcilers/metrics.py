@@ -180,8 +180,9 @@ class Metrics:
         state.clear_events()
 
     def _lost(self, event: engine_events.Event, cluster_queue: str, namespace: str, role: str) -> None:
-        """Count the work a preemption stopped: each held resource (whole units) times the run's seconds."""
-        seconds = _seconds(event.held_for)
+        """Count the work a preemption stopped: each held resource (whole units) times the run's
+        seconds since its reservation, or since its last declared checkpoint (engine/lost_work.py)."""
+        seconds = _seconds(event.lost_for)
         if not seconds:
             return
         for (flavor, resource), milli in event.held.items():

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from pykueue.api import configuration, manifests, quantity
 from pykueue.api.manifests import KubeObject
-from pykueue.engine import loading
+from pykueue.engine import feasibility, loading
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.state import State
@@ -202,6 +202,9 @@ class Design:
             problems.extend(self.federation.check(state, result))
         if problems:
             raise TraceError(problems)
+        for note in borrowing_notes(state, result):
+            if note not in self.notes:
+                self.notes.append(note)
         return result
 
     @classmethod
@@ -260,6 +263,39 @@ class Design:
                     f"needs {quantity.format_milli(need)} {resource} but {where} can give ClusterQueue "
                     f"{cq_name} at most {quantity.format_milli(ceiling[resource])}: the job could never start",
                 )
+
+
+def borrowing_notes(state: State, jobs: Iterable[Job]) -> list[str]:
+    """Per ClusterQueue, the jobs that can run only on other queues' idle quota (engine/feasibility.py):
+    they wait for as long as the others keep their own quota busy, and no priority of theirs helps."""
+    found: dict[str, list[tuple[int, str, str]]] = {}
+    seen: dict[tuple[object, ...], feasibility.Verdict | None] = {}  # a trace repeats a few shapes
+    for job in jobs:
+        lq = state.local_queues.get(job.queue_key)
+        if lq is None or lq.cluster_queue not in state.nodes:
+            continue
+        cq = state.cluster_queues[lq.cluster_queue]
+        shape = (
+            cq.name,
+            tuple(sorted(job.total_requests().items())),
+            job.total_requests(minimum=True) != job.total_requests(),
+        )
+        if shape not in seen:
+            seen[shape] = feasibility.analyse(cq, state.nodes[cq.name], job.workload(""), design=True)
+        verdict = seen[shape]
+        if verdict is not None and verdict.kind == feasibility.BEYOND_NOMINAL:
+            found.setdefault(cq.name, []).append(
+                (verdict.needed - verdict.nominal, job.key, verdict.sentence)
+            )
+    notes = []
+    for name in sorted(found):
+        items = found[name]
+        _, key, sentence = max(items, key=lambda item: (item[0], item[1]))
+        notes.append(
+            f"ClusterQueue {name}: {len(items)} job(s) need more than its nominal quota and run only on "
+            f"quota the other queues leave idle; the largest, {key}: {sentence}"
+        )
+    return notes
 
 
 class JobProblem(Exception):

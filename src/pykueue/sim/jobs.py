@@ -88,6 +88,9 @@ class Job:
             created=self.submit,
             uid=uid,
         )
+        # What a preemption loses, for cost-aware preemption (engine/lost_work.py); read only
+        # when a ClusterQueue has that policy.
+        wl.checkpoint_interval = self.checkpoint
         wl.shape = intake.shape_of(wl)
         return wl
 

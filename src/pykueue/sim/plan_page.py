@@ -139,7 +139,8 @@ def _policies_text(summary: dict[str, Any]) -> str:
     contracts = (
         ", ".join(f"{cq} ({text})" for cq, text in section.get("preemptionContract", {}).items()) or "none"
     )
-    return f"aging {aging}; preemption contracts {contracts}"
+    costs = ", ".join(f"{cq} ({text})" for cq, text in section.get("preemptionCost", {}).items()) or "none"
+    return f"aging {aging}; preemption contracts {contracts}; preemption cost {costs}"
 
 
 def _html_value(figure: str, cell: Cell) -> str:

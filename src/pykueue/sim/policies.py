@@ -1,8 +1,9 @@
 """The governance policies a simulated design runs under (docs/governance.md), for its summary.
 
-A ClusterQueue's ``pykueue.io/aging`` and ``pykueue.io/preemption-contract`` annotations,
-and the site default contract of the design's Configuration (``pykueue.preemptionContract``)
-for every ClusterQueue without a contract of its own. The summary names each so that a
+A ClusterQueue's ``pykueue.io/aging``, ``pykueue.io/preemption-contract`` and
+``pykueue.io/preemption-cost`` annotations, and the site defaults of the design's Configuration
+(``pykueue.preemptionContract``, ``pykueue.preemptionCost``) for every ClusterQueue without
+one of its own. The summary names each so that a
 figure can be read with the rules that produced it: without this, a run with aging and one
 without look alike in the report.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pykueue.api import governance
-from pykueue.api.governance import Aging, PreemptionContract
+from pykueue.api.governance import Aging, PreemptionContract, PreemptionCost
 from pykueue.sim.design import Design
 
 HOUR = 3600 * 10**6
@@ -51,15 +52,27 @@ def contract_text(contract: PreemptionContract) -> str:
     return ", ".join(parts) or "no promise"
 
 
+def cost_text(policy: PreemptionCost) -> str:
+    parts = []
+    if policy.least_lost:
+        parts.append("least lost work first")
+    if policy.wait_for_end is not None:
+        parts.append(f"waits up to {duration_text(policy.wait_for_end)} for a declared end")
+    return ", ".join(parts) or "upstream's order"
+
+
 def in_force(design: Design) -> dict[str, Any]:
-    """{"aging": {ClusterQueue: text}, "preemptionContract": {ClusterQueue: text}, "siteDefaultContract": text}.
+    """{"aging": {ClusterQueue: text}, "preemptionContract": {ClusterQueue: text},
+    "preemptionCost": {ClusterQueue: text}, "siteDefaultContract": text}.
 
     A contract that comes from the site default says so ("... (site default)"); a queue
     with neither is absent from the maps, and "siteDefaultContract" is "none" without one.
     """
     default = design.config.default_contract
+    default_cost = design.config.default_preemption_cost
     aging: dict[str, str] = {}
     contracts: dict[str, str] = {}
+    costs: dict[str, str] = {}
     for obj in design.objects:
         if obj.kind != "ClusterQueue":
             continue
@@ -73,9 +86,15 @@ def in_force(design: Design) -> dict[str, Any]:
             contracts[name] = contract_text(own)
         elif default is not None:
             contracts[name] = f"{contract_text(default)} (site default)"
+        cost = governance.preemption_cost(annotations)
+        if cost is not None:
+            costs[name] = cost_text(cost)
+        elif default_cost is not None:
+            costs[name] = f"{cost_text(default_cost)} (site default)"
     return {
         "aging": dict(sorted(aging.items())),
         "preemptionContract": dict(sorted(contracts.items())),
+        "preemptionCost": dict(sorted(costs.items())),
         "siteDefaultContract": contract_text(default) if default is not None else "none",
     }
 
@@ -83,7 +102,11 @@ def in_force(design: Design) -> dict[str, Any]:
 def lines(policies: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(ClusterQueue, policy, what it says) rows; one "-" row per kind that no queue has."""
     rows: list[tuple[str, str, str]] = []
-    for key, label in (("aging", "aging"), ("preemptionContract", "preemption contract")):
+    for key, label in (
+        ("aging", "aging"),
+        ("preemptionContract", "preemption contract"),
+        ("preemptionCost", "preemption cost"),
+    ):
         entries = policies.get(key, {})
         if not entries:
             rows.append(("-", label, "none (upstream behaviour)"))

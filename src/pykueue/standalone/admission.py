@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pykueue.engine import aging, pending_causes
+from pykueue.engine import aging, lost_work, pending_causes
 from pykueue.engine import status as engine_status
 from pykueue.engine.events import ADMITTED, CHECKS_PASSED, Event
 from pykueue.engine.workloads import Workload
@@ -38,6 +38,7 @@ class Explanation:
     engine_message: str = ""
     priority: str = ""  # its aging, in words, when its ClusterQueue has a policy (docs/governance.md)
     cause: str | None = None  # one word of engine.pending_causes; None when nothing keeps it
+    lost_work: str = ""  # what its preemptions threw away, in resource-hours (engine/lost_work.py)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +50,7 @@ class Explanation:
             "engineMessage": self.engine_message,
             "priority": self.priority,
             "cause": self.cause,
+            "lostWork": self.lost_work,
         }
 
 
@@ -130,6 +132,7 @@ class StandaloneAdmission(AdmissionController):
             )
         cause = pending_causes.cause_of(self.state, wl)
         reasons = why.reasons(self.state, wl, stored)
+        lost = lost_work.words(wl.lost_work) if wl.lost_work else ""
         if wl.admission is not None:
             return Explanation(
                 # Quota reserved with a check not Ready yet: the job does not run.
@@ -138,10 +141,13 @@ class StandaloneAdmission(AdmissionController):
                 reasons=reasons,
                 priority=aging.explain(self.state, wl),
                 cause=cause,
+                lost_work=lost,
             )
         if not wl.active:
-            return Explanation("Inactive", reasons=reasons, cause=cause)
-        result = Explanation("Pending", reasons=reasons, priority=aging.explain(self.state, wl), cause=cause)
+            return Explanation("Inactive", reasons=reasons, cause=cause, lost_work=lost)
+        result = Explanation(
+            "Pending", reasons=reasons, priority=aging.explain(self.state, wl), cause=cause, lost_work=lost
+        )
         result.position, result.pending_in_queue, result.cluster_queue = self.position(wl)
         reserved = wl.conditions.get("QuotaReserved")
         result.engine_message = reserved.message if reserved is not None else ""

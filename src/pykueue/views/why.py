@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pykueue.engine import pending_causes
+from pykueue.engine import feasibility, pending_causes
 from pykueue.engine.state import State
 from pykueue.engine.workloads import Workload
 from pykueue.store.base import Manifest
@@ -55,8 +55,21 @@ def reasons(state: State, wl: Workload, stored: Manifest) -> list[Reason]:
     reserved = wl.conditions.get("QuotaReserved")
     if reserved is not None and reserved.status == "False" and reserved.message:
         out.append(_categorise(reserved.reason, reserved.message))
+        out.extend(design_reasons(state, wl, out[-1][0]))
     out.extend((pending_causes.ADMISSION_CHECK, text) for text in checks_waited_for(stored))
     return out or [(pending_causes.EVALUATING, NOT_TRIED)]
+
+
+def design_reasons(state: State, wl: Workload, cause: str) -> list[Reason]:
+    """Never (the quota design) or not now (the usage), with the numbers (engine/feasibility.py):
+    said where the engine's own reason is about quota; a flavor's taints or selectors are
+    not weighed there, so a flavor cause gets no verdict."""
+    if cause not in (pending_causes.QUOTA, pending_causes.CAPACITY):
+        return []
+    verdict = feasibility.of(state, wl)
+    if verdict is None:
+        return []
+    return [(pending_causes.CAPACITY if verdict.never else pending_causes.QUOTA, verdict.sentence)]
 
 
 def routing_problems(state: State, wl: Workload) -> list[Reason]:

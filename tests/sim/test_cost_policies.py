@@ -1,0 +1,45 @@
+"""Issue 45 in the simulator: cost-aware preemption loses less of a hand-computed trace, and a
+design's jobs that run only on other queues' idle quota are named in its notes."""
+
+from __future__ import annotations
+
+from pykueue.sim import trace
+
+from .helpers import cluster_queue, design, run, times
+
+COST = "  annotations: {pykueue.io/preemption-cost: '{\"leastLostWork\": true}'}\n"
+
+# `long` starts at 0 and checkpoints every hour, `short` starts at 3h; `urgent` (priority 100)
+# needs one of the two CPUs at 4h. Upstream stops the most recently admitted, `short`: 1 h lost.
+# Least lost work stops `long`, which has just saved its 4th hour: nothing lost.
+TRACE = """\
+name,queue,submit,runtime,priority,checkpoint,requests
+long,pool/main,0,36000,0,3600,cpu=1
+short,pool/main,10800,36000,0,,cpu=1
+urgent,pool/main,14400,3600,100,,cpu=1
+"""
+
+
+def _pool(policy: bool) -> str:
+    text = cluster_queue("pool", "2", within="LowerPriority", reclaim="Never")
+    if policy:
+        text = text.replace("metadata: {name: pool}\n", "metadata:\n  name: pool\n" + COST, 1)
+    return text
+
+
+def test_least_lost_work_stops_the_run_that_just_checkpointed() -> None:
+    upstream = run(design(_pool(False)), TRACE)
+    assert times(upstream, "short")["lost"] == 3600 and times(upstream, "long")["evictions"] == 0
+    policy = run(design(_pool(True)), TRACE)
+    assert times(policy, "long")["evictions"] == 1 and times(policy, "long")["lost"] == 0
+    assert times(policy, "short")["evictions"] == 0
+
+
+def test_jobs_beyond_their_nominal_are_named_in_the_notes() -> None:
+    d = design(cluster_queue("a", "4", cohort="co"), cluster_queue("b", "4", cohort="co"))
+    text = "name,queue,submit,runtime,requests\nbig,a/main,0,60,cpu=6\nsmall,a/main,0,60,cpu=2\n"
+    d.check(trace.parse_csv(text, "trace.csv"))
+    notes = [n for n in d.notes if n.startswith("ClusterQueue a:")]
+    assert len(notes) == 1, d.notes
+    assert "1 job(s) need more than its nominal quota" in notes[0]
+    assert "the largest, a/big: by design: needs 6 cpu in flavor default, 2 more than" in notes[0]
