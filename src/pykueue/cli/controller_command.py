@@ -49,6 +49,7 @@ from pykueue.kube.deploy import INSTALL_FIELD_MANAGER
 from pykueue.kube.local_registration import LOCAL_VISIBILITY_SERVICE, register_local_visibility
 from pykueue.multikueue import controller as multikueue
 from pykueue.reconcilers import (
+    dra,
     estimating,
     integrations,
     jobframework,
@@ -95,11 +96,8 @@ def jobs_of(cfg: configuration.Configuration) -> Jobs:
         manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
         namespace_selector=cfg.namespace_selector(),
         label_keys_to_copy=tuple(cfg.integrations.label_keys_to_copy),
-        device_classes={
-            device_class: mapping.name
-            for mapping in cfg.resources.device_class_mappings
-            for device_class in mapping.device_class_names
-        },
+        device_classes=dra.device_classes(cfg.resources.device_class_mappings),
+        device_class_sources=dra.unsupported_sources(cfg.resources.device_class_mappings),
     )
     return Jobs(
         integrations.registry(frameworks),
