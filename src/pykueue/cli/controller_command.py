@@ -472,7 +472,7 @@ async def _run_controller(
         await store.close()
 
 
-def _load_configuration(config_file: Path | None) -> tuple[configuration.Configuration, Jobs]:
+def load_configuration(config_file: Path | None) -> tuple[configuration.Configuration, Jobs]:
     """The --config file's Configuration (else the default) and its job side; exit 2 when it is bad."""
     try:
         cfg = configuration.load(config_file) if config_file else configuration.default()
@@ -583,7 +583,7 @@ def controller(
 ) -> None:
     """Run pykueue as a Kubernetes controller: admit queued jobs and Workloads, write queue status."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    cfg, jobs = _load_configuration(config_file)
+    cfg, jobs = load_configuration(config_file)
     webhook_config = (
         webhooks.WebhookConfig.from_env(
             os.environ,
