@@ -137,6 +137,17 @@ def test_an_unsupported_request_field_is_named(request_fields: dict[str, Any], f
     assert "overhead" not in workload["spec"]["podSets"][0]["template"]["spec"]
 
 
+def test_a_claim_named_directly_is_refused() -> None:
+    shared = job()
+    shared["spec"]["template"]["spec"]["resourceClaims"] = [
+        {"name": "gpu", "resourceClaimName": "shared-gpu"}
+    ]
+    [workload] = workloads_after(shared)
+    assert _problem(workload).startswith(
+        "spec.podSets[0].template.spec.resourceClaims[0].resourceClaimName: a ResourceClaim named directly"
+    )
+
+
 def _mapping(**fields: Any) -> DeviceClassMapping:
     return DeviceClassMapping.model_validate(fields)
 

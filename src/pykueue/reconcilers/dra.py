@@ -16,8 +16,8 @@ request with ``capacity.requests`` (consumable capacity). The job still gets its
 Workload, marked Misconfigured with that message (`pykueue.engine.intake.DEVICE_PROBLEM_ANNOTATION`), as
 upstream's workload controller marks it; it is built anew once the charge changes (a
 mapping added and the controller restarted). A template that does not exist yet holds
-the Workload back until it does. Claims named directly (``resourceClaimName``, shared
-between pods) are not charged.
+the Workload back until it does. A claim named directly (``resourceClaimName``, shared
+between pods) is refused too, as upstream refuses it.
 
 The charge goes into the Workload's pod set template as pod ``overhead`` (which the
 engine adds to each pod's requests, as Kubernetes does): the job's own template is not
@@ -130,6 +130,12 @@ async def per_pod(
     """
     charged: dict[str, int] = {}
     for j, claim in enumerate(spec.get("resourceClaims") or []):
+        if claim.get("resourceClaimName"):
+            # A claim shared between pods: upstream refuses it too (nothing says which pods pay).
+            raise DeviceRequestError(
+                f"{where}.resourceClaims[{j}].resourceClaimName: a ResourceClaim named directly is not "
+                "supported (only ResourceClaimTemplates are charged)"
+            )
         name = claim.get("resourceClaimTemplateName")
         if not name:
             continue
