@@ -3,7 +3,8 @@
 A process of its own (its own control plane, fake GPU nodes, pykueue in it): the
 kubeconfig it prints works, a queued Job asking for GPUs is admitted and runs on the
 labelled nodes, the visibility API answers through the API server, Ctrl-C stops every
-component, and a component that exits stops dev-cluster with its name and log.
+component, and a component that exits stops dev-cluster with its name and log. With
+``--config`` the controller reads upstream's Configuration (a DRA deviceClassMappings entry).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import yaml
 from pykueue.cli import devcluster_command
 
 from .controlplane import KubeCluster, find_bin_dir
+from .upstream_examples import example
 
 QUEUES = """\
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -207,3 +209,57 @@ def test_watch_components_returns_the_component_that_exited(tmp_path: Path) -> N
     finally:
         cluster.stop()
     assert not lasting.running()
+
+
+DRA_CONFIG = """\
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+resources:
+  deviceClassMappings:
+  - name: example.com/gpu
+    deviceClassNames: [gpu.example.com]
+"""
+
+
+def test_dev_cluster_config_sets_the_device_class_mapping(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    config = tmp_path / "config.yaml"
+    config.write_text(DRA_CONFIG)
+    proc = subprocess.Popen(
+        [*_dev_cluster(tmp_path, kubeconfig), "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    seen: list[str] = []
+    kubectl = [str(find_bin_dir() / "kubectl"), f"--kubeconfig={kubeconfig}"]
+    try:
+        _wait_line(proc, "pykueue is managing the cluster", 240, seen)
+        # Upstream's ResourceClaimTemplate sample: its Workload is charged through the file's mapping.
+        docs = list(yaml.safe_load_all(example("dra/sample-dra-rct-job.yaml")))[:2]
+        made = subprocess.run(
+            [*kubectl, "create", "-o", "json", "-f", "-"],
+            input=yaml.safe_dump_all(docs),
+            text=True,
+            capture_output=True,
+        )
+        assert made.returncode == 0, made.stderr
+        deadline = time.monotonic() + 60
+        while True:
+            listed = subprocess.run(
+                [*kubectl, "get", "workloads.kueue.x-k8s.io", "-n", "default", "-o", "json"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            items = json.loads(listed.stdout)["items"]
+            if items:
+                break
+            assert time.monotonic() < deadline, "no Workload"
+            time.sleep(0.5)
+        [workload] = items
+        assert workload["spec"]["podSets"][0]["template"]["spec"]["overhead"] == {"example.com/gpu": "1"}
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, "".join(seen) + out

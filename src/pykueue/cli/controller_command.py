@@ -49,6 +49,7 @@ from pykueue.kube.deploy import INSTALL_FIELD_MANAGER
 from pykueue.kube.local_registration import LOCAL_VISIBILITY_SERVICE, register_local_visibility
 from pykueue.multikueue import controller as multikueue
 from pykueue.reconcilers import (
+    dra,
     estimating,
     integrations,
     jobframework,
@@ -95,11 +96,8 @@ def jobs_of(cfg: configuration.Configuration) -> Jobs:
         manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
         namespace_selector=cfg.namespace_selector(),
         label_keys_to_copy=tuple(cfg.integrations.label_keys_to_copy),
-        device_classes={
-            device_class: mapping.name
-            for mapping in cfg.resources.device_class_mappings
-            for device_class in mapping.device_class_names
-        },
+        device_classes=dra.device_classes(cfg.resources.device_class_mappings),
+        device_class_sources=dra.unsupported_sources(cfg.resources.device_class_mappings),
     )
     return Jobs(
         integrations.registry(frameworks),
@@ -474,7 +472,7 @@ async def _run_controller(
         await store.close()
 
 
-def _load_configuration(config_file: Path | None) -> tuple[configuration.Configuration, Jobs]:
+def load_configuration(config_file: Path | None) -> tuple[configuration.Configuration, Jobs]:
     """The --config file's Configuration (else the default) and its job side; exit 2 when it is bad."""
     try:
         cfg = configuration.load(config_file) if config_file else configuration.default()
@@ -585,7 +583,7 @@ def controller(
 ) -> None:
     """Run pykueue as a Kubernetes controller: admit queued jobs and Workloads, write queue status."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    cfg, jobs = _load_configuration(config_file)
+    cfg, jobs = load_configuration(config_file)
     webhook_config = (
         webhooks.WebhookConfig.from_env(
             os.environ,

@@ -4,6 +4,7 @@
     fake nodes with the capacity and labels asked for (GPUs included)        (kwok)
     the job kinds' own controllers (JobSet, LWS, KubeRay, ...)               (hack/kind-controllers)
     pykueue's CRDs, controller and webhooks                                  (in this process)
+        configured with --config as `pykueue controller --config` is (e.g. DRA deviceClassMappings)
 
 It prints the kubeconfig to use and serves until Ctrl-C, then stops everything it
 started; when one of its components (a kind's controller too) exits, it says which, with
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import shutil
 import signal
 import tempfile
@@ -30,8 +32,9 @@ from pykueue.cli import controller_command
 from pykueue.devcluster import kinds, running
 from pykueue.devcluster.controlplane import KubeCluster, NodeSpec, find_bin_dir
 from pykueue.devcluster.processes import ControlPlaneError, Process, host_address
+from pykueue.engine.config import EngineConfig
 from pykueue.errors import PykueueError
-from pykueue.reconcilers import integrations
+from pykueue.reconcilers import integrations, jobframework
 from pykueue.store import kubernetes
 
 POD_FRAMEWORKS = ("pod", "deployment", "statefulset")
@@ -110,6 +113,25 @@ async def _serve(local: running.LocalPykueue, cluster: KubeCluster) -> None:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class Configured:
+    """What a --config file sets for the controller dev-cluster runs (as `pykueue controller --config`)."""
+
+    engine: EngineConfig | None = None  # None: LocalPykueue's own default
+    settings: jobframework.Settings = dataclasses.field(default_factory=jobframework.Settings)
+    frameworks: tuple[str, ...] = ()  # (): the defaults plus the started kinds' own
+
+
+def configured(path: Path | None) -> Configured:
+    """The --config file read as `pykueue controller` reads it; `typer.Exit(2)` when it is bad,
+    before anything starts."""
+    if path is None:
+        return Configured()
+    cfg, jobs = controller_command.load_configuration(path)
+    engine = controller_command.engine_config(path, fair_sharing=False, nominal_first=True)
+    return Configured(engine, jobs.settings, tuple(cfg.integrations.frameworks))
+
+
 def dev_cluster(
     nodes: int = typer.Option(2, "--nodes", help="How many fake (kwok) nodes."),
     cpu: str = typer.Option("16", "--cpu", help="CPU of each node."),
@@ -128,10 +150,17 @@ def dev_cluster(
     kubeconfig_out: Path = typer.Option(
         Path("pykueue-dev.kubeconfig"), "--kubeconfig", help="Where to write the kubeconfig."
     ),
+    config_file: Path | None = typer.Option(
+        None,
+        "--config",
+        help="Upstream Kueue's Configuration file for the controller, as `pykueue controller --config` "
+        "(e.g. resources.deviceClassMappings, integrations.frameworks, featureGates).",
+    ),
 ) -> None:
     """Start a local Kubernetes control plane with fake GPU nodes, the kinds' controllers and pykueue."""
     node_labels = _pairs(labels, "--label")
     wanted = _kinds(controllers)
+    setup = configured(config_file)
     folder = workdir or Path(tempfile.mkdtemp(prefix="pykueue-dev-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -145,12 +174,13 @@ def dev_cluster(
         cluster.start_controllers()
         cluster.start_kwok()
         asyncio.run(_install_crds(cluster))
-        frameworks: list[str] = [*integrations.DEFAULT_FRAMEWORKS, *POD_FRAMEWORKS]
+        frameworks: list[str] = list(setup.frameworks) or [*integrations.DEFAULT_FRAMEWORKS, *POD_FRAMEWORKS]
         for name in wanted:
             spec, served = kinds.BY_NAME[name]
             typer.echo(f"starting the {name} controller (built on first use; see hack/kind-controllers) ...")
             kinds.start(cluster, spec)
-            frameworks.extend(served)
+            if not setup.frameworks:  # the file's integrations.frameworks are taken as written
+                frameworks.extend(served)
         capacity = {"cpu": cpu, "memory": memory, "pods": "110"}
         if gpus:
             capacity[gpu_resource] = str(gpus)
@@ -177,7 +207,10 @@ def dev_cluster(
             resync_seconds=1.0,
             webhook_host=address or "127.0.0.1",
             visibility=address is not None,
+            settings=setup.settings,
         )
+        if setup.engine is not None:
+            local = dataclasses.replace(local, config=setup.engine)
         asyncio.run(_serve(local, cluster))
     except (ControlPlaneError, PykueueError) as exc:
         typer.echo(f"error: {exc}", err=True)

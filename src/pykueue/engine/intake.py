@@ -40,6 +40,10 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 RUNTIME_ANNOTATION = "scenario.kueue.x-k8s.io/runtime"
 ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
+# Set by the job reconciler on a Workload whose DRA devices cannot be charged (a DeviceClass
+# with no mapping, an unsupported request field): what it says makes the Workload
+# Misconfigured, as upstream's workload controller marks it (`pykueue.reconcilers.dra`).
+DEVICE_PROBLEM_ANNOTATION = "pykueue.io/device-request-problem"
 # Pods of workloads placed by topology carry it; their usage is their assignment's (see pod_usage).
 TAS_POD_LABEL = "kueue.x-k8s.io/tas"
 
@@ -341,7 +345,9 @@ def workload(
         created=micros(meta.creation_timestamp),
         uid=meta.uid,
         active=spec.active,
-        invalid_reason=pod_requests.problem(computed) or "; ".join(problems),
+        invalid_reason=meta.annotations.get(DEVICE_PROBLEM_ANNOTATION, "")
+        or pod_requests.problem(computed)
+        or "; ".join(problems),
         gated_by=obj.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
         max_execution_seconds=spec.maximum_execution_time_seconds,
     )

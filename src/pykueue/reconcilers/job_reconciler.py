@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from pykueue.engine.intake import DEVICE_PROBLEM_ANNOTATION
 from pykueue.errors import AlreadyExists, Conflict, InputError, NotFound, StoreError, ValidationError
 from pykueue.reconcilers import dra, jobframework
 from pykueue.reconcilers.jobframework import JOB_UID_LABEL, JobAdapter, PodSetInfo, Registry
@@ -430,7 +431,9 @@ class JobReconciler:
         except NotFound:
             return None
 
-    async def _create_workload(self, adapter: JobAdapter, job: Manifest) -> int:
+    async def _wanted(self, adapter: JobAdapter, job: Manifest) -> tuple[Manifest, str] | None:
+        """The Workload ``job`` should have with its devices charged, and why they cannot be
+        ("" when they are); None while a ResourceClaimTemplate it names does not exist."""
         wanted = jobframework.workload_for(adapter, job, self.priority_of, self.settings.label_keys_to_copy)
         try:
             wanted["spec"]["podSets"] = await dra.charge(
@@ -439,14 +442,26 @@ class JobReconciler:
                 self.settings.device_classes,
                 self._claim_template,
                 str(Key.of(job)),
+                self.settings.device_class_sources,
             )
         except dra.MissingTemplate as exc:
             # The template's arrival is not watched: the periodic resync looks again.
             log.info("%s; waiting for it", exc)
-            return 0
+            return None
         except dra.DeviceRequestError as exc:
-            log.warning("not queueing %s", exc)
+            return wanted, str(exc)
+        return wanted, ""
+
+    async def _create_workload(self, adapter: JobAdapter, job: Manifest) -> int:
+        built = await self._wanted(adapter, job)
+        if built is None:
             return 0
+        wanted, problem = built
+        if problem:
+            # As upstream, the job is queued all the same: its Workload, uncharged, is
+            # Misconfigured with the problem (the engine reads it from the annotation), so
+            # `kubectl describe workload` says why it waits; it is rebuilt once it changes.
+            wanted["metadata"].setdefault("annotations", {})[DEVICE_PROBLEM_ANNOTATION] = problem
         ref = wanted["spec"].get("priorityClassRef")
         if ref is not None and self.priority_of is not None and "priority" not in wanted["spec"]:
             # As upstream: no Workload until its priority class exists (it may just not have
@@ -464,6 +479,12 @@ class JobReconciler:
         log.info("created %s for %s", Key.of(created), Key.of(job))
         meta = created["metadata"]
         self._event(job, "CreatedWorkload", f"Created Workload: {meta.get('namespace')}/{meta['name']}")
+        if problem:
+            # The engine stamps the Misconfigured condition but records no event for it: the
+            # Warning `kubectl describe` shows is recorded here, on the Workload and the job.
+            log.warning("%s: its devices cannot be charged: %s", Key.of(job), problem)
+            self._event(created, "Pending", problem, kind="Warning")
+            self._event(job, "Pending", problem, kind="Warning")
         return 1
 
     async def _start(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> int:
@@ -525,6 +546,12 @@ class JobReconciler:
         restored = copy.deepcopy(job)
         if adapter.restore_pod_sets(restored, infos):
             return await self._write_job(job, lambda j: adapter.restore_pod_sets(j, infos))
+        if await self._device_problem_changed(adapter, job, workload):
+            key = Key.of(workload)
+            await self.store.delete("Workload", key.namespace, key.name)
+            log.info("deleted %s: the charge of %s's devices changed", key, Key.of(job))
+            self._event(job, "DeletedWorkload", f"Deleted not matching Workload: {key.namespace}/{key.name}")
+            return 1
         if not jobframework.equivalent_to_job(workload, adapter, job):
             if jobframework.prebuilt_workload_name(job):
                 return await self._finish(workload, OUT_OF_SYNC)  # nobody here can build it anew
@@ -535,6 +562,16 @@ class JobReconciler:
             self._event(job, "DeletedWorkload", f"Deleted not matching Workload: {key.namespace}/{key.name}")
             return 1
         return 0
+
+    async def _device_problem_changed(self, adapter: JobAdapter, job: Manifest, workload: Manifest) -> bool:
+        """Whether a Workload made Misconfigured by its devices would now be built otherwise (a
+        mapping added, a template fixed): upstream re-reads the devices of every pending
+        Workload; here the charge is part of the Workload, so it is built anew."""
+        annotations = (workload.get("metadata") or {}).get("annotations") or {}
+        if DEVICE_PROBLEM_ANNOTATION not in annotations or jobframework.prebuilt_workload_name(job):
+            return False
+        built = await self._wanted(adapter, job)
+        return built is not None and built[1] != annotations[DEVICE_PROBLEM_ANNOTATION]
 
     def _event(self, job: Manifest, reason: str, message: str, kind: str = "Normal") -> None:
         if self.on_event is not None:

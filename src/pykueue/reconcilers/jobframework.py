@@ -599,6 +599,8 @@ class Settings:
     label_keys_to_copy: tuple[str, ...] = ()
     # [resources.deviceClassMappings] DRA: DeviceClass name -> the quota resource its devices use.
     device_classes: Mapping[str, str] = field(default_factory=dict)
+    # DeviceClass name -> the deviceClassMappings source field pykueue cannot charge (`dra.unsupported_sources`).
+    device_class_sources: Mapping[str, str] = field(default_factory=dict)
 
     def manages(self, obj: Manifest) -> bool:
         """Whether a top-level job is held by Kueue: it names a queue, or every job is."""

@@ -268,10 +268,15 @@ class PodGroupReconciler:
 
         try:
             pod_sets = await dra.charge(
-                pod_sets, key.namespace, self.settings.device_classes, claim_template, str(key)
+                pod_sets,
+                key.namespace,
+                self.settings.device_classes,
+                claim_template,
+                str(key),
+                self.settings.device_class_sources,
             )
         except (dra.MissingTemplate, dra.DeviceRequestError) as exc:
-            log.warning("not queueing %s", exc)
+            log.warning("not queueing %s: %s", key, exc)
             return 0
         jobframework.fill_topology_requests(self.adapter, first, pod_sets)
         wanted["spec"]["podSets"] = pod_sets

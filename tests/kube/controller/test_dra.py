@@ -1,4 +1,5 @@
-"""DRA on the real control plane: upstream's ResourceClaimTemplate sample charged through deviceClassMappings.
+"""DRA on the real control plane: upstream's ResourceClaimTemplate sample charged through deviceClassMappings;
+its counter and capacity samples, and a DeviceClass with no mapping, refused on a Misconfigured Workload.
 
 kube-scheduler allocates the devices for real: a DeviceClass and a ResourceSlice published
 for a kwok node stand in for a DRA driver (no driver runs here), so the pods are placed only
@@ -8,8 +9,12 @@ where a device is free, and pykueue admits only what the ClusterQueue's device q
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from pykueue.cli import devcluster_command
 from pykueue.reconcilers import jobframework
 
 from ..controlplane import KubeCluster
@@ -150,3 +155,96 @@ def _system(cluster: KubeCluster) -> str:
     name = f"pykueue-system-{secrets.token_hex(3)}"
     cluster.create_namespace(name)
     return name
+
+
+# Configurations as an admin writes them for upstream's samples (read by dev-cluster's --config path).
+COUNTER = """\
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+resources:
+  deviceClassMappings:
+  - name: gpu.memory
+    deviceClassNames: [gpu.example.com]
+    sources:
+    - counter: {name: memory, driver: gpu.example.com}
+"""
+CAPACITY = COUNTER.replace("counter: {name: memory,", "capacity: {name: gpu.example.com/memory,")
+UNMAPPED = """\
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+resources:
+  deviceClassMappings:
+  - name: example.com/fpga
+    deviceClassNames: [fpga.example.com]
+"""
+
+
+def _events_of(cluster: KubeCluster, namespace: str, name: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = cluster.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+    return [e for e in items if e["involvedObject"].get("name") == name]
+
+
+@pytest.mark.parametrize(
+    ("sample", "config", "named"),
+    [
+        (
+            "dra/sample-dra-rct-job.yaml",
+            UNMAPPED,
+            "exactly.deviceClassName: DeviceClass gpu.example.com is not mapped in DRA configuration",
+        ),
+        ("dra/sample-dra-counter-job.yaml", COUNTER, "resources.deviceClassMappings[0].sources[0].counter"),
+        (
+            "dra/sample-dra-capacity-job.yaml",
+            CAPACITY,
+            "resources.deviceClassMappings[0].sources[0].capacity",
+        ),
+    ],
+)
+def test_upstream_dra_sample_that_cannot_be_charged_is_misconfigured(
+    kwok_cluster: KubeCluster,
+    kueue: Kueue,
+    kube_namespace: str,
+    tmp_path: Path,
+    sample: str,
+    config: str,
+    named: str,
+) -> None:
+    cluster = kwok_cluster
+    tag = secrets.token_hex(3)
+    _queues(kueue, kube_namespace, tag)
+    path = tmp_path / "config.yaml"
+    path.write_text(config)
+    setup = devcluster_command.configured(path)
+    system = _system(cluster)
+    thread = ControllerThread(
+        str(cluster.kubeconfig), webhook_namespace=system, settings=setup.settings, config=setup.engine
+    ).start()
+    try:
+        template, job = create(cluster, kube_namespace, example(sample))[:2]
+        assert template["kind"] == "ResourceClaimTemplate" and job["spec"]["suspend"] is True
+        uid = job["metadata"]["uid"]
+
+        def misconfigured() -> bool:
+            found = condition(workload_of(cluster, kube_namespace, uid), "QuotaReserved")
+            return found is not None and found["reason"] == "Misconfigured"
+
+        wait(misconfigured, 60, "Misconfigured")
+        workload = workload_of(cluster, kube_namespace, uid)
+        assert workload is not None
+        reserved = condition(workload, "QuotaReserved")
+        assert reserved is not None and reserved["status"] == "False" and named in reserved["message"]
+        assert "overhead" not in workload["spec"]["podSets"][0]["template"]["spec"]  # nothing charged
+        name = workload["metadata"]["name"]
+        wait(
+            lambda: any(
+                e["type"] == "Warning" and named in e["message"]
+                for e in _events_of(cluster, kube_namespace, name)
+            ),
+            30,
+            "a Warning event on the Workload",
+        )
+        assert kueue.job(kube_namespace, job["metadata"]["name"])["spec"]["suspend"] is True
+    finally:
+        thread.stop()
+        kueue.cluster.kubectl("delete", "jobs", "--all", "-n", kube_namespace, "--wait=false", check=False)
+        cluster.delete(f"/api/v1/namespaces/{system}")
