@@ -25,7 +25,7 @@ from typing import Any
 
 from pykueue.api import governance
 from pykueue.api.quantity import parse as parse_milli
-from pykueue.engine import intake
+from pykueue.engine import gate_support, intake
 from pykueue.engine.config import (
     CREATION_TIMESTAMP,
     EVICTION_TIMESTAMP,
@@ -138,6 +138,7 @@ def _gates(raw: Any, where: str) -> dict[str, bool]:
         raise InputError(
             f"{where}: unknown gate(s): {', '.join(unknown)} (names are upstream Kueue's feature gates)"
         )
+    gate_support.check(gates, where)  # a value pykueue does not implement is refused by name
     return {str(k): bool(v) for k, v in gates.items()}
 
 
