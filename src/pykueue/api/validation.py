@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from pykueue.api import governance
+from pykueue.api import governance, unsupported
 from pykueue.api import jobset as jobset_api
-from pykueue.api import unsupported
 from pykueue.api import validation_workload as wl_rules
 from pykueue.api.admission_check import AdmissionCheck
 from pykueue.api.batch import Job, JobSpec

@@ -74,7 +74,9 @@ SUPPORT: Final[dict[str, Support]] = {
     "TopologyAwareScheduling": _both(),
     "UnadmittedWorkloadsExplicitStatus": _both(),
     # --- v0.19.2 gates pykueue implements at one value
-    "AssignQueueLabelsForPods": _only(False, "pods do not get queue-name labels; upstream's default labels them"),
+    "AssignQueueLabelsForPods": _only(
+        False, "pods do not get queue-name labels; upstream's default labels them"
+    ),
     "ConcurrentAdmission": _only(False, "concurrent admission is not implemented"),
     "ElasticJobsViaWorkloadSlices": _only(
         True, "elastic jobs are refused whatever the gate says; turning it off would not change that"
