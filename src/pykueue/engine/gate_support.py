@@ -74,9 +74,7 @@ SUPPORT: Final[dict[str, Support]] = {
     "TopologyAwareScheduling": _both(),
     "UnadmittedWorkloadsExplicitStatus": _both(),
     # --- v0.19.2 gates pykueue implements at one value
-    "AssignQueueLabelsForPods": _only(
-        False, "pods do not get queue-name labels; upstream's default labels them"
-    ),
+    "AssignQueueLabelsForPods": _only(False, "pods get no cluster-queue-name/local-queue-name labels"),
     "ConcurrentAdmission": _only(False, "concurrent admission is not implemented"),
     "ElasticJobsViaWorkloadSlices": _only(
         True, "elastic jobs are refused whatever the gate says; turning it off would not change that"
@@ -125,13 +123,15 @@ SUPPORT: Final[dict[str, Support]] = {
     "TASBalancedPlacement": _only(False, "balanced placement is not implemented"),
     "TASMultiLayerTopology": _only(True, "as upstream's default"),
     "TASReplaceNodeDueToNotReadyOverFixedTime": _only(
-        True, "a node NotReady for 30 s counts as failed (reconcilers/node_failures.py); off upstream"
+        False, "deprecated; with TASReplaceNodeOnPodTermination off, a node NotReady for 30 s fails anyway"
     ),
-    "TASReplaceNodeOnNodeTaints": _only(False, "a tainted node is not a failed node; on upstream"),
-    "TASReplaceNodeOnPodTermination": _only(False, "a node fails by being NotReady or deleted; on upstream"),
+    "TASReplaceNodeOnNodeTaints": _only(False, "a NoExecute/NoSchedule taint does not fail a node"),
+    "TASReplaceNodeOnPodTermination": _only(
+        False, "a node fails when deleted or NotReady for 30 s (reconcilers/node_failures.py), pods or not"
+    ),
     "TASRespectNodeAffinityPreferred": _only(False, "preferred node affinity is not scored"),
     "UnadmittedWorkloadsObservability": _only(
-        True, "pending workloads get the tiered reasons (Misconfigured, Suspended...); off upstream"
+        True, "pending workloads get the tiered reasons (Misconfigured, Suspended...)"
     ),
     "VisibilityOnDemand": _only(True, "the visibility API is always served"),
     "WorkloadIdentifierAnnotations": _only(True, "identifiers are read from labels and annotations"),
