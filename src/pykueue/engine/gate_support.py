@@ -93,16 +93,23 @@ SUPPORT: Final[dict[str, Support]] = {
     "LWSImmutableGroupSize": _only(True, "as upstream's default"),
     "ManagedJobsNamespaceSelectorAlwaysRespected": _only(True, "GA and locked upstream"),
     "MultiKueue": _only(True, "the MultiKueue admission check is always available"),
-    "MultiKueueAdaptersForCustomJobs": _only(True, "as upstream's default"),
+    "MultiKueueAdaptersForCustomJobs": _only(
+        True,
+        "no custom adapters can be configured (multiKueue.externalFrameworks is refused as an unknown key)",
+    ),
     "MultiKueueAllowInsecureKubeconfigs": _only(False, "deprecated and locked off upstream"),
     "MultiKueueClusterProfile": _only(False, "clusterProfileRef is refused (the cluster is not active)"),
-    "MultiKueueIncrementalDispatcherConfig": _only(True, "as upstream's default"),
-    "MultiKueueIncrementalDispatcherRespectConfigOrder": _only(True, "as upstream's default"),
+    "MultiKueueIncrementalDispatcherConfig": _only(
+        True, "the step is upstream's default, 3 (a configured stepSize is refused as an unknown key)"
+    ),
+    "MultiKueueIncrementalDispatcherRespectConfigOrder": _only(
+        True, "workers are nominated in the config's order (multikueue/dispatching.py)"
+    ),
     "MultiKueueKubeConfigPathValidation": _only(False, "kubeconfig paths are not checked further"),
     "MultiKueueManagerQuotaAutomation": _only(False, "quotaManagement: Automated is refused"),
     "MultiKueueOrchestratedPreemption": _only(False, "preemption gates are refused"),
     "MultiKueueRedoAdmissionOnEvictionInWorker": _only(True, "GA and locked upstream"),
-    "MultiKueueRemoteSpecSync": _only(True, "as upstream's default"),
+    "MultiKueueRemoteSpecSync": _na("it forwards RayService edits; pykueue has no RayService integration"),
     "MultiKueueWaitForWorkloadAdmitted": _only(True, "GA and locked upstream"),
     "ObjectRetentionPolicies": _only(True, "GA and locked upstream"),
     "PodIntegrationValidateGroupOwner": _only(True, "as upstream's default"),
