@@ -87,10 +87,15 @@ SUPPORT: Final[dict[str, Support]] = {
     "HierarchicalCohorts": _only(True, "GA and locked upstream"),
     "KueueDRAIntegration": _only(True, "device requests are charged as quota (reconcilers/dra.py)"),
     "KueueDRAIntegrationConsumableCapacity": _only(False, "consumable device capacity is not implemented"),
-    "KueueDRAIntegrationExtendedResource": _only(True, "as upstream's default"),
-    "KueueDRAIntegrationPartitionableDevices": _only(True, "as upstream's default"),
-    "KueueDRARejectWorkloadsWhenDRADisabled": _only(True, "as upstream's default"),
-    "LWSImmutableGroupSize": _only(True, "as upstream's default"),
+    "KueueDRAIntegrationExtendedResource": _only(
+        False,
+        "a DeviceClass's extendedResourceName is not read: a pod's extended resource counts as requested",
+    ),
+    "KueueDRAIntegrationPartitionableDevices": _only(
+        False, "devices are counted per ResourceClaimTemplate request; partitions are not modelled"
+    ),
+    "KueueDRARejectWorkloadsWhenDRADisabled": _na("the DRA integration cannot be switched off in pykueue"),
+    "LWSImmutableGroupSize": _only(False, "a LeaderWorkerSet's size is not held immutable by a webhook"),
     "ManagedJobsNamespaceSelectorAlwaysRespected": _only(True, "GA and locked upstream"),
     "MultiKueue": _only(True, "the MultiKueue admission check is always available"),
     "MultiKueueAdaptersForCustomJobs": _only(
@@ -112,23 +117,35 @@ SUPPORT: Final[dict[str, Support]] = {
     "MultiKueueRemoteSpecSync": _na("it forwards RayService edits; pykueue has no RayService integration"),
     "MultiKueueWaitForWorkloadAdmitted": _only(True, "GA and locked upstream"),
     "ObjectRetentionPolicies": _only(True, "GA and locked upstream"),
-    "PodIntegrationValidateGroupOwner": _only(True, "as upstream's default"),
+    "PodIntegrationValidateGroupOwner": _only(
+        True, "a pod group's Workload is the one marked is-group-workload (reconcilers/pod_groups.py)"
+    ),
     "PriorityBoost": _only(False, "the priority-boost annotation is not read"),
     "PropagateBatchJobLabelsToWorkload": _only(True, "GA and locked upstream"),
     "QuotaCheckStrategy": _only(True, "its configuration field (resources.quotaCheckStrategy) is refused"),
-    "RecomputeAssignmentUponPreemptionTargetsOverlap": _only(False, "as upstream's default"),
+    "RecomputeAssignmentUponPreemptionTargetsOverlap": _only(False, "the alpha behaviour is not implemented"),
     "RejectUpdatesToCQWithInvalidOnFlavors": _only(
         True, "invalid onFlavors are refused on every create and update, also of older ClusterQueues"
     ),
-    "SchedulerLongRequeueInterval": _only(False, "as upstream's default"),
-    "SchedulerTimestampPreemptionBuffer": _only(False, "as upstream's default"),
+    "SchedulerLongRequeueInterval": _only(False, "the alpha 10 s requeue interval is not implemented"),
+    "SchedulerTimestampPreemptionBuffer": _only(
+        False, "the alpha 5 min preemption buffer is not implemented"
+    ),
     "ShortWorkloadNames": _only(False, "Workload names are upstream's default ones"),
-    "SkipAncestorCheckForDeletedWorkloads": _only(True, "as upstream's default"),
+    "SkipAncestorCheckForDeletedWorkloads": _only(
+        True, "objects being deleted pass the webhooks (kube/webhooks.py)"
+    ),
     "SkipFinalizersForPodsSuspendedByParent": _only(True, "GA and locked upstream"),
-    "SkipReassignmentForPodOwnedWorkloads": _only(True, "as upstream's default"),
-    "TASAssignmentsEncodingByHostnamePrefix": _only(True, "as upstream's default"),
+    "SkipReassignmentForPodOwnedWorkloads": _only(
+        False, "a single pod's Workload is placed again after a node failure like any other"
+    ),
+    "TASAssignmentsEncodingByHostnamePrefix": _only(
+        False, "the single-slice encoding is written (api/conversion.py); both are read"
+    ),
     "TASBalancedPlacement": _only(False, "balanced placement is not implemented"),
-    "TASMultiLayerTopology": _only(True, "as upstream's default"),
+    "TASMultiLayerTopology": _only(
+        True, "podset-slice-required-topology-constraints is read (engine/topology_requests.py)"
+    ),
     "TASReplaceNodeDueToNotReadyOverFixedTime": _only(
         False, "deprecated; with TASReplaceNodeOnPodTermination off, a node NotReady for 30 s fails anyway"
     ),
@@ -144,7 +161,9 @@ SUPPORT: Final[dict[str, Support]] = {
     "WorkloadIdentifierAnnotations": _only(True, "identifiers are read from labels and annotations"),
     "WorkloadPriorityClassDefaulting": _only(False, "no default WorkloadPriorityClass is applied"),
     "WorkloadValidateResourcesAreNonNegative": _only(True, "negative requests are refused"),
-    "WorkloadValidationForPodSetMetadata": _only(True, "as upstream's default"),
+    "WorkloadValidationForPodSetMetadata": _only(
+        True, "pod set template labels and annotations are validated (api/validation_workload.py)"
+    ),
     # --- v0.19.2 gates with nothing to do in pykueue
     "CustomMetricLabels": _na("pykueue exports its own metrics (reconcilers/metrics.py)"),
     "DeferRayServiceFinalizationForRedisCleanup": _na("pykueue has no RayService integration"),
@@ -165,7 +184,7 @@ SUPPORT: Final[dict[str, Support]] = {
     # --- names older releases had (older configurations still carry them)
     "AdmissionCheckValidationRules": _only(False, _GONE),
     "ConfigurableResourceTransformations": _only(True, _GA),
-    "DRAExtendedResources": _only(True, "an earlier name of KueueDRAIntegrationExtendedResource"),
+    "DRAExtendedResources": _only(False, "an earlier name of KueueDRAIntegrationExtendedResource"),
     "DynamicResourceAllocation": _only(True, "an earlier name of KueueDRAIntegration"),
     "ExposeFlavorsInLocalQueue": _only(True, _GA),
     "FlavorFungibilityImplicitPreferenceDefault": _only(False, _GONE),
