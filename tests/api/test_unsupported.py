@@ -163,3 +163,30 @@ def test_the_job_webhook_refuses_an_elastic_job_of_any_kind() -> None:
     response = asyncio.run(webhooks.validate_job(review, webhooks.WebhookConfig(), None))
     assert response["allowed"] is False
     assert "metadata.annotations[kueue.x-k8s.io/elastic-job]" in response["status"]["message"]
+
+
+def _configuration(strategy: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "resources": {"quotaCheckStrategy": strategy},
+    }
+
+
+def test_quota_check_strategy_ignore_undeclared_is_refused_by_name() -> None:
+    # Both readers of a controller's --config (the API model, the engine's reader).
+    from pykueue.api import configuration
+    from pykueue.errors import InputError
+    from pykueue.reconcilers import kueue_configuration
+
+    with pytest.raises(ValidationError) as err:
+        configuration.parse(_configuration("IgnoreUndeclared"), "config.yaml")
+    [problem] = err.value.problems
+    assert problem.path == "resources.quotaCheckStrategy"
+    assert "unsupported value 'IgnoreUndeclared'" in problem.message
+    with pytest.raises(
+        InputError, match=r"resources\.quotaCheckStrategy: unsupported value 'IgnoreUndeclared'"
+    ):
+        kueue_configuration.parse(_configuration("IgnoreUndeclared"), "config.yaml")
+    configuration.parse(_configuration("BlockUndeclared"), "config.yaml")
+    kueue_configuration.parse(_configuration("BlockUndeclared"), "config.yaml")

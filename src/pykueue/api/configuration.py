@@ -48,8 +48,33 @@ class DeviceClassMapping(KubeModel):
     sources: list[dict[str, Any]] = Field(default_factory=list)
 
 
+# Upstream's resources.quotaCheckStrategy: pykueue implements its default only (every
+# resource a workload requests must be covered by its ClusterQueue); IgnoreUndeclared is
+# refused rather than read as the default.
+QUOTA_CHECK_DEFAULT: Final = "BlockUndeclared"
+
+
+def quota_check_problem(value: Any) -> str | None:
+    """Why pykueue refuses this ``quotaCheckStrategy``, or None."""
+    if value is None or value == QUOTA_CHECK_DEFAULT:
+        return None
+    return (
+        f"unsupported value {value!r}: pykueue implements only {QUOTA_CHECK_DEFAULT!r} (upstream's default, "
+        "every requested resource must be covered by the ClusterQueue)"
+    )
+
+
 class Resources(KubeModel):
     quota_check_strategy: str | None = None
+
+    @pydantic.field_validator("quota_check_strategy")
+    @classmethod
+    def _supported_strategy(cls, value: str | None) -> str | None:
+        problem = quota_check_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     exclude_resource_prefixes: list[str] = Field(default_factory=list)
     transformations: list[dict[str, Any]] = Field(default_factory=list)
     device_class_mappings: list[DeviceClassMapping] = Field(default_factory=list, max_length=16)

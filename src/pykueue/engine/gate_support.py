@@ -122,7 +122,9 @@ SUPPORT: Final[dict[str, Support]] = {
     ),
     "PriorityBoost": _only(False, "the priority-boost annotation is not read"),
     "PropagateBatchJobLabelsToWorkload": _only(True, "GA and locked upstream"),
-    "QuotaCheckStrategy": _only(True, "its configuration field (resources.quotaCheckStrategy) is refused"),
+    "QuotaCheckStrategy": _only(
+        True, "resources.quotaCheckStrategy: BlockUndeclared (the default); IgnoreUndeclared is refused"
+    ),
     "RecomputeAssignmentUponPreemptionTargetsOverlap": _only(False, "the alpha behaviour is not implemented"),
     "RejectUpdatesToCQWithInvalidOnFlavors": _only(
         True, "invalid onFlavors are refused on every create and update, also of older ClusterQueues"

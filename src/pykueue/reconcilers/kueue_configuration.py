@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from pykueue.api.configuration import quota_check_problem
 from pykueue.engine import configuration
 from pykueue.engine.config import EngineConfig
 from pykueue.errors import InputError
@@ -90,6 +91,9 @@ def parse(doc: Any, source: str, **engine_options: Any) -> Loaded:
     if unknown:
         raise InputError(f"{source}: unknown key(s): {', '.join(unknown)}")
     engine_part = {k: v for k, v in body.items() if k in configuration.ENGINE_KEYS}
+    strategy = quota_check_problem((body.get("resources") or {}).get("quotaCheckStrategy"))
+    if strategy is not None:  # read by nobody here: refused rather than dropped
+        raise InputError(f"{source}: resources.quotaCheckStrategy: {strategy}")
     # resources: the quota side (excluded prefixes, transformations) is the engine's; the
     # job side reads deviceClassMappings (DRA) from the same section.
     quota_side = {
