@@ -40,12 +40,13 @@ def test_dispatchers_choose_different_workers() -> None:
     active = {"w1", "w2", "w3", "w4"}
     wl: dict[str, object] = {"status": {"nominatedClusterNames": ["w3", "w5"]}}
     assert dispatching.eligible("AllAtOnce", clusters, active, wl, timedelta(0)) == ["w1", "w4", "w2", "w3"]
-    assert dispatching.eligible("Incremental", clusters, active, wl, timedelta(0)) == ["w1", "w2", "w3"]
+    # Incremental: in the config's order, as upstream v0.19.2 (MultiKueueIncrementalDispatcherRespectConfigOrder).
+    assert dispatching.eligible("Incremental", clusters, active, wl, timedelta(0)) == ["w1", "w4", "w2"]
     assert dispatching.eligible("Incremental", clusters, active, wl, timedelta(minutes=5)) == [
         "w1",
+        "w4",
         "w2",
         "w3",
-        "w4",
     ]
     # External: only what another controller nominated, and only if active.
     assert dispatching.eligible("External", clusters, active, wl, timedelta(0)) == ["w3"]

@@ -114,3 +114,19 @@ def test_a_delayed_topology_request_is_written_and_read_back() -> None:
     }
     read = intake.workload(ApiWorkload.model_validate(manifest), {}, [])
     assert read.admission is not None and read.admission.pod_sets[0].topology_pending
+
+
+def test_a_pending_workload_says_what_it_asks_for_per_pod_set() -> None:
+    # Upstream's scheduler writes status.resourceRequests with the pending QuotaReserved
+    # condition: the pod set's count times one pod's requests.
+    wl = Workload(
+        namespace="ns",
+        name="w",
+        queue_name="lq",
+        pod_sets=[PodSet(name="main", count=3, requests={"cpu": 500, "memory": 2**20 * 1000})],
+    )
+    assert "resourceRequests" not in workload_status.desired_status(wl, None)  # not considered yet
+    wl.conditions["QuotaReserved"] = Condition("QuotaReserved", "False", "Pending", "waiting", 0)
+    desired = workload_status.desired_status(wl, None)
+    assert desired["resourceRequests"] == [{"name": "main", "resources": {"cpu": "1500m", "memory": "3Mi"}}]
+    ApiWorkload.model_validate({"metadata": {"name": "w"}, "status": desired})  # upstream's shape

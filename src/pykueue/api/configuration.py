@@ -36,7 +36,7 @@ import yaml
 from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from pykueue.api import governance, manifests
+from pykueue.api import gate_support, governance, manifests
 from pykueue.api.feature_gates import KNOWN_GATES
 from pykueue.api.governance import PreemptionContract, PreemptionCost
 from pykueue.api.meta import KubeModel, LabelSelector, LabelSelectorRequirement
@@ -114,8 +114,33 @@ class ResourceTransformation(KubeModel):
         return value
 
 
+# Upstream's resources.quotaCheckStrategy: pykueue implements its default only (every
+# resource a workload requests must be covered by its ClusterQueue); IgnoreUndeclared is
+# refused rather than read as the default.
+QUOTA_CHECK_DEFAULT: Final = "BlockUndeclared"
+
+
+def quota_check_problem(value: Any) -> str | None:
+    """Why pykueue refuses this ``quotaCheckStrategy``, or None."""
+    if value is None or value == QUOTA_CHECK_DEFAULT:
+        return None
+    return (
+        f"unsupported value {value!r}: pykueue implements only {QUOTA_CHECK_DEFAULT!r} (upstream's default, "
+        "every requested resource must be covered by the ClusterQueue)"
+    )
+
+
 class Resources(KubeModel):
     quota_check_strategy: str | None = None
+
+    @pydantic.field_validator("quota_check_strategy")
+    @classmethod
+    def _supported_strategy(cls, value: str | None) -> str | None:
+        problem = quota_check_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     exclude_resource_prefixes: list[str] = Field(default_factory=list)
     transformations: list[ResourceTransformation] = Field(default_factory=list)
     device_class_mappings: list[DeviceClassMapping] = Field(default_factory=list, max_length=16)
@@ -317,6 +342,9 @@ class Configuration(KubeModel):
             raise ValueError(
                 f"unknown gate(s): {', '.join(unknown)} (names are upstream Kueue's feature gates)"
             )
+        refused = gate_support.problems(gates)  # a value pykueue does not implement, by name
+        if refused:
+            raise ValueError("; ".join(refused))
         return gates
 
     @model_validator(mode="after")

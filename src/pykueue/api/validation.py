@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from pykueue.api import governance
+from pykueue.api import governance, unsupported
 from pykueue.api import jobset as jobset_api
 from pykueue.api import validation_workload as wl_rules
 from pykueue.api.admission_check import AdmissionCheck
@@ -259,6 +259,8 @@ def validate(
         check_metadata(meta, kind, is_namespaced(kind), out, check_names)
         if kind in governance.KEYS_BY_KIND:
             out.items.extend(governance.problems(kind, meta.annotations))
+    # Fields of upstream features pykueue does not implement: refused, never silently kept.
+    out.items.extend(unsupported.problems(obj, meta.annotations if isinstance(meta, ObjectMeta) else None))
     status = getattr(obj, "status", None)
     if isinstance(status, BaseModel) and isinstance(getattr(status, "conditions", None), list):
         conditions = status.conditions  # type: ignore[attr-defined]

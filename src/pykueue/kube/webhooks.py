@@ -50,7 +50,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from pykueue.api import manifests, validation
+from pykueue.api import manifests, unsupported, validation
 from pykueue.api.batch import QUEUE_NAME_LABEL
 from pykueue.errors import FieldProblem, NotFound, StoreError, ValidationError
 from pykueue.kube import certs, conversion_webhook, front_proxy, visibility_api
@@ -267,6 +267,8 @@ async def validate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLo
     else:
         problems = job_validation.validate_on_create(job)
     problems.extend(job_validation.validate_prebuilt_workload(integration, job, old or None))
+    # Elastic jobs (upstream's Workload slices) are not implemented: refused, not run as rigid jobs.
+    problems.extend(unsupported.elastic_job_problems((job.get("metadata") or {}).get("annotations")))
     if integration.validate is not None:
         problems.extend(integration.validate(job, old or None))
     return _denied(request, problems) if problems else _allowed(request)

@@ -81,8 +81,9 @@ def eligible(
     """The workers that should hold a copy of a Workload waiting for a winner.
 
     AllAtOnce: every active worker of the config. Incremental: the first
-    ``INCREMENTAL_STEP`` by name, that many more each ``INCREMENTAL_ROUND`` the Workload
-    waits. External: the ones ``status.nominatedClusterNames`` lists (another controller
+    ``INCREMENTAL_STEP`` in the config's order (upstream v0.19.2's default,
+    MultiKueueIncrementalDispatcherRespectConfigOrder), that many more each
+    ``INCREMENTAL_ROUND`` the Workload waits. External: the ones ``status.nominatedClusterNames`` lists (another controller
     writes it).
     """
     usable = [c for c in clusters if c in active]
@@ -90,7 +91,7 @@ def eligible(
         return usable
     if dispatcher == "Incremental":
         rounds = int(reserved_for / INCREMENTAL_ROUND) + 1
-        return sorted(usable)[: INCREMENTAL_STEP * rounds]
+        return usable[: INCREMENTAL_STEP * rounds]
     nominated = set((workload.get("status") or {}).get("nominatedClusterNames") or [])
     return [c for c in usable if c in nominated]
 

@@ -3,7 +3,7 @@
 Only the fields the engine owns are produced (admission, the scheduling
 conditions, PodsReady when waitForPodsReady is on, the admission check states
 as the engine last took them, requeue state, eviction counts, the accumulated
-execution time); everything else
+execution time, the resource requests of a workload left pending); everything else
 already in the stored status (reclaimable pods, conditions of other writers)
 is kept.
 
@@ -103,11 +103,29 @@ def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any
         status.pop("requeueState", None)  # a deactivation, or a reactivation, clears it
     _checks(wl, status)
     _eviction_counts(wl, status)
+    _resource_requests(wl, status)
     if wl.past_execution_seconds is not None:
         status["accumulatedPastExecutionTimeSeconds"] = wl.past_execution_seconds
     else:
         status.pop("accumulatedPastExecutionTimeSeconds", None)  # cleared when the limit was exceeded
     return status
+
+
+def _resource_requests(wl: Workload, status: dict[str, Any]) -> None:
+    """``status.resourceRequests``: what a workload a cycle could not admit asks of quota, per
+    pod set (its count times one pod's requests, as quota counts them). Upstream's scheduler
+    writes it with the pending QuotaReserved condition and never clears it; so here it is
+    written while the workload waits with that condition, and otherwise kept as stored."""
+    reserved = wl.conditions.get("QuotaReserved")
+    if wl.admission is not None or reserved is None or reserved.status != "False" or not wl.pod_sets:
+        return
+    status["resourceRequests"] = [
+        {
+            "name": ps.name,
+            "resources": {res: quantity.format_milli(v) for res, v in sorted(ps.total().items())},
+        }
+        for ps in wl.pod_sets
+    ]
 
 
 def _pending_deactivation(wl: Workload, kind: str, stored: dict[str, Any] | None) -> dict[str, Any] | None:
