@@ -134,7 +134,7 @@ def create_app(ctx: ServerContext) -> FastAPI:
     _handlers(app)
     for routes in (health, server, usage, objects, workloads, logs, identities, policy):
         app.include_router(routes.router)
-    dashboard.add_routes(app, dashboard_routes.document)
+    dashboard.add_routes(app, dashboard_routes.document, dashboard_routes.one_object)
     # Last: a catch-all path must not shadow /api/v1/identities and the other fixed routes.
     app.include_router(rows.router)
     return app
