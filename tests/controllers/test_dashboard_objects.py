@@ -29,9 +29,7 @@ GPU = {
 
 def _stored(state_docs: list[dict[str, Any]]) -> dashboard_objects.Lookup:
     """A store of the given manifests, looked up as the routes do."""
-    by_key = {
-        (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d for d in state_docs
-    }
+    by_key = {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d for d in state_docs}
 
     async def lookup(kind: str, namespace: str, name: str) -> Manifest | None:
         return by_key.get((kind, namespace, name))

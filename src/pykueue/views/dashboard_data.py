@@ -183,7 +183,10 @@ def flavor_rows(state: State, cluster_queues: list[dict[str, Any]], everything: 
     for name in sorted(names):
         spec = state.flavors.get(name)
         uses = [
-            {"clusterQueue": cq["name"], **{k: u[k] for k in ("resource", "used", "nominal", "borrowed", "usedText", "nominalText")}}
+            {
+                "clusterQueue": cq["name"],
+                **{k: u[k] for k in ("resource", "used", "nominal", "borrowed", "usedText", "nominalText")},
+            }
             for cq in cluster_queues
             for u in cq["usage"]
             if u["flavor"] == name
@@ -207,7 +210,11 @@ def flavor_rows(state: State, cluster_queues: list[dict[str, Any]], everything: 
 def _toleration(t: Any) -> str:
     value = f"={t.value}" if t.operator != "Exists" and t.value else ""
     key = t.key or "*"
-    return f"{key}{value}" + (f":{t.effect}" if t.effect else "") + (" (exists)" if t.operator == "Exists" else "")
+    return (
+        f"{key}{value}"
+        + (f":{t.effect}" if t.effect else "")
+        + (" (exists)" if t.operator == "Exists" else "")
+    )
 
 
 def _true_condition(manifest: Manifest, kind: str) -> dict[str, Any] | None:

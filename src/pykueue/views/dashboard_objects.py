@@ -23,7 +23,13 @@ from pykueue.store.base import Manifest
 from pykueue.views import dashboard_data
 
 # The kinds the page links to, and whether they live in a namespace.
-KINDS = {"ClusterQueue": False, "Cohort": False, "ResourceFlavor": False, "LocalQueue": True, "Workload": True}
+KINDS = {
+    "ClusterQueue": False,
+    "Cohort": False,
+    "ResourceFlavor": False,
+    "LocalQueue": True,
+    "Workload": True,
+}
 
 # Fetch one stored object by kind, namespace ("" when cluster-scoped) and name; None when absent.
 Lookup = Callable[[str, str, str], Awaitable[Manifest | None]]

@@ -87,7 +87,10 @@ def test_a_namespace_reader_sees_its_own_workloads_and_causes_only(
         assert controller.http(f"/api/v1/dashboard/objects/ClusterQueue/{cq}", tenant)[0] == 200
         assert controller.http(f"/api/v1/dashboard/objects/LocalQueue/{other}/queue", tenant)[0] == 404
         assert controller.http(f"/api/v1/dashboard/objects/Workload/{other}/theirs", tenant)[0] == 404
-        assert controller.http(f"/api/v1/dashboard/objects/Workload/{other}/theirs", kwok_cluster.token)[0] == 200
+        assert (
+            controller.http(f"/api/v1/dashboard/objects/Workload/{other}/theirs", kwok_cluster.token)[0]
+            == 200
+        )
         assert controller.http("/api/v1/dashboard")[0] == 401
         nobody = tenant_token(kwok_cluster, other)
         kwok_cluster.delete(

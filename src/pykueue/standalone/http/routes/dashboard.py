@@ -8,8 +8,8 @@ from typing import Any
 
 from fastapi import Request
 
-from pykueue.standalone.http.context import authenticate, context, shown
 from pykueue.errors import NotFound
+from pykueue.standalone.http.context import authenticate, context, shown
 from pykueue.store.base import Manifest
 from pykueue.views import dashboard, dashboard_data
 
