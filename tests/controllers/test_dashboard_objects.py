@@ -65,7 +65,7 @@ def test_the_document_lists_flavors_with_their_nodes_and_each_queue_s_quota() ->
     # An admin sees a flavor no queue uses yet, with what its nodes carry.
     gpu = flavors[GPU["metadata"]["name"]]
     assert gpu["nodeLabels"] == {"nvidia.com/gpu.product": "A100-SXM4-80GB"}
-    assert gpu["nodeTaints"] == ["{nvidia.com/gpu=present:NoSchedule}"]
+    assert gpu["nodeTaints"] == ["nvidia.com/gpu=present:NoSchedule"]
     assert gpu["clusterQueues"] == [] and gpu["defined"]
     # A tenant sees the flavors of its ClusterQueues, and only its queues' use of them.
     seen = dashboard_data.build(state, workloads, ALICE, dashboard_data.UsageHistory(), 0.0)

@@ -197,7 +197,7 @@ def flavor_rows(state: State, cluster_queues: list[dict[str, Any]], everything: 
                 # A ClusterQueue may name a flavor that does not exist (yet): it is then inactive.
                 "defined": spec is not None,
                 "nodeLabels": dict(spec.node_labels) if spec is not None else {},
-                "nodeTaints": [str(t) for t in spec.node_taints] if spec is not None else [],
+                "nodeTaints": [_taint(t) for t in spec.node_taints] if spec is not None else [],
                 "tolerations": [_toleration(t) for t in spec.tolerations] if spec is not None else [],
                 "topologyName": spec.topology_name if spec is not None else "",
                 "clusterQueues": sorted({u["clusterQueue"] for u in uses}),
@@ -205,6 +205,11 @@ def flavor_rows(state: State, cluster_queues: list[dict[str, Any]], everything: 
             }
         )
     return rows
+
+
+def _taint(t: Any) -> str:
+    """``key=value:Effect``, as kubectl writes a taint."""
+    return f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}"
 
 
 def _toleration(t: Any) -> str:
