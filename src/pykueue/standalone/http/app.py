@@ -13,6 +13,7 @@
     GET    /api/v1/policy/revisions/{rev}                          one, with its diff
     POST   /api/v1/policy/rollback  {"revision": N, "apply": bool} what-if; apply: admins only
     GET    /api/v1/dashboard                                       the dashboard's document (dashboard_data)
+    GET    /api/v1/dashboard/objects/{kind}/{path}                 one object's YAML (dashboard_objects)
     GET    /dashboard, /dashboard/static/{file}                    the dashboard's page (no data, no identity)
     GET    /api/v1/identities                                      admins only
     POST   /api/v1/identities     {"name", "role", "namespaces", "priorityClasses", "unixUser"} -> a token
