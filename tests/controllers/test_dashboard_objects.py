@@ -124,3 +124,25 @@ def test_a_tenant_gets_no_object_outside_its_cut(kind: str, path: str) -> None:
 def test_an_admin_sees_every_object() -> None:
     assert _answer(ADMIN, "Workload", "product/theirs")["name"] == "theirs"
     assert _answer(ADMIN, "ClusterQueue", "product-cq")["name"] == "product-cq"
+
+
+def test_the_list_keeps_the_most_recently_finished_workloads_only() -> None:
+    """Finished ones follow the live ones, newest finish first, at most `FINISHED_SHOWN` of them."""
+    state, workloads = _world()
+    finished = []
+    for index in range(dashboard_data.FINISHED_SHOWN + 5):
+        wl = copy.deepcopy(workloads[0])
+        wl["metadata"]["name"] = f"done-{index:02d}"
+        # Created in one order, finished in the other: the finish time decides.
+        wl["metadata"]["creationTimestamp"] = f"2026-01-01T00:{index:02d}:00Z"
+        finish = {"type": "Finished", "status": "True", "reason": "Succeeded"}
+        finish["lastTransitionTime"] = f"2026-01-02T00:{59 - index:02d}:00Z"
+        wl["status"] = {"conditions": [finish]}
+        finished.append(wl)
+    document = dashboard_data.build(state, workloads + finished, ADMIN, dashboard_data.UsageHistory(), 0.0)
+    names = [w["name"] for w in document["workloads"]]
+    assert set(names[:3]) == {"big", "next", "theirs"}  # the live ones first
+    shown = names[3:]
+    assert len(shown) == dashboard_data.FINISHED_SHOWN
+    assert shown[:2] == ["done-00", "done-01"] and "done-54" not in shown
+    assert all(w["outcome"] == "Succeeded" for w in document["workloads"][3:])

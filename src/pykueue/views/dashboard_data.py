@@ -41,7 +41,7 @@ from pykueue.views import visibility, why
 
 HISTORY_INTERVAL = 5.0  # seconds between two usage samples
 HISTORY_SAMPLES = 720  # one hour at the interval above
-FINISHED_SHOWN = 50  # the most recent finished workloads kept in the list
+FINISHED_SHOWN = 50  # the most recently finished workloads kept in the list (by their Finished time)
 
 
 def rfc3339(seconds: float) -> str:
@@ -249,6 +249,10 @@ def outcome(manifest: Manifest, state: str) -> tuple[str, str]:
     return "", ""
 
 
+def _finished_at(manifest: Manifest) -> str:
+    return str((_true_condition(manifest, "Finished") or {}).get("lastTransitionTime", ""))
+
+
 def _events(manifest: Manifest) -> list[dict[str, str]]:
     """A workload's story: its conditions, oldest change first."""
     conditions = (manifest.get("status") or {}).get("conditions") or []
@@ -293,6 +297,7 @@ def workload_row(
         "cause": cause,
         "outcome": ended,
         "outcomeMessage": ended_message,
+        "finishedAt": _finished_at(manifest) if base["state"] in ("Finished", "Failed") else "",
         "position": position,
         "pendingInQueue": of,
         "priority": wl.priority if wl is not None else None,
@@ -357,7 +362,7 @@ def build(
     live = [r for r in rows if r["state"] not in ("Finished", "Failed")]
     done = sorted(
         (r for r in rows if r["state"] in ("Finished", "Failed")),
-        key=lambda r: str(r["created"]),
+        key=lambda r: str(r["finishedAt"] or r["created"]),
         reverse=True,
     )
     live.sort(key=lambda r: (r["position"] is None, r["position"] or 0, r["namespace"], r["name"]))
