@@ -137,6 +137,10 @@ class Browser:
         """A PNG of the whole page (beyond the viewport) at ``path``."""
         path.write_bytes(self.loop.run_until_complete(self._screenshot()))
 
+    def png(self) -> bytes:
+        """A PNG of the whole page (beyond the viewport), for a test to check."""
+        return self.loop.run_until_complete(self._screenshot())
+
     async def _disconnect(self) -> None:
         if self.ws is not None:
             await self.ws.close()

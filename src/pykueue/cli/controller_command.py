@@ -324,6 +324,7 @@ async def _serve_health(
         authorizer=health.kube_authorizer(store.request) if ops.authorize_visibility else None,
         workloads=lambda: [m for k, m in manager.admission.cache.items() if k.kind == "Workload"],
         estimated=estimates.estimated_start,
+        cached=manager.admission.cache.get,
     )
     side = health.HealthServer(app, ops.metrics_host, ops.metrics_port)
     await side.start()

@@ -66,6 +66,7 @@ async def _serve(kubeconfig: Path | None, context: str | None, host: str, port: 
         authorizer=health.kube_authorizer(store.request) if authorize else None,
         workloads=view.workloads,
         estimated=view.estimated_start,
+        cached=view.admission.cache.get,
     )
     server = health.HealthServer(app, host, port)
     await server.start()

@@ -5,7 +5,8 @@
     GET /metrics    Prometheus text format, `pykueue.reconcilers.metrics`
     GET /apis/visibility.kueue.x-k8s.io/v1beta1/clusterqueues/{name}/pendingworkloads
     GET /apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/{ns}/localqueues/{name}/pendingworkloads
-    GET /dashboard, /dashboard/static/{file}, /api/v1/dashboard    the read-only web dashboard (`dashboard`)
+    GET /dashboard, /dashboard/static/{file}, /api/v1/dashboard[/objects/...]
+                    the read-only web dashboard (`dashboard`)
 
 It runs on the controller's event loop (uvicorn inside the program, as the
 webhook server does), so every handler reads the engine state between passes,
@@ -37,7 +38,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pykueue.api import access
 from pykueue.engine.state import State
 from pykueue.reconcilers.metrics import Metrics
-from pykueue.store.base import Manifest
+from pykueue.store.base import Key, Manifest
 from pykueue.views import dashboard, dashboard_data, visibility
 
 log = logging.getLogger(__name__)
@@ -96,10 +97,13 @@ def create_app(
     authorizer: visibility.Authorizer | None = None,
     workloads: Callable[[], list[Manifest]] = list,
     estimated: visibility.EstimatedStart | None = None,
+    cached: Callable[[Key], Manifest | None] | None = None,
 ) -> FastAPI:
     """The app; ``authorizer`` None lets every caller read every queue (tests, trusted networks).
 
-    ``workloads`` gives the Workloads the controller has cached, for the dashboard.
+    ``workloads`` gives the Workloads the controller has cached, for the dashboard;
+    ``cached`` one cached object by key, for the dashboard's detail pages (None: they
+    answer 404).
     """
     app = FastAPI(title="pykueue controller", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -164,7 +168,8 @@ def create_app(
 
     history = dashboard_data.UsageHistory()
 
-    async def dashboard_document(request: Request) -> Any:
+    async def caller(request: Request) -> tuple[access.Identity, State] | JSONResponse:
+        """Who asks the dashboard, and the engine to answer from; or the refusal."""
         engine = current()
         if engine is None:
             return _status(503, "ServiceUnavailable", "not the leader, or caches not synced")
@@ -178,11 +183,28 @@ def create_app(
             if found is None:
                 return _status(403, "Forbidden", "may read the pending workloads of no queue")
             identity = found
+        return identity, engine
+
+    async def dashboard_document(request: Request) -> Any:
+        who = await caller(request)
+        if isinstance(who, JSONResponse):
+            return who
+        identity, engine = who
         now = time.time()
         history.sample_if_due(engine, now)
         return dashboard_data.build(engine, workloads(), identity, history, now, estimated)
 
-    dashboard.add_routes(app, dashboard_document)
+    async def one_object(request: Request, kind: str, path: str) -> Any:
+        who = await caller(request)
+        if isinstance(who, JSONResponse):
+            return who
+
+        async def lookup(found_kind: str, namespace: str, name: str) -> Manifest | None:
+            return cached(Key(found_kind, namespace, name)) if cached is not None else None
+
+        return await dashboard.object_answer(who[1], who[0], kind, path, lookup)
+
+    dashboard.add_routes(app, dashboard_document, one_object)
     return app
 
 

@@ -1,2 +1,3 @@
 """What users read, shared by both homes: the dashboard (`dashboard`, `dashboard_data`,
-``static/``), the rows of ``get`` and ``describe`` (`rows`) and pending lists (`visibility`)."""
+`dashboard_objects`, ``static/``), the rows of ``get`` and ``describe`` (`rows`) and pending
+lists (`visibility`)."""

@@ -3,6 +3,8 @@
     GET /dashboard                   the page (static/dashboard.html): no data, no identity needed
     GET /dashboard/static/{file}     dashboard.js and dashboard.css, nothing else
     GET /api/v1/dashboard            the document `dashboard_data.build` makes for the caller
+    GET /api/v1/dashboard/objects/{Kind}/[{namespace}/]{name}
+                                     one object's YAML for the detail page (`dashboard_objects`)
 
 Who the caller is differs by mode, so the mounting app passes its own
 ``document(request)``: standalone asks its token store (`auth`); a cluster asks
@@ -21,7 +23,7 @@ from fastapi.responses import FileResponse, JSONResponse
 
 from pykueue.api import access
 from pykueue.engine.state import State
-from pykueue.views import visibility
+from pykueue.views import dashboard_objects, visibility
 
 STATIC = Path(__file__).parent / "static"
 # The page's files, by the name the page asks for (nothing else under static/ is served).
@@ -36,9 +38,23 @@ PAGE_HEADERS = {
 
 # The caller's document, or the refusal (a Response) to send instead.
 Document = Callable[[Request], Awaitable[Any]]
+# One object's answer for the caller (Kind, the path after it), or the refusal to send instead.
+ObjectDocument = Callable[[Request, str, str], Awaitable[Any]]
 
 
-def add_routes(app: FastAPI, document: Document) -> None:
+async def object_answer(
+    state: State, identity: access.Identity, kind: str, path: str, lookup: dashboard_objects.Lookup
+) -> Any:
+    """`dashboard_objects.answer`, or a 404 that reads the same whether absent or hidden."""
+    try:
+        return await dashboard_objects.answer(state, identity, kind, path, lookup)
+    except dashboard_objects.Refused as refused:
+        # "error" as the standalone API says it, "message" as a Kubernetes Status does.
+        text = str(refused)
+        return JSONResponse({"error": text, "message": text, "problems": []}, status_code=404)
+
+
+def add_routes(app: FastAPI, document: Document, one_object: ObjectDocument) -> None:
     @app.get("/dashboard")
     async def page() -> FileResponse:
         return FileResponse(STATIC / "dashboard.html", media_type="text/html", headers=PAGE_HEADERS)
@@ -54,6 +70,10 @@ def add_routes(app: FastAPI, document: Document) -> None:
     @app.get("/api/v1/dashboard")
     async def data(request: Request) -> Any:
         return await document(request)
+
+    @app.get("/api/v1/dashboard/objects/{kind}/{path:path}")
+    async def detail(kind: str, path: str, request: Request) -> Any:
+        return await one_object(request, kind, path)
 
 
 async def kube_identity(

@@ -9,8 +9,11 @@ The page (`dashboard`, static files under ``views/static/``) asks
     clusterQueues   quota, usage and borrowing per flavor/resource; pending and admitted
                     counts; pending workloads per cause (`engine.pending_causes`)
     localQueues     pending and admitted counts
-    workloads       state, position in its ClusterQueue, cause and the engine's message,
-                    estimated start (the estimator's, when it runs), and its events (condition changes)
+    flavors         each ResourceFlavor the caller's ClusterQueues name: its node labels, taints,
+                    tolerations and topology, and per ClusterQueue and resource its quota and usage
+    workloads       state, outcome (Succeeded, Failed, Preempted, Evicted), position in its
+                    ClusterQueue, cause and the engine's message, estimated start (the
+                    estimator's, when it runs), and its events (condition changes)
     history         usage and pending counts sampled every `HISTORY_INTERVAL` seconds
 
 Everything is read from the engine `State` and the stored Workload manifests, so
@@ -18,7 +21,8 @@ the same builder serves standalone mode and a read-only view of a cluster.
 
 Tenancy: an admin sees everything. A tenant sees the workloads of its namespaces,
 the LocalQueues of its namespaces, the ClusterQueues those LocalQueues point at,
-and the cohorts above those ClusterQueues; the history is cut the same way.
+the cohorts above those ClusterQueues and the flavors they name; the history is
+cut the same way (`visible_cluster_queues`, also used by `dashboard_objects`).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from pykueue.views import visibility, why
 
 HISTORY_INTERVAL = 5.0  # seconds between two usage samples
 HISTORY_SAMPLES = 720  # one hour at the interval above
-FINISHED_SHOWN = 50  # the most recent finished workloads kept in the list
+FINISHED_SHOWN = 50  # the most recently finished workloads kept in the list (by their Finished time)
 
 
 def rfc3339(seconds: float) -> str:
@@ -169,6 +173,86 @@ def cohort_rows(state: State, cluster_queues: list[dict[str, Any]]) -> list[dict
     return sorted(rows.values(), key=lambda r: str(r["name"]))
 
 
+def flavor_rows(state: State, cluster_queues: list[dict[str, Any]], everything: bool) -> list[dict[str, Any]]:
+    """The flavors the given ClusterQueue rows name (all defined ones too when ``everything``):
+    what nodes each stands for, and each ClusterQueue's quota and usage of it."""
+    names = {u["flavor"] for cq in cluster_queues for u in cq["usage"]}
+    if everything:
+        names |= set(state.flavors)
+    rows = []
+    for name in sorted(names):
+        spec = state.flavors.get(name)
+        uses = [
+            {
+                "clusterQueue": cq["name"],
+                **{k: u[k] for k in ("resource", "used", "nominal", "borrowed", "usedText", "nominalText")},
+            }
+            for cq in cluster_queues
+            for u in cq["usage"]
+            if u["flavor"] == name
+        ]
+        rows.append(
+            {
+                "name": name,
+                # A ClusterQueue may name a flavor that does not exist (yet): it is then inactive.
+                "defined": spec is not None,
+                "nodeLabels": dict(spec.node_labels) if spec is not None else {},
+                "nodeTaints": [_taint(t) for t in spec.node_taints] if spec is not None else [],
+                "tolerations": [_toleration(t) for t in spec.tolerations] if spec is not None else [],
+                "topologyName": spec.topology_name if spec is not None else "",
+                "clusterQueues": sorted({u["clusterQueue"] for u in uses}),
+                "usage": uses,
+            }
+        )
+    return rows
+
+
+def _taint(t: Any) -> str:
+    """``key=value:Effect``, as kubectl writes a taint."""
+    return f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}"
+
+
+def _toleration(t: Any) -> str:
+    value = f"={t.value}" if t.operator != "Exists" and t.value else ""
+    key = t.key or "*"
+    return (
+        f"{key}{value}"
+        + (f":{t.effect}" if t.effect else "")
+        + (" (exists)" if t.operator == "Exists" else "")
+    )
+
+
+def _true_condition(manifest: Manifest, kind: str) -> dict[str, Any] | None:
+    for c in (manifest.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind and c.get("status") == "True":
+            return dict(c)
+    return None
+
+
+def outcome(manifest: Manifest, state: str) -> tuple[str, str]:
+    """How a workload ended, or what last happened to it, and the condition's message.
+
+    Succeeded and Failed for a finished one; Preempted when its current eviction is a
+    preemption (upstream's Preempted condition, or Evicted for reason Preempted);
+    Evicted for any other current eviction (a stopped queue, a pods-ready timeout...);
+    "" otherwise.
+    """
+    if state in ("Finished", "Failed"):
+        done = _true_condition(manifest, "Finished") or {}
+        return ("Failed" if state == "Failed" else "Succeeded"), str(done.get("message", ""))
+    evicted = _true_condition(manifest, "Evicted")
+    preempted = _true_condition(manifest, "Preempted")
+    if preempted is not None or (evicted is not None and evicted.get("reason") == "Preempted"):
+        return "Preempted", str((preempted or evicted or {}).get("message", ""))
+    if evicted is not None:
+        return "Evicted", str(evicted.get("message", ""))
+    return "", ""
+
+
+def _finished_at(manifest: Manifest) -> str:
+    return str((_true_condition(manifest, "Finished") or {}).get("lastTransitionTime", ""))
+
+
 def _events(manifest: Manifest) -> list[dict[str, str]]:
     """A workload's story: its conditions, oldest change first."""
     conditions = (manifest.get("status") or {}).get("conditions") or []
@@ -204,12 +288,16 @@ def workload_row(
     )
     reason = "; ".join(text for _, text in words)
     pending = base["state"] == "Pending"
+    ended, ended_message = outcome(manifest, base["state"])
     if pending and wl is not None:
         base["clusterQueue"] = state.route_of(wl) or ""
     return {
         **base,
         "reason": reason or base["reason"],
         "cause": cause,
+        "outcome": ended,
+        "outcomeMessage": ended_message,
+        "finishedAt": _finished_at(manifest) if base["state"] in ("Finished", "Failed") else "",
         "position": position,
         "pendingInQueue": of,
         "priority": wl.priority if wl is not None else None,
@@ -234,6 +322,21 @@ def _positions(state: State, cluster_queues: list[str]) -> dict[str, tuple[int, 
 # ------------------------------------------------------------------ the document
 
 
+def visible_local_queues(state: State, identity: access.Identity) -> list[str]:
+    """The keys of the LocalQueues ``identity`` sees: those of its namespaces."""
+    return sorted(
+        k for k, lq in state.local_queues.items() if access.may_read(identity, "Workload", lq.namespace)
+    )
+
+
+def visible_cluster_queues(state: State, identity: access.Identity) -> list[str]:
+    """The ClusterQueues ``identity`` sees: all for an admin, else those its LocalQueues point at."""
+    if identity.is_admin:
+        return sorted(state.cluster_queues)
+    used = {state.local_queues[k].cluster_queue for k in visible_local_queues(state, identity)}
+    return sorted(n for n in used if n in state.cluster_queues)
+
+
 def build(
     state: State,
     workloads: list[Manifest],
@@ -248,14 +351,8 @@ def build(
     estimator's, `reconcilers.estimating`); None shows no estimates.
     """
     state.ensure_tree()
-    lq_keys = sorted(
-        k for k, lq in state.local_queues.items() if access.may_read(identity, "Workload", lq.namespace)
-    )
-    if identity.is_admin:
-        cq_names = sorted(state.cluster_queues)
-    else:
-        used = {state.local_queues[k].cluster_queue for k in lq_keys}
-        cq_names = sorted(n for n in used if n in state.cluster_queues)
+    lq_keys = visible_local_queues(state, identity)
+    cq_names = visible_cluster_queues(state, identity)
     cq_rows = [cluster_queue_row(state, n) for n in cq_names]
     positions = _positions(state, cq_names)
     readable = [
@@ -265,7 +362,7 @@ def build(
     live = [r for r in rows if r["state"] not in ("Finished", "Failed")]
     done = sorted(
         (r for r in rows if r["state"] in ("Finished", "Failed")),
-        key=lambda r: str(r["created"]),
+        key=lambda r: str(r["finishedAt"] or r["created"]),
         reverse=True,
     )
     live.sort(key=lambda r: (r["position"] is None, r["position"] or 0, r["namespace"], r["name"]))
@@ -276,6 +373,7 @@ def build(
         "cohorts": cohort_rows(state, cq_rows),
         "clusterQueues": cq_rows,
         "localQueues": [local_queue_row(state, k) for k in lq_keys],
+        "flavors": flavor_rows(state, cq_rows, identity.is_admin),
         "workloads": [*live, *done[:FINISHED_SHOWN]],
         "history": {
             "interval": HISTORY_INTERVAL,

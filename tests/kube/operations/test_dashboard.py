@@ -80,6 +80,17 @@ def test_a_namespace_reader_sees_its_own_workloads_and_causes_only(
             w["estimatedStart"] is None or {"at", "low", "high", "basis"} <= set(w["estimatedStart"])
             for w in pending
         )
+        # The object pages: the YAML the controller received from the API server, cut the same way.
+        status, body = controller.http(f"/api/v1/dashboard/objects/Workload/{ns}/first", tenant)
+        assert status == 200, body
+        assert "name: first\n" in json.loads(body)["yaml"] and f"namespace: {ns}" in json.loads(body)["yaml"]
+        assert controller.http(f"/api/v1/dashboard/objects/ClusterQueue/{cq}", tenant)[0] == 200
+        assert controller.http(f"/api/v1/dashboard/objects/LocalQueue/{other}/queue", tenant)[0] == 404
+        assert controller.http(f"/api/v1/dashboard/objects/Workload/{other}/theirs", tenant)[0] == 404
+        assert (
+            controller.http(f"/api/v1/dashboard/objects/Workload/{other}/theirs", kwok_cluster.token)[0]
+            == 200
+        )
         assert controller.http("/api/v1/dashboard")[0] == 401
         nobody = tenant_token(kwok_cluster, other)
         kwok_cluster.delete(

@@ -75,7 +75,7 @@ def _guarded_routes() -> list[tuple[str, str]]:
 
 def test_every_route_but_the_open_ones_refuses_a_request_without_a_caller_first(tmp_path: Path) -> None:
     routes = _guarded_routes()
-    assert len(routes) == 21, routes  # every route of the app's docstring but the open ones
+    assert len(routes) == 22, routes  # every route of the app's docstring but the open ones
 
     async def scenario(client: httpx.AsyncClient, _: dict[str, str]) -> list[tuple[str, httpx.Response, str]]:
         answers = []

@@ -13,6 +13,7 @@
     GET    /api/v1/policy/revisions/{rev}                          one, with its diff
     POST   /api/v1/policy/rollback  {"revision": N, "apply": bool} what-if; apply: admins only
     GET    /api/v1/dashboard                                       the dashboard's document (dashboard_data)
+    GET    /api/v1/dashboard/objects/{kind}/{path}                 one object's YAML (dashboard_objects)
     GET    /dashboard, /dashboard/static/{file}                    the dashboard's page (no data, no identity)
     GET    /api/v1/identities                                      admins only
     POST   /api/v1/identities     {"name", "role", "namespaces", "priorityClasses", "unixUser"} -> a token
@@ -134,7 +135,7 @@ def create_app(ctx: ServerContext) -> FastAPI:
     _handlers(app)
     for routes in (health, server, usage, objects, workloads, logs, identities, policy):
         app.include_router(routes.router)
-    dashboard.add_routes(app, dashboard_routes.document)
+    dashboard.add_routes(app, dashboard_routes.document, dashboard_routes.one_object)
     # Last: a catch-all path must not shadow /api/v1/identities and the other fixed routes.
     app.include_router(rows.router)
     return app
