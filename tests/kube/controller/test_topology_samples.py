@@ -270,7 +270,14 @@ def test_upstream_lws_tas_sample_runs_each_group_in_one_rack(
     where = _kind_nodes(fake_nodes, {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "1"})
     _sample_queues(kueue, ns, "tas/sample-gpu-queues.yaml")
     with controller_for(cluster, "leaderworkerset.x-k8s.io/leaderworkerset", "pod"):
-        [lws] = create(cluster, ns, example("serving-workloads/sample-leaderworkerset-tas.yaml"))
+        [sample] = yaml.safe_load_all(example("serving-workloads/sample-leaderworkerset-tas.yaml"))
+        # As written the sample asks for a GPU without a limit, which no API server takes for
+        # an extended resource: the LWS controller's worker StatefulSet is refused ("Limit must
+        # be set for non overcommitable resources"). The one change: the limit, equal.
+        for container in sample["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"]:
+            requests = container["resources"]["requests"]
+            container["resources"]["limits"] = {"nvidia.com/gpu": requests["nvidia.com/gpu"]}
+        [lws] = create(cluster, ns, yaml.safe_dump(sample))
         name = lws["metadata"]["name"]
         kueue.applied.append(f"leaderworkerset/{name} -n {ns}")
         groups = [f"leaderworkerset-{name}-{i}" for i in range(2)]
@@ -281,7 +288,28 @@ def test_upstream_lws_tas_sample_runs_each_group_in_one_rack(
 
         workloads = wait(admitted, 90, "both replicas admitted")
         selector = f"leaderworkerset.sigs.k8s.io/name%3D{name}"
-        found = wait(lambda: _bound(cluster, ns, selector, 6), 120, "6 pods bound")
+        found = wait(
+            lambda: _bound(cluster, ns, selector, 6),
+            120,
+            "6 pods bound",
+            describe=lambda: (
+                [
+                    (
+                        p["metadata"]["name"],
+                        p["spec"].get("schedulingGates"),
+                        p["spec"].get("nodeSelector"),
+                        p["spec"].get("nodeName"),
+                        p["status"].get("conditions"),
+                    )
+                    for p in pods(cluster, ns, selector)
+                ]
+                + [
+                    (e["involvedObject"]["name"], e["reason"], e.get("message"))
+                    for e in cluster.get(f"/api/v1/namespaces/{ns}/events")["items"]
+                    if e["type"] == "Warning"
+                ]
+            ),
+        )
     for index, workload in enumerate(workloads):
         mine = [
             p
