@@ -52,6 +52,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from pykueue.api import manifests, unsupported, validation
 from pykueue.api.batch import QUEUE_NAME_LABEL
+from pykueue.engine.config import DEFAULT_GATES
 from pykueue.errors import FieldProblem, NotFound, StoreError, ValidationError
 from pykueue.kube import certs, conversion_webhook, front_proxy, visibility_api
 from pykueue.multikueue import managed_by as multikueue_managed_by
@@ -237,8 +238,15 @@ async def mutate_job(
         held.setdefault("metadata", {}).setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
     adapter = integration.adapter()
     by_parent = bool(jobframework.annotations_of(job).get(SUSPENDED_BY_PARENT))
-    if (queue or by_parent or config.manage_jobs_without_queue_name) and not adapter.is_suspended(held):
-        adapter.suspend(held)
+    if queue or by_parent or config.manage_jobs_without_queue_name:
+        if not adapter.is_suspended(held):
+            adapter.suspend(held)
+        # A kind held by scheduling gates (a Pod) waits behind the topology gate too (TAS).
+        hold_for_topology = getattr(adapter, "hold_for_topology", None)
+        if hold_for_topology is not None and config.feature_gates.get(
+            "TopologyAwareScheduling", DEFAULT_GATES["TopologyAwareScheduling"]
+        ):
+            hold_for_topology(held)
     if integration.multikueue is not None and objects is not None:
         await multikueue_managed_by.hand_over(integration.multikueue(), held, namespace, objects)
     return _allowed(request, json_patch(job, held))

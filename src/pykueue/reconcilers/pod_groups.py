@@ -337,9 +337,10 @@ class PodGroupReconciler:
     async def _ungate(self, workload: Manifest, live: list[Manifest]) -> int:
         flavors = self.flavors()
         by_name = {ps.get("name"): ps for ps in (workload.get("spec") or {}).get("podSets") or []}
+        name = str(workload["metadata"]["name"])
         infos = {
             str(a.get("name")): PodSetInfo.from_assignment(
-                a, flavors, int((by_name.get(a.get("name")) or {}).get("count", 1))
+                a, flavors, int((by_name.get(a.get("name")) or {}).get("count", 1)), name
             )
             for a in workload["status"]["admission"].get("podSetAssignments") or []
         }

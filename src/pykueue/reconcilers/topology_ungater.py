@@ -7,10 +7,17 @@ The engine decides how many pods of a pod set go to which domain (the admission'
                                                  ``kueue.x-k8s.io/topology`` gate, the pod set
                                                  label and the workload annotation (jobframework)
     pods created by the job's controller    ──▶  gated: kube-scheduler leaves them alone
-    each pass, per touched workload:
-        count the live pods already let go per domain (their nodeSelector's level values)
-        hand the gated pods, by name, to the domains that still have room
+    each pass, per touched workload and pod set:
+        the pod set numbers its pods (its topologyRequest names an index label):
+            each gated pod to the domain of its rank (`topology_ranks`): pod i to the i-th
+            slot of the assignment, so a slice's consecutive indexes share its domain
+        otherwise, or when the ranks cannot be used (greedy, as upstream falls back):
+            count the live pods already let go per domain (their nodeSelector's level values)
+            hand the gated pods, by name, to the domains that still have room
         each such pod: the domain's level labels added to its nodeSelector, the gate removed
+
+Pods of a Job, a JobSet, a LeaderWorkerSet (its workers) and pod groups get the gate
+with their pod template, or from the pod webhook for pods queued by themselves.
 
 A pod is written once: the updated pod the API server returns goes into the cache at
 once, so the next pass counts it as let go in its domain even before its watch event
@@ -35,7 +42,9 @@ from pykueue.api.workload import TopologyAssignment as ApiTopologyAssignment
 from pykueue.engine import topology_assignments
 from pykueue.engine.topology_assignments import TopologyAssignment
 from pykueue.errors import Conflict, NotFound, StoreError
+from pykueue.reconcilers import topology_ranks
 from pykueue.reconcilers.jobframework import POD_SET_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
+from pykueue.reconcilers.topology_ranks import Ranking
 from pykueue.store.base import Key, Manifest, Store, WatchEvent, version_number
 
 log = logging.getLogger(__name__)
@@ -62,26 +71,70 @@ def _pod_set_of(pod: Manifest) -> str:
     return str(((pod.get("metadata") or {}).get("labels") or {}).get(POD_SET_LABEL, ""))
 
 
-def plan(assignment: TopologyAssignment, pods: Iterable[Manifest]) -> list[tuple[Manifest, dict[str, str]]]:
+def _live(pod: Manifest) -> bool:
+    return not _terminated(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp")
+
+
+def _name(pod: Manifest) -> str:
+    return str((pod.get("metadata") or {}).get("name", ""))
+
+
+def plan(
+    assignment: TopologyAssignment, pods: Iterable[Manifest], ranking: Ranking | None = None
+) -> list[tuple[Manifest, dict[str, str]]]:
     """Which gated pods to let go now, each with its domain's node labels.
 
-    Live pods already let go fill their domain first (read back from their nodeSelector);
-    the gated ones then go, in name order, to the domains with room, in the assignment's
-    order. A domain never gets more pods than the assignment gives it.
+    With a ``ranking`` (the pod set numbers its pods) each gated pod goes to its rank's domain
+    (`topology_ranks`), so consecutive indexes, a slice, share a domain; when the ranks cannot
+    be used, or without a ranking, greedily: live pods already let go fill their domain first
+    (read back from their nodeSelector); the gated ones then go, in name order, to the domains
+    with room, in the assignment's order. A domain never gets more pods than the assignment
+    gives it.
     """
+    live = [p for p in pods if _live(p)]
+    if ranking is not None:
+        by_rank = _plan_by_rank(assignment, live, ranking)
+        if by_rank is not None:
+            return by_rank
+    return _plan_greedy(assignment, live)
+
+
+def _plan_by_rank(
+    assignment: TopologyAssignment, live: list[Manifest], ranking: Ranking
+) -> list[tuple[Manifest, dict[str, str]]] | None:
+    offset = topology_ranks.offset_of(sorted(live, key=_name))
+    if offset is None:
+        return None
+    ranked = topology_ranks.ranks(live, ranking.shifted(offset) if offset else ranking)
+    if ranked is None:
+        return None
+    where = topology_ranks.slots((d.values, d.count) for d in assignment.domains)
+    levels = assignment.levels
+    for rank, pod in ranked.items():
+        if rank >= len(where):
+            return None  # the assignment covers fewer pods than the pod set counts
+        if not is_gated(pod) and topology_ranks.level_values(pod, levels) != where[rank]:
+            return None  # a pod let go elsewhere before: ranks no longer say where pods are
+    return [
+        (pod, dict(zip(levels, where[rank], strict=True)))
+        for rank, pod in sorted(ranked.items())
+        if is_gated(pod)
+    ]
+
+
+def _plan_greedy(
+    assignment: TopologyAssignment, live: list[Manifest]
+) -> list[tuple[Manifest, dict[str, str]]]:
     levels = assignment.levels
     placed: dict[tuple[str, ...], int] = {}
     gated: list[Manifest] = []
-    for pod in pods:
-        if _terminated(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
-            continue
+    for pod in live:
         if is_gated(pod):
             gated.append(pod)
             continue
-        selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-        values = tuple(str(selector.get(level, "")) for level in levels)
+        values = topology_ranks.level_values(pod, levels)
         placed[values] = placed.get(values, 0) + 1
-    gated.sort(key=lambda p: str((p.get("metadata") or {}).get("name", "")))
+    gated.sort(key=_name)
     result: list[tuple[Manifest, dict[str, str]]] = []
     for domain in assignment.domains:
         room = max(domain.count - placed.get(domain.values, 0), 0)
@@ -211,11 +264,12 @@ class TopologyUngater:
         except ValueError as exc:
             log.warning("not ungating pods: %s", exc)
             return 0
+        rankings = topology_ranks.rankings_of(workload)
         pods = [self.pods[k] for k in sorted(keys, key=str)]
         written = 0
         for pod_set, assignment in assignments.items():
             mine = [p for p in pods if _pod_set_of(p) == pod_set]
-            for pod, node_labels in plan(assignment, mine):
+            for pod, node_labels in plan(assignment, mine, rankings.get(pod_set)):
                 written += await self._ungate(ref, pod, node_labels)
         return written
 

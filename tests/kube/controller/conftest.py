@@ -370,6 +370,18 @@ def jobset_controller(kwok_cluster: KubeCluster) -> Iterator[KubeCluster]:
         kind_controllers.stop(kwok_cluster, kind_controllers.JOBSET)
 
 
+@pytest.fixture(scope="session")
+def lws_controller(kwok_cluster: KubeCluster) -> Iterator[KubeCluster]:
+    """The LeaderWorkerSet controller (the LWS sample and its TAS sample), once per session."""
+    from pykueue.devcluster import kinds as kind_controllers
+
+    kind_controllers.start(kwok_cluster, kind_controllers.LWS)
+    try:
+        yield kwok_cluster
+    finally:
+        kind_controllers.stop(kwok_cluster, kind_controllers.LWS)
+
+
 # --- the controller outside the cluster, with its visibility API registered ---------------------
 
 

@@ -62,11 +62,6 @@ def appwrapper_controller(kwok_cluster: KubeCluster) -> Iterator[KubeCluster]:
     yield from _controller(kwok_cluster, kind_controllers.APPWRAPPER)
 
 
-@pytest.fixture(scope="session")
-def lws_controller(kwok_cluster: KubeCluster) -> Iterator[KubeCluster]:
-    yield from _controller(kwok_cluster, kind_controllers.LWS)
-
-
 def _finished_ok(cluster: KubeCluster, namespace: str, uid: str) -> None:
     finished = wait_finished(cluster, namespace, uid, timeout=120)
     assert (

@@ -18,6 +18,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from pykueue.engine import topology_requests as tr
+from pykueue.reconcilers import tas_annotations, topology_ranks
 from pykueue.reconcilers.integrations import pod as pods
 from pykueue.reconcilers.jobframework import (
     PRIORITY_CLASS_LABEL,
@@ -57,7 +59,13 @@ def mutate(lws: Manifest) -> None:
     spec = lws.setdefault("spec", {}).setdefault("leaderWorkerTemplate", {})
     if spec.get("leaderTemplate") is not None:
         _template_defaults(lws, spec["leaderTemplate"])
-    _template_defaults(lws, spec.setdefault("workerTemplate", {}))
+    worker = spec.setdefault("workerTemplate", {})
+    _template_defaults(lws, worker)
+    annotations = worker["metadata"]["annotations"]
+    if tr.GROUP_NAME not in annotations:
+        # TAS ranks the worker pod set's pods by worker index; the leader is index 0, so the
+        # workers' ranks start at 1. A group (podset-group-name) counts the leader in itself.
+        annotations[topology_ranks.INDEX_OFFSET_ANNOTATION] = "1"
 
 
 def belongs(pod: Manifest) -> bool:
@@ -89,6 +97,13 @@ def pod_sets(lws: Manifest) -> list[Manifest]:
     sets: list[Manifest] = [{"name": LEADER, "count": 1, "template": copy.deepcopy(leader)}]
     if size > 1:
         sets.append({"name": WORKER, "count": size - 1, "template": copy.deepcopy(worker)})
+    for ps in sets:
+        # The workers are ranked by their worker index (TAS), the leader (one pod) is not.
+        indexes = {"podIndexLabel": WORKER_INDEX_LABEL} if ps["name"] == WORKER else None
+        annotations = ((ps["template"].get("metadata") or {}).get("annotations")) or {}
+        request = tas_annotations.topology_request({str(k): str(v) for k, v in annotations.items()}, indexes)
+        if request is not None:
+            ps["topologyRequest"] = request
     return sets
 
 

@@ -37,6 +37,7 @@ from pykueue.api import semantic
 from pykueue.reconcilers.jobframework import (
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
+    TOPOLOGY_GATE,
     Finished,
     Integration,
     PodSetInfo,
@@ -57,6 +58,11 @@ GROUP_SERVING_ANNOTATION = "kueue.x-k8s.io/pod-group-serving"
 SUSPENDED_BY_PARENT_ANNOTATION = "kueue.x-k8s.io/pod-suspending-parent"
 ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
 POD_SET = "main"
+# TAS: a pod group numbers its pods with this label (its pod set's podIndexLabel), copied at
+# creation from the label the pod's annotation names (upstream's pod-group-pod-index-label).
+GROUP_POD_INDEX_LABEL = "kueue.x-k8s.io/pod-group-pod-index"
+GROUP_POD_INDEX_LABEL_ANNOTATION = "kueue.x-k8s.io/pod-group-pod-index-label"
+STATEFULSET_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
 
 def spec_of(pod: Manifest) -> dict[str, Any]:
@@ -68,8 +74,8 @@ def is_gated(pod: Manifest) -> bool:
     return any(g.get("name") == SCHEDULING_GATE for g in spec_of(pod).get("schedulingGates") or [])
 
 
-def ungate(pod: Manifest) -> None:
-    gates = [g for g in spec_of(pod).get("schedulingGates") or [] if g.get("name") != SCHEDULING_GATE]
+def ungate(pod: Manifest, gate: str = SCHEDULING_GATE) -> None:
+    gates = [g for g in spec_of(pod).get("schedulingGates") or [] if g.get("name") != gate]
     if gates:
         spec_of(pod)["schedulingGates"] = gates
     else:
@@ -129,7 +135,9 @@ def template_of(pod: Manifest) -> Manifest:
     meta = pod.get("metadata") or {}
     spec = copy.deepcopy(spec_of(pod))
     spec.pop("nodeName", None)
-    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != SCHEDULING_GATE]
+    # Kueue's own gates are not the pod's: a Workload's template never carries them.
+    ours = (SCHEDULING_GATE, TOPOLOGY_GATE)
+    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") not in ours]
     if gates:
         spec["schedulingGates"] = gates
     else:
@@ -167,6 +175,31 @@ class PodAdapter:
     def is_suspended(self, job: Manifest) -> bool:
         return is_gated(job)
 
+    def topology_indexes(self, job: Manifest, name: str) -> dict[str, object]:
+        """How a pod group numbers its pods, for a topology request (upstream's pod pod sets)."""
+        return {"podIndexLabel": GROUP_POD_INDEX_LABEL}
+
+    def hold_for_topology(self, job: Manifest) -> None:
+        """The webhook, with TopologyAwareScheduling on: a held pod also waits behind the topology
+        gate (a gate cannot be added once a pod exists, and whether its Workload is placed by
+        topology is known only at admission), and gets its pod-group index label copied from
+        the label its annotation names, as upstream's pod webhook does."""
+        meta = job.setdefault("metadata", {})
+        annotations = annotations_of(job)
+        source = annotations.get(GROUP_POD_INDEX_LABEL_ANNOTATION)
+        if source is None and annotations.get(SUSPENDED_BY_PARENT_ANNOTATION) == "statefulset":
+            # A StatefulSet's pods are numbered by their ordinal (upstream's StatefulSet pod
+            # reconciler names this label on each pod; here the pod, not the template, so that
+            # existing StatefulSets are not rolled).
+            source = STATEFULSET_POD_INDEX_LABEL
+        if source is not None:
+            labels = dict(meta.get("labels") or {})
+            labels[GROUP_POD_INDEX_LABEL] = str(labels.get(source, ""))
+            meta["labels"] = labels
+        gates = spec_of(job).get("schedulingGates") or []
+        if not any(g.get("name") == TOPOLOGY_GATE for g in gates):
+            spec_of(job)["schedulingGates"] = [*gates, {"name": TOPOLOGY_GATE}]
+
     def suspend(self, job: Manifest) -> None:
         # The webhook holds a new pod: the gate, and the label that marks it as Kueue's.
         meta = job.setdefault("metadata", {})
@@ -179,12 +212,26 @@ class PodAdapter:
         meta["annotations"] = {**(meta.get("annotations") or {}), ROLE_HASH_ANNOTATION: role_hash(job)}
 
     def run_with_pod_sets(self, job: Manifest, infos: list[PodSetInfo]) -> None:
+        topology = bool(infos) and TOPOLOGY_GATE in infos[0].scheduling_gates
         if infos:
-            # A gated pod's node selector and tolerations may be added to (not changed).
+            # A gated pod's node selector and tolerations may be added to (not changed); placed by
+            # topology, it also gets the labels and annotation by which the ungater finds it.
+            info = infos[0]
             merge_into_template(
-                job, PodSetInfo(infos[0].name, 1, infos[0].node_selector, infos[0].tolerations)
+                job,
+                PodSetInfo(
+                    info.name,
+                    1,
+                    info.node_selector,
+                    info.tolerations,
+                    info.labels if topology else {},
+                    info.annotations if topology else {},
+                ),
             )
         ungate(job)
+        if not topology:
+            # Not placed by topology: nothing will lift the topology gate the webhook added.
+            ungate(job, TOPOLOGY_GATE)
 
     def restore_pod_sets(self, job: Manifest, infos: list[PodSetInfo]) -> bool:
         return False  # a started pod cannot be changed back; it is deleted instead
