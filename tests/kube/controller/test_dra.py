@@ -248,3 +248,28 @@ def test_upstream_dra_sample_that_cannot_be_charged_is_misconfigured(
         thread.stop()
         kueue.cluster.kubectl("delete", "jobs", "--all", "-n", kube_namespace, "--wait=false", check=False)
         cluster.delete(f"/api/v1/namespaces/{system}")
+
+
+def test_upstream_dra_extended_resource_sample_is_admitted_and_charged_its_resource(
+    kwok_cluster: KubeCluster, kueue: Kueue, kube_namespace: str
+) -> None:
+    """The extended-resource sample asks for ``example.com/gpu`` in the container itself (a
+    device the node's driver may back with DRA): pykueue charges it as the resource it names."""
+    cluster = kwok_cluster
+    cq = _queues(kueue, kube_namespace, secrets.token_hex(3))
+    system = _system(cluster)
+    thread = ControllerThread(str(cluster.kubeconfig), webhook_namespace=system).start()
+    try:
+        [job] = create(cluster, kube_namespace, example("dra/sample-dra-extended-resource-job.yaml"))
+        assert job["spec"]["suspend"] is True
+        uid = job["metadata"]["uid"]
+        wait(lambda: is_true(workload_of(cluster, kube_namespace, uid), "Admitted"), 60, "admitted")
+        wait(lambda: _gpu_reserved(kueue, cq) == "1", 30, "example.com/gpu reserved")
+        workload = workload_of(cluster, kube_namespace, uid)
+        assert workload is not None
+        [assignment] = workload["status"]["admission"]["podSetAssignments"]
+        assert assignment["resourceUsage"]["example.com/gpu"] == "1"
+    finally:
+        thread.stop()
+        kueue.cluster.kubectl("delete", "jobs", "--all", "-n", kube_namespace, "--wait=false", check=False)
+        cluster.delete(f"/api/v1/namespaces/{system}")
