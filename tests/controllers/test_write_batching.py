@@ -144,6 +144,56 @@ def test_queue_status_is_written_at_most_once_per_interval_and_the_latest_goes_o
     asyncio.run(scenario())
 
 
+def _local_queue(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": "research"},
+        "spec": {"clusterQueue": "research"},
+    }
+
+
+def test_a_new_queue_gets_its_first_status_at_once_and_a_swapped_one_within_the_interval() -> None:
+    """A pass looks only at the queues due at the front of its order (not at every queue): a
+    queue the engine did not have is found when the number of queues changes, and at the latest
+    when the interval has passed (a deletion and a creation in one pass keep the number)."""
+
+    async def scenario() -> None:
+        store = MemoryStore(now=lambda: NOW)
+        await _loaded(store, "queues.yaml", "workloads.yaml")
+        controller = AdmissionController(store, clock=lambda: NOW)
+        await controller.sync()
+        await controller.reconcile()
+        ticks = [100.0]
+        writer = QueueStatusWriter(
+            store, clock=lambda: NOW, min_interval_seconds=1.0, monotonic=lambda: ticks[0]
+        )
+        await writer.write(controller.state, controller.cache)
+
+        async def change(create: str, delete: str | None = None) -> None:
+            made = await store.create(_local_queue(create))
+            controller.handle(WatchEvent("ADDED", made, resource_version(made)))
+            if delete is not None:
+                gone = await store.get("LocalQueue", "research", delete)
+                await store.delete("LocalQueue", "research", delete)
+                controller.handle(WatchEvent("DELETED", gone, resource_version(gone)))
+            await controller.reconcile()
+
+        await change("extra")
+        ticks[0] = 100.1
+        assert await writer.write(controller.state, controller.cache) == 1
+        assert (await store.get("LocalQueue", "research", "extra")).get("status")
+
+        await change("swapped", delete="extra")
+        ticks[0] = 100.2
+        assert await writer.write(controller.state, controller.cache) == 0  # not listed yet
+        ticks[0] = 101.2
+        await writer.write(controller.state, controller.cache)
+        assert (await store.get("LocalQueue", "research", "swapped")).get("status")
+
+    asyncio.run(scenario())
+
+
 def test_queue_count_changes_share_a_budget_news_does_not() -> None:
     async def scenario() -> None:
         store = MemoryStore(now=lambda: NOW)
