@@ -315,6 +315,11 @@ class ClusterQueueQueue:
                 yield held
         yield from self.parked_twins(wl)
 
+    def has_parked(self) -> bool:
+        """Whether `unpark_all` has anything to do (a parked shape, even an empty one, or a
+        held workload)."""
+        return bool(self._parked or self._held)
+
     def unpark_all(self, still_waiting: Callable[[Workload], bool] | None = None) -> bool:
         """Parked shapes and held workloads back to the heaps, but those ``still_waiting`` (backoff)."""
         moved = False

@@ -110,6 +110,7 @@ class State:
     contract_queues: set[str] = field(default_factory=set)
     # Set when an object change may have changed why pending workloads wait.
     _waiting_dirty: bool = False
+    _requeue_all_due: bool = False  # every parked workload is to go back (`_requeue_all`)
     # Topologies, nodes, their other pods and the TAS usage (engine/topology_snapshot.py).
     cluster: Cluster = field(default_factory=Cluster)
 
@@ -751,8 +752,17 @@ class State:
                 queue.unpark_all(self.backing_off)
 
     def _requeue_all(self) -> None:
+        """Parked workloads go back to their heaps at the next `explain_waiting` (a cycle's start):
+        at a start each of thousands of namespaces walking every queue made loading quadratic."""
+        self._requeue_all_due = True
+
+    def _requeue_all_now(self) -> None:
+        if not self._requeue_all_due:
+            return
+        self._requeue_all_due = False
         for queue in self.queues.values():
-            queue.unpark_all(self.backing_off)
+            if queue.has_parked():
+                queue.unpark_all(self.backing_off)
 
     # ------------------------------------------------------ waiting, explained
 
@@ -763,6 +773,7 @@ class State:
         first, the scenario runner after every step.
         """
         self.ensure_tree()
+        self._requeue_all_now()
         if not self._waiting_dirty:
             return
         self._waiting_dirty = False
