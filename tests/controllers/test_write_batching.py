@@ -92,17 +92,22 @@ def test_workload_status_writes_go_out_several_at_a_time_but_bounded() -> None:
     assert 1 < store.most_in_flight <= 4 + 1  # four for admissions, one for pending explanations
 
 
+async def _queue_writer() -> tuple[MemoryStore, AdmissionController, QueueStatusWriter, list[float]]:
+    """The example queues and workloads admitted, and a queue status writer on a clock the
+    test moves (``ticks[0]``), at most one write per queue a second."""
+    store = MemoryStore(now=lambda: NOW)
+    await _loaded(store, "queues.yaml", "workloads.yaml")
+    controller = AdmissionController(store, clock=lambda: NOW)
+    await controller.sync()
+    await controller.reconcile()
+    ticks = [100.0]
+    writer = QueueStatusWriter(store, clock=lambda: NOW, min_interval_seconds=1.0, monotonic=lambda: ticks[0])
+    return store, controller, writer, ticks
+
+
 def test_queue_status_is_written_at_most_once_per_interval_and_the_latest_goes_out() -> None:
     async def scenario() -> None:
-        store = MemoryStore(now=lambda: NOW)
-        await _loaded(store, "queues.yaml", "workloads.yaml")
-        controller = AdmissionController(store, clock=lambda: NOW)
-        await controller.sync()
-        await controller.reconcile()
-        ticks = [100.0]
-        writer = QueueStatusWriter(
-            store, clock=lambda: NOW, min_interval_seconds=1.0, monotonic=lambda: ticks[0]
-        )
+        store, controller, writer, ticks = await _queue_writer()
         assert await writer.write(controller.state, controller.cache) > 0
         cq = Key("ClusterQueue", "", "research")
         status_before = controller.cache[cq]["status"]
@@ -159,15 +164,7 @@ def test_a_new_queue_gets_its_first_status_at_once_and_a_swapped_one_within_the_
     when the interval has passed (a deletion and a creation in one pass keep the number)."""
 
     async def scenario() -> None:
-        store = MemoryStore(now=lambda: NOW)
-        await _loaded(store, "queues.yaml", "workloads.yaml")
-        controller = AdmissionController(store, clock=lambda: NOW)
-        await controller.sync()
-        await controller.reconcile()
-        ticks = [100.0]
-        writer = QueueStatusWriter(
-            store, clock=lambda: NOW, min_interval_seconds=1.0, monotonic=lambda: ticks[0]
-        )
+        store, controller, writer, ticks = await _queue_writer()
         await writer.write(controller.state, controller.cache)
 
         async def change(create: str, delete: str | None = None) -> None:
@@ -196,15 +193,7 @@ def test_a_new_queue_gets_its_first_status_at_once_and_a_swapped_one_within_the_
 
 def test_queue_count_changes_share_a_budget_news_does_not() -> None:
     async def scenario() -> None:
-        store = MemoryStore(now=lambda: NOW)
-        await _loaded(store, "queues.yaml", "workloads.yaml")
-        controller = AdmissionController(store, clock=lambda: NOW)
-        await controller.sync()
-        await controller.reconcile()
-        ticks = [100.0]
-        writer = QueueStatusWriter(
-            store, clock=lambda: NOW, min_interval_seconds=1.0, monotonic=lambda: ticks[0]
-        )
+        store, controller, writer, ticks = await _queue_writer()
         writer.max_writes_per_second = 1.0
         queues = [k for k in controller.cache if k.kind in ("ClusterQueue", "LocalQueue")]
         # Every queue's first status is news: all of them go, whatever the budget.

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from browsing.browser import Browser
+
 from .helpers import Server
 
 
@@ -81,3 +83,10 @@ def start_server(tmp_path: Path, user_prefix: str) -> Iterator[Callable[..., Ser
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """A real Chromium, closed after the test."""
+    with Browser() as chromium:
+        yield chromium

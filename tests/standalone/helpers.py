@@ -360,3 +360,13 @@ def jobset(
         "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": queue}},
         "spec": spec,
     }
+
+
+def workload_of(server: Server, namespace: str, job_name: str) -> str:
+    """The ``namespace/name`` of the Workload of a job, once the server has made it."""
+
+    def found() -> str:
+        rows = server.api("GET", f"/api/v1/workloads?namespace={namespace}")
+        return next((f"{namespace}/{r['name']}" for r in rows if r["job"] == job_name), "")
+
+    return str(wait_until(found))

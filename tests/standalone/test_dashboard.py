@@ -14,17 +14,16 @@ holds the ones the docs show).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import yaml
 
 from browsing.browser import Browser
 
-from .helpers import Server, job, wait_until, write_config
+from .helpers import Server, job, wait_until, workload_of, write_config
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 DESKTOP = (1280, 900, False)
@@ -66,20 +65,6 @@ def _queues() -> str:
     return yaml.safe_dump_all(docs)
 
 
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    with Browser() as chromium:
-        yield chromium
-
-
-def _workload_of(server: Server, namespace: str, job_name: str) -> str:
-    def found() -> str:
-        rows = server.api("GET", f"/api/v1/workloads?namespace={namespace}")
-        return next((f"{namespace}/{r['name']}" for r in rows if r["job"] == job_name), "")
-
-    return str(wait_until(found))
-
-
 def _row(key: str) -> str:
     """A script: the cells of the workload row ``key`` (null while it is not shown)."""
     return f"""(() => {{
@@ -106,15 +91,15 @@ def test_a_tenant_watches_its_workload_wait_for_quota_then_start_live(
     assert alice.startswith("pk_") and bob.startswith("pk_")
 
     assert server.apply([job("holder", "sleep 600", namespace="research")], token=alice).status_code == 200
-    holder = _workload_of(server, "research", "holder")
+    holder = workload_of(server, "research", "holder")
     wait_until(lambda: server.explanation(*holder.split("/"))["state"] == "Admitted")
     assert server.apply([job("waiter", "sleep 600", namespace="research")], token=alice).status_code == 200
     # Bob's job asks for more than the queue ever has: it waits too, for another cause, and never
     # overtakes alice's (equal priority and creation second would leave their order to their uids).
     secret_job = job("secret", "sleep 600", namespace="product", cpu="2")
     assert server.apply([secret_job], token=bob).status_code == 200
-    waiter = _workload_of(server, "research", "waiter")
-    secret = _workload_of(server, "product", "secret")
+    waiter = workload_of(server, "research", "waiter")
+    secret = workload_of(server, "product", "secret")
 
     browser.load(f"{server.url}/dashboard#token={alice}", *DESKTOP)
     assert browser.evaluate("location.hash") == "", "the token must leave the address bar"
@@ -181,8 +166,8 @@ def test_the_dashboard_document_is_cut_to_the_caller(
     bob = server.cli("token", "create", "bob", "-n", "product").stdout.strip()
     server.apply([job("mine", "sleep 600", namespace="research")], token=alice)
     server.apply([job("theirs", "sleep 600", namespace="product")], token=bob)
-    _workload_of(server, "research", "mine")
-    _workload_of(server, "product", "theirs")
+    workload_of(server, "research", "mine")
+    workload_of(server, "product", "theirs")
 
     def document(token: str | None) -> dict[str, Any]:
         answer: dict[str, Any] = server.api("GET", "/api/v1/dashboard", token=token)

@@ -18,16 +18,15 @@ import json
 import os
 import struct
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from browsing.browser import Browser
 
-from .helpers import Server, job, wait_until, write_config
+from .helpers import Server, job, wait_until, workload_of, write_config
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 GPU_FLAVOR = "a100-80gb-sxm4-nvidia-hgx-reserved"
@@ -85,20 +84,6 @@ def _queues() -> str:
             }
         )
     return yaml.safe_dump_all(docs)
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    with Browser() as chromium:
-        yield chromium
-
-
-def _workload_of(server: Server, namespace: str, job_name: str) -> str:
-    def found() -> str:
-        rows = server.api("GET", f"/api/v1/workloads?namespace={namespace}")
-        return next((f"{namespace}/{r['name']}" for r in rows if r["job"] == job_name), "")
-
-    return str(wait_until(found))
 
 
 def _not_blank(png: bytes, width: int) -> None:
@@ -175,8 +160,8 @@ def _run_jobs(server: Server, alice: str, bob: str) -> dict[str, str]:
     assert (
         server.apply([job("secret", "sleep 600", namespace="product", cpu="4")], token=bob).status_code == 200
     )
-    keys = {n: _workload_of(server, "research", n) for n in ("ok", "bad", "low", "high")}
-    keys["secret"] = _workload_of(server, "product", "secret")
+    keys = {n: workload_of(server, "research", n) for n in ("ok", "bad", "low", "high")}
+    keys["secret"] = workload_of(server, "product", "secret")
     wait_until(lambda: server.explanation(*keys["high"].split("/"))["state"] == "Admitted", timeout=60)
     return keys
 
