@@ -48,7 +48,6 @@ such runs explain a count, they are not headline figures.
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import csv
 import json
@@ -56,6 +55,7 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import ssl
 import statistics
 import subprocess
@@ -64,7 +64,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -72,6 +72,7 @@ from typing import Any
 
 import yaml
 
+from benchmarks import upstream_watch
 from benchmarks.cluster_bench import kueue_requests
 from pykueue.devcluster.controlplane import KubeCluster
 from pykueue.devcluster.credentials import write_kubeconfig
@@ -127,6 +128,19 @@ class Run:
     # The API server's own count of Kueue writes (creates, updates, patches) by verb, resource, code.
     kueue_writes: dict[str, int] = field(default_factory=dict)
     control_plane_cpu_s: dict[str, float] = field(default_factory=dict)
+    # From the bench's own watches on Workloads and ClusterQueues (upstream_watch.py); None in
+    # runs recorded before they existed. Lost work: each eviction's resources x the time since
+    # its reservation, in resource-seconds per "flavor/resource" (CPU: core-seconds).
+    watch_evictions: int | None = None
+    lost_cpu_s: float | None = None
+    lost_work: dict[str, float] = field(default_factory=dict)
+    # pykueue only: its own pykueue_preempted_resource_seconds_total, the cross-check.
+    metric_lost_cpu_s: float | None = None
+    metric_lost_work: dict[str, float] = field(default_factory=dict)
+    # How long status.flavorsUsage took to show each change of the usage the watch saw:
+    # p50, p99, max, changes, unresolved, stale_s (seconds the status disagreed, all queues).
+    status_lag_s: dict[str, float] = field(default_factory=dict)
+    status_lag_by_queue: dict[str, dict[str, float]] = field(default_factory=dict)
     error: str = ""
 
     @property
@@ -179,7 +193,7 @@ class MetricsPoller(threading.Thread):
                 if context is None:
                     if not self.kubeconfig.exists():
                         continue
-                    context, server = self._connect()
+                    context, server = upstream_watch.connect(self.kubeconfig)
                 with urllib.request.urlopen(server + "/metrics", context=context, timeout=10) as answer:
                     self.last = answer.read().decode()
                 if self.series is not None:
@@ -188,18 +202,11 @@ class MetricsPoller(threading.Thread):
             except (OSError, ValueError, KeyError, ssl.SSLError):
                 continue
 
-    def _connect(self) -> tuple[ssl.SSLContext, str]:
-        doc = yaml.safe_load(self.kubeconfig.read_text())
-        cluster = doc["clusters"][0]["cluster"]
-        user = doc["users"][0]["user"]
-        folder = self.kubeconfig.parent
-        (folder / "client.crt").write_bytes(base64.b64decode(user["client-certificate-data"]))
-        (folder / "client.key").write_bytes(base64.b64decode(user["client-key-data"]))
-        context = ssl.create_default_context(
-            cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
-        )
-        context.load_cert_chain(folder / "client.crt", folder / "client.key")
-        return context, str(cluster["server"]).rstrip("/")
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _bin_dir(script: str, *args: str) -> Path:
@@ -367,6 +374,7 @@ class WarmController:
         self.binary = binary
         self.out = out
         self.log = out / f"{binary.name}.out.log"
+        self.before_stop: Callable[[], None] | None = None  # e.g. a last read of its /metrics
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
                 [str(binary), "--kubeconfig", str(out / "kubeconfig")],
@@ -392,6 +400,8 @@ class WarmController:
                 if marker in tail:
                     break
                 time.sleep(0.2)
+        if self.before_stop is not None:
+            self.before_stop()
         self.stop(since)
 
     def stop(self, since: float) -> None:
@@ -447,6 +457,11 @@ def run_once(
         binary.write_text(WRAPPER)
         binary.chmod(0o755)
     timeout = max(5.0, TIMEOUT_MINUTES[shape] * max(scale, 0.25))
+    metrics_port = 0
+    if controller == "pykueue" and "--metrics-port" not in pykueue_args:
+        # Served on loopback for the lost-work cross-check (read after evictions, not polled).
+        metrics_port = free_port()
+        pykueue_args = f"{pykueue_args} --metrics-port {metrics_port} --metrics-host 127.0.0.1"
     env = {
         **os.environ,
         "KUBEBUILDER_ASSETS": str(bins["kube"]),
@@ -466,6 +481,8 @@ def run_once(
     started = time.monotonic()
     poller = MetricsPoller(out / "kubeconfig", series=out / "kueue-writes.jsonl")
     poller.start()
+    watch = upstream_watch.RunWatch(out / "kubeconfig", metrics_port)
+    watch.start()
     returncode = -1
     try:
         with contextlib.ExitStack() as stack:
@@ -476,6 +493,8 @@ def run_once(
                 env["KUBECONFIG"] = str(out / "kubeconfig")
                 poller.runner_pid = os.getpid()  # etcd and kube-apiserver are our children now
                 warm = WarmController(binary, out, env)
+                if watch.metrics is not None:
+                    warm.before_stop = watch.metrics.scrape
                 stack.callback(warm.stop, time.monotonic())  # whatever ends the run early
                 warm.warm_up(warm_up)
             else:
@@ -483,6 +502,10 @@ def run_once(
             returncode = _play(argv, env, out, poller, warm)
     except (RuntimeError, ControlPlaneError) as exc:
         run.error = str(exc)
+    watch.stop()
+    watch.save(out / "watch.jsonl")
+    for name, value in watch.figures().items():
+        setattr(run, name, value)
     poller.stopping.set()
     poller.join(15)
     run.kueue_writes = kueue_requests(poller.last)
@@ -570,6 +593,11 @@ COLUMNS: list[tuple[str, Any, int]] = [
     ("TTA medium s", lambda r: r.tta_s.get("medium"), 1),
     ("TTA small s", lambda r: r.tta_s.get("small"), 1),
     ("evictions", lambda r: r.evictions, 0),
+    ("lost CPU s", lambda r: r.lost_cpu_s, 0),
+    ("lost CPU s (metric)", lambda r: r.metric_lost_cpu_s, 0),
+    ("usage lag p50 s", lambda r: r.status_lag_s.get("p50"), 2),
+    ("usage lag p99 s", lambda r: r.status_lag_s.get("p99"), 2),
+    ("usage lag max s", lambda r: r.status_lag_s.get("max"), 2),
     ("seen admitted", lambda r: r.seen_admitted, 0),
     ("Workload status writes", lambda r: r.workload_status_writes or None, 0),
     ("CPU s", lambda r: r.cpu_s, 1),
