@@ -24,6 +24,13 @@ record (``wlStates.csv``): *runner usage*, the CPUs of Workloads between the adm
 Finished the runner saw, over the same time and nominal quota. It does not depend on how a
 controller reports its queues' status, so it compares the two controllers on equal terms.
 
+Two more from the bench's own watches on Workloads and ClusterQueues (upstream_watch.py, kept
+in ``watch.jsonl``), computed the same way for both controllers: *lost CPU s*, each eviction's
+admitted CPUs times the time since its reservation, and *usage lag*, how long each
+ClusterQueue's ``status.flavorsUsage`` took to show each change of its admitted usage
+(p50 / p99 / max). For pykueue, its ``pykueue_preempted_resource_seconds_total`` (read from
+``--metrics-port`` on loopback, a second after evictions) is the cross-check of the first.
+
 ``--scale`` multiplies every workload count (at least one per set); ``--runs`` repeats the
 whole sequence and the table shows min / median / max. Results are kept in ``--out``.
 
@@ -428,6 +435,22 @@ class WarmController:
         (self.out / f"{self.binary.name}.stats.yaml").write_text(yaml.safe_dump(stats))
 
 
+def _controller_binary(controller: str, out: Path, perf_bin: Path, minimalkueue_args: str) -> Path:
+    """What the runner starts: minimalkueue, or a wrapper of the same name, or pykueue's wrapper."""
+    if controller == "minimalkueue" and not minimalkueue_args:
+        return perf_bin / "minimalkueue"
+    if controller == "minimalkueue":
+        # A wrapper of the same name, so the stats file and the runner's handling stay as they are.
+        binary = out / "minimalkueue"
+        real = shlex.quote(str(perf_bin / "minimalkueue"))
+        binary.write_text(f'#!/bin/sh\nexec {real} {minimalkueue_args} "$@"\n')
+    else:
+        binary = out / "pykueue"
+        binary.write_text(WRAPPER)
+    binary.chmod(0o755)
+    return binary
+
+
 def run_once(
     controller: str,
     shape: str,
@@ -444,23 +467,11 @@ def run_once(
     out.mkdir(parents=True, exist_ok=True)
     run = Run(controller, shape, scale, index, str(out), warm_up_s=warm_up)
     generator = scaled_generator(shape, scale, out)
-    if controller == "minimalkueue" and not minimalkueue_args:
-        binary = bins["perf"] / "minimalkueue"
-    elif controller == "minimalkueue":
-        # A wrapper of the same name, so the stats file and the runner's handling stay as they are.
-        binary = out / "minimalkueue"
-        real = shlex.quote(str(bins["perf"] / "minimalkueue"))
-        binary.write_text(f'#!/bin/sh\nexec {real} {minimalkueue_args} "$@"\n')
-        binary.chmod(0o755)
-    else:
-        binary = out / "pykueue"
-        binary.write_text(WRAPPER)
-        binary.chmod(0o755)
+    binary = _controller_binary(controller, out, bins["perf"], minimalkueue_args)
     timeout = max(5.0, TIMEOUT_MINUTES[shape] * max(scale, 0.25))
-    metrics_port = 0
-    if controller == "pykueue" and "--metrics-port" not in pykueue_args:
-        # Served on loopback for the lost-work cross-check (read after evictions, not polled).
-        metrics_port = free_port()
+    # pykueue serves /metrics on loopback for the lost-work cross-check (read after evictions).
+    metrics_port = free_port() if controller == "pykueue" and "--metrics-port" not in pykueue_args else 0
+    if metrics_port:
         pykueue_args = f"{pykueue_args} --metrics-port {metrics_port} --metrics-host 127.0.0.1"
     env = {
         **os.environ,
@@ -502,10 +513,7 @@ def run_once(
             returncode = _play(argv, env, out, poller, warm)
     except (RuntimeError, ControlPlaneError) as exc:
         run.error = str(exc)
-    watch.stop()
-    watch.save(out / "watch.jsonl")
-    for name, value in watch.figures().items():
-        setattr(run, name, value)
+    _finish_watch(run, watch, out)
     poller.stopping.set()
     poller.join(15)
     run.kueue_writes = kueue_requests(poller.last)
@@ -531,13 +539,20 @@ def run_once(
         # tenth of the large-scale shape, with a controller slow to start).
         run.error = f"no Workload was admitted before the runner's recorder stopped; see {out / 'runner.log'}"
         return run
+    _check(run, bins["perf"], stats_file)
+    return run
+
+
+def _check(run: Run, perf_bin: Path, stats_file: Path) -> None:
+    """Upstream's checker's verdict on a recorded run, against the shape's full-scale bounds."""
+    out = Path(run.out)
     check = subprocess.run(
         [
-            str(bins["perf"] / "checker.test"),
+            str(perf_bin / "checker.test"),
             "-test.run=^TestScalability$",
             f"-summary={out / 'summary.yaml'}",
             f"-cmdStats={stats_file}",
-            f"-range={SHAPES_DIR / shape / 'rangespec.yaml'}",
+            f"-range={SHAPES_DIR / run.shape / 'rangespec.yaml'}",
         ],
         capture_output=True,
         text=True,
@@ -546,7 +561,16 @@ def run_once(
     (out / "checker.log").write_text(check.stdout + check.stderr)
     run.ok = True
     run.verdict = "PASS" if check.returncode == 0 else "FAIL"
-    return run
+
+
+def _finish_watch(run: Run, watch: upstream_watch.RunWatch, out: Path) -> None:
+    """Stop the bench's watches, keep their record and put the run's lost work and lag in ``run``."""
+    watch.stop()
+    watch.save(out / "watch.jsonl")
+    if watch.metrics is not None:
+        (out / "controller-metrics.txt").write_text(watch.metrics.last)
+    for name, value in watch.figures().items():
+        setattr(run, name, value)
 
 
 def _play(
@@ -593,8 +617,8 @@ COLUMNS: list[tuple[str, Any, int]] = [
     ("TTA medium s", lambda r: r.tta_s.get("medium"), 1),
     ("TTA small s", lambda r: r.tta_s.get("small"), 1),
     ("evictions", lambda r: r.evictions, 0),
-    ("lost CPU s", lambda r: r.lost_cpu_s, 0),
-    ("lost CPU s (metric)", lambda r: r.metric_lost_cpu_s, 0),
+    ("lost CPU s", lambda r: r.lost_cpu_s, 1),
+    ("lost CPU s (metric)", lambda r: r.metric_lost_cpu_s, 1),
     ("usage lag p50 s", lambda r: r.status_lag_s.get("p50"), 2),
     ("usage lag p99 s", lambda r: r.status_lag_s.get("p99"), 2),
     ("usage lag max s", lambda r: r.status_lag_s.get("max"), 2),
