@@ -139,6 +139,7 @@ class Run:
     # runs recorded before they existed. Lost work: each eviction's resources x the time since
     # its reservation, in resource-seconds per "flavor/resource" (CPU: core-seconds).
     watch_evictions: int | None = None
+    watch_cpu_s: float | None = None  # what the two watches cost the bench process (not the controller)
     lost_cpu_s: float | None = None
     lost_work: dict[str, float] = field(default_factory=dict)
     # pykueue only: its own pykueue_preempted_resource_seconds_total, the cross-check.

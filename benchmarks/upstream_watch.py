@@ -356,8 +356,15 @@ class ApiWatch(threading.Thread):
         self.sink = sink
         self.stopping = stopping
         self.on_event = on_event
+        self.cpu_s = 0.0  # this thread's own CPU time, once it ended: what watching cost the bench
 
     def run(self) -> None:
+        try:
+            self._watch()
+        finally:
+            self.cpu_s = time.thread_time()
+
+    def _watch(self) -> None:
         context: ssl.SSLContext | None = None
         server = ""
         version = ""
@@ -462,6 +469,7 @@ class RunWatch:
         lost = lost_work(seen)
         lags = usage_lag(seen)
         figures: dict[str, Any] = {
+            "watch_cpu_s": round(sum(t.cpu_s for t in self.threads if isinstance(t, ApiWatch)), 1),
             "watch_evictions": lost.evictions,
             "lost_cpu_s": round(lost.of_resource("cpu"), 1),
             "lost_work": {k: round(v, 1) for k, v in sorted(lost.resource_seconds.items())},
