@@ -107,11 +107,14 @@ def test_lost_work_is_each_evictions_resources_times_its_reservation() -> None:
         wl(12, "ns/b", 5, flags="ra"),
         wl(40, "ns/b", 5, flags="raf"),  # finished: nothing lost
         wl(30, "ns/c", flags="e"),  # evicted before any reservation: counted, nothing lost
+        # Evicted and unreserved in one write (pykueue, for a Workload no job owns): 4 CPUs x 2 s.
+        wl(50, "ns/d", 4, flags="ra"),
+        wl(52, "ns/d", flags="e"),
     ]
     lost = lost_work(reversed(events))  # out of order, as two watch threads may append them
-    assert lost.evictions == 3
-    assert lost.resource_seconds == {"default/cpu": pytest.approx(16.0)}
-    assert lost.of_resource("cpu") == pytest.approx(16.0)
+    assert lost.evictions == 4
+    assert lost.resource_seconds == {"default/cpu": pytest.approx(24.0)}
+    assert lost.of_resource("cpu") == pytest.approx(24.0)
     assert lost.of_resource("memory") == 0.0
 
 
