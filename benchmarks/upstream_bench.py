@@ -212,6 +212,7 @@ class MetricsPoller(threading.Thread):
 
 
 def free_port() -> int:
+    """A loopback port free now (for pykueue's /metrics; the runner's API server picks its own)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
