@@ -11,7 +11,10 @@ priority but cannot make room that is never free at once. A reservation makes th
 
     reserver  per cohort tree, the pending workload of a queue with the policy that has
               waited longest, past the policy's ``after`` (its queue time: creation, or its
-              last eviction); one per tree, so reservations never compete
+              last eviction), among those that holding borrowers back can help (it fits once
+              its own queue's running work and the others' workloads admitted by borrowing are
+              gone; `_reachable`);
+              one per tree, so reservations never compete
     need      per resource, the first flavor of its ClusterQueue that could ever hold it;
               none (it never fits, `engine.feasibility`): no reservation
     start     the earliest time it fits, playing forward the ends of the tree's admitted
@@ -106,7 +109,7 @@ def compute(state: State, heads: list[tuple[Workload, str]]) -> dict[Node, Held]
         if policy is not None:
             queue = state.queues[name]
             candidates += [(wl, name) for wl in [*queue.active(), *queue.inadmissible.values()]]
-    best: dict[Node, tuple[tuple[int, int, int], Workload, str]] = {}
+    aged: dict[Node, list[tuple[tuple[int, int, int], Workload, str]]] = {}
     for wl, name in candidates:
         policy, node = policies[name], state.nodes.get(name)
         since = wl.queue_order_time()
@@ -118,17 +121,31 @@ def compute(state: State, heads: list[tuple[Workload, str]]) -> dict[Node, Held]
             or state.now - since < policy.after
         ):
             continue
-        order = (since, -wl.priority, wl.seq)
-        root = node.root()
-        if root not in best or order < best[root][0]:
-            best[root] = (order, wl, name)
+        aged.setdefault(node.root(), []).append(((since, -wl.priority, wl.seq), wl, name))
     out: dict[Node, Held] = {}
-    for root, (_, wl, cq_name) in best.items():
-        need = _need(state, wl, cq_name)
-        if need:
+    for root, rows in aged.items():
+        for _, wl, cq_name in sorted(rows, key=lambda row: row[0]):
             node = state.nodes[cq_name]
-            out[root] = Held(wl.key, cq_name, wl.priority, need, _start(state, node, need))
+            need = _need(state, wl, cq_name)
+            if need and _reachable(state, node, need):
+                out[root] = Held(wl.key, cq_name, wl.priority, need, _start(state, node, need))
+                break
     return out
+
+
+def _reachable(state: State, node: Node, need: Quantities) -> bool:
+    """Could holding borrowers back ever make room for ``need``? It fits once its own queue's
+    running work and the other queues' workloads admitted by borrowing are gone. What they
+    admitted within their nominal quota is theirs and may be renewed at any time, so a workload
+    that needs it too does not reserve (it would hold every borrower back for as long as they
+    keep using their own quota)."""
+    gone = []
+    for leaf in node.root().cluster_queues():
+        for wl in state.admitted.get(leaf.name, {}).values():
+            if leaf is node or wl.borrowing:
+                gone.append((0, 0, leaf, wl.usage()))
+    with _without(gone):
+        return _fits(node, need)
 
 
 def _need(state: State, wl: Workload, cq_name: str) -> Quantities:
