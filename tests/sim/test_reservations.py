@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .helpers import cluster_queue, design, run, times
 
-POLICY = "  annotations: {pykueue.io/reservation: '{\"after\": \"1h\"}'}\n"
+POLICY = '  annotations: {pykueue.io/reservation: \'{"after": "1h"}\'}\n'
 HOUR = 3600
 
 

@@ -135,15 +135,27 @@ def compute(state: State, heads: list[tuple[Workload, str]]) -> dict[Node, Held]
 
 def _reachable(state: State, node: Node, need: Quantities) -> bool:
     """Could holding borrowers back ever make room for ``need``? It fits once its own queue's
-    running work and the other queues' workloads admitted by borrowing are gone. What they
-    admitted within their nominal quota is theirs and may be renewed at any time, so a workload
-    that needs it too does not reserve (it would hold every borrower back for as long as they
-    keep using their own quota)."""
+    running work and what the other queues borrow are gone: per queue, the workloads it admitted
+    by borrowing, or at least what it uses beyond its nominal quota (a workload loaded already
+    admitted does not say how it was admitted). What they use within their nominal quota is
+    theirs and may be renewed at any time, so a workload that needs it too does not reserve (it
+    would hold every borrower back for as long as they keep using their own quota)."""
     gone = []
     for leaf in node.root().cluster_queues():
-        for wl in state.admitted.get(leaf.name, {}).values():
-            if leaf is node or wl.borrowing:
-                gone.append((0, 0, leaf, wl.usage()))
+        admitted = state.admitted.get(leaf.name, {}).values()
+        if leaf is node:
+            gone.append((0, 0, leaf, dict(leaf.usage)))
+            continue
+        borrowed: Quantities = {}
+        for wl in admitted:
+            if wl.borrowing:
+                for fr, value in wl.usage().items():
+                    borrowed[fr] = borrowed.get(fr, 0) + value
+        for fr, used in leaf.usage.items():
+            quota = leaf.quotas.get(fr)
+            beyond = used - (quota.nominal if quota is not None else 0)
+            borrowed[fr] = max(borrowed.get(fr, 0), beyond, 0)
+        gone.append((0, 0, leaf, borrowed))
     with _without(gone):
         return _fits(node, need)
 
