@@ -246,7 +246,7 @@ def holds(
     if not _takes(state, h, node, usage):
         return ""
     when = (
-        f" from {(h.start - state.now + SECOND - 1) // SECOND}s from now (by the declared ends of running work)"
+        f" starting in {(h.start - state.now + SECOND - 1) // SECOND}s (by the declared ends of running work)"
         if h.start is not None
         else " (its start waits for running work without a declared limit)"
     )
