@@ -133,3 +133,39 @@ def test_backfill_is_by_the_declared_limit() -> None:
                     obj["spec"]["maximumExecutionTimeSeconds"] = limit
         variant = loader.parse(changed, "952-variant")
         assert check(variant, runner.run(variant)), limit
+
+
+def test_once_its_workload_is_admitted_the_reservation_holds_nothing_more() -> None:
+    """In the cycle that admits the reserving workload, a borrower ordered after it that fits
+    beside it is admitted too (the reservation is not counted twice)."""
+    doc = _doc("951-reservation-borrowing-gang-starts.yaml")
+    objects = []
+    for obj in doc["objects"]:
+        if obj["kind"] == "ClusterQueue" and obj["metadata"]["name"] == "team-b":
+            obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "10"
+        if obj["metadata"].get("name") == "c-next":
+            continue
+        objects.append(obj)
+    d_queue = yaml.safe_load(yaml.safe_dump(next(o for o in objects if o["metadata"]["name"] == "team-c")))
+    d_queue["metadata"]["name"] = "team-d"
+    objects.append(d_queue)
+    objects.append(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "main", "namespace": "team-d"},
+            "spec": {"clusterQueue": "team-d"},
+        }
+    )
+    wide = yaml.safe_load(yaml.safe_dump(next(o for o in objects if o["metadata"].get("name") == "big")))
+    wide["metadata"].update(name="d-wide", namespace="team-d", creationTimestamp="2026-01-01T09:55:00Z")
+    wide["spec"]["priority"] = -1  # ordered after the gang, both borrowing
+    wide["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "4"
+    objects.append(wide)
+    doc["objects"] = objects
+    # 16 CPUs, 6 in use: the gang (6, borrowing 4) and d-wide (4, borrowing 2) both fit.
+    doc["steps"] = [{"cycle": 1}]
+    doc.pop("expect", None)
+    scenario = loader.parse(doc, "951-both")
+    result = runner.run(scenario)
+    assert {"gang/big", "team-d/d-wide"} <= set(result["admitted"]), result["admitted"]

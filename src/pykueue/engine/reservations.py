@@ -234,6 +234,9 @@ def holds(
     h = held.get(node.root()) if node is not None else None
     if h is None or h.workload == wl.key or wl.priority > h.priority:
         return ""
+    reserver = state.workloads.get(h.workload)
+    if reserver is None or reserver.admission is not None:
+        return ""  # admitted earlier in this cycle (or gone): the reservation has done its work
     usage = assignment.usage
     if not any(fr in h.need for fr in usage):
         return ""
