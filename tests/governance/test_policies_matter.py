@@ -1,6 +1,6 @@
 """Each governance scenario that shows a policy at work fails with the policy taken out: the
 expectations hold because of the policy, not by chance. (Their "off" twins, 902, 912, 914,
-915, 922 and 924, pass with upstream's behaviour.)"""
+915, 922, 924 and 955, pass with upstream's behaviour.)"""
 
 from __future__ import annotations
 
@@ -25,6 +25,10 @@ WITH_POLICY = [
     "941-cost-least-lost-work-first.yaml",
     "942-cost-checkpoint-interval.yaml",
     "943-cost-wait-for-a-declared-end.yaml",
+    "951-reservation-borrowing-gang-starts.yaml",
+    "953-reservation-no-backfill-past-start.yaml",
+    "954-reservation-never-blocks-nominal-quota.yaml",
+    "956-reservation-from-cohort.yaml",
 ]
 
 

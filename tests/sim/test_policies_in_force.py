@@ -40,8 +40,12 @@ TRACE = "name,queue,submit,runtime,requests\na,research/main,0,60,cpu=1\nb,train
 
 
 def _simulate(tmp_path: Path, design: str) -> tuple[str, dict, str]:
+    return _simulate_trace(tmp_path, design, TRACE)
+
+
+def _simulate_trace(tmp_path: Path, design: str, trace: str) -> tuple[str, dict, str]:
     (tmp_path / "queues.yaml").write_text(design, encoding="utf-8")
-    (tmp_path / "trace.csv").write_text(TRACE, encoding="utf-8")
+    (tmp_path / "trace.csv").write_text(trace, encoding="utf-8")
     result = CliRunner().invoke(
         app,
         [
@@ -70,6 +74,7 @@ def test_annotations_are_listed_per_cluster_queue(tmp_path: Path):
         },
         "preemptionContract": {"training": "minRunTime 20m, at most 2 preemption(s) per 24h"},
         "preemptionCost": {},
+        "reservation": {},
         "siteDefaultContract": "none",
     }
     assert "policies in force" in out
@@ -96,9 +101,10 @@ def test_a_design_without_policies_says_so(tmp_path: Path):
         "aging": {},
         "preemptionContract": {},
         "preemptionCost": {},
+        "reservation": {},
         "siteDefaultContract": "none",
     }
-    assert out.count("none (upstream behaviour)") == 3
+    assert out.count("none (upstream behaviour)") == 4
 
 
 def test_the_plan_page_names_each_designs_policies(tmp_path: Path):
@@ -119,3 +125,34 @@ def test_the_plan_page_names_each_designs_policies(tmp_path: Path):
     assert "Policies in force" in html
     assert "b: aging research (1 point(s) per 10m of wait" in html
     assert "research (minRunTime 1h30m (site default))" in html
+
+
+def test_reservations_are_listed_from_the_queue_its_cohort_or_the_site(tmp_path: Path):
+    """pykueue.io/reservation (issue 45, item 1): a queue's own, else its cohort's, else the site's."""
+    own = designs.cluster_queue("gang", annotations={"pykueue.io/reservation": '{"after": "2h"}'})
+    member = designs.cluster_queue("member")
+    for cq in (own, member):
+        cq["spec"]["cohortName"] = "pool"
+    design = designs.dump(
+        designs.flavor(),
+        own,
+        member,
+        designs.cluster_queue("alone"),
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Cohort",
+            "metadata": {"name": "pool", "annotations": {"pykueue.io/reservation": '{"after": "30m"}'}},
+            "spec": {},
+        },
+        designs.local_queue("gang", "gang", name="main"),
+    )
+    site = "---\napiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\npykueue:\n  reservation: {after: 6h}\n"
+    out, summary, _ = _simulate_trace(
+        tmp_path, design + site, "name,queue,submit,runtime,requests\na,gang/main,0,60,cpu=1\n"
+    )
+    assert summary["policies"]["reservation"] == {
+        "alone": "after 6h of wait, backfill by declared limit (site default)",
+        "gang": "after 2h of wait, backfill by declared limit",
+        "member": "after 30m of wait, backfill by declared limit (Cohort pool)",
+    }
+    assert "after 30m of wait, backfill by declared limit (Cohort pool)" in out

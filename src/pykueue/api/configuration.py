@@ -38,7 +38,7 @@ from pydantic_core import PydanticCustomError
 
 from pykueue.api import gate_support, governance, manifests
 from pykueue.api.feature_gates import KNOWN_GATES
-from pykueue.api.governance import PreemptionContract, PreemptionCost
+from pykueue.api.governance import PreemptionContract, PreemptionCost, Reservation
 from pykueue.api.meta import KubeModel, LabelSelector, LabelSelectorRequirement
 from pykueue.api.quantity import parse as parse_milli
 from pykueue.errors import FieldProblem, ParseError, ValidationError
@@ -243,6 +243,16 @@ def _cost(raw: Any) -> PreemptionCost | None:
         raise _nested(at, message) from None
 
 
+def _reservation(raw: Any) -> Reservation | None:
+    if raw is None:
+        return None
+    try:
+        return governance.reservation_setting(raw, "")
+    except ValueError as exc:
+        at, _, message = str(exc).partition(": ")
+        raise _nested(at, message) from None
+
+
 class PykueueOptions(KubeModel):
     """``pykueue``: pykueue's own engine options, each off (upstream's cycle) unless set.
 
@@ -255,6 +265,8 @@ class PykueueOptions(KubeModel):
     preemption_contract: Annotated[PreemptionContract | None, PlainValidator(_contract)] = None
     # The preemption-cost policy of ClusterQueues without their own (docs/governance.md).
     preemption_cost: Annotated[PreemptionCost | None, PlainValidator(_cost)] = None
+    # The reservation policy of ClusterQueues without their own or their cohorts' (docs/governance.md).
+    reservation: Annotated[Reservation | None, PlainValidator(_reservation)] = None
     # EngineConfig.requeue_order: where an evicted workload goes back in its queue.
     requeue_order: Literal["Eviction", "Creation"] | None = None
 

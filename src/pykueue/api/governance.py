@@ -13,6 +13,9 @@ accepts these manifests), so every pykueue policy is an annotation under
                                         '{"minRunTime": "30m", "maxPreemptions": 2, "window": "24h"}'
     pykueue.io/preemption-cost          ClusterQueue: how its preemptors weigh what they destroy, e.g.
                                         '{"leastLostWork": true, "waitForEnd": "30m"}'
+    pykueue.io/reservation              ClusterQueue, Cohort: a workload waiting longer than ``after``
+                                        that cannot fit holds the capacity it needs against
+                                        borrowers, with backfill by declared limit, e.g. '{"after": "2h"}'
     pykueue.io/checkpoint-interval      Workload (from its job): how often it saves its progress, e.g.
                                         "30m"; what a preemption loses is the run since the last one
     pykueue.io/preempted-at             Workload, written by pykueue: when it was preempted (the
@@ -51,16 +54,21 @@ PREEMPTION_CONTRACT = "pykueue.io/preemption-contract"
 PREEMPTED_AT = "pykueue.io/preempted-at"
 PREEMPTION_COST = "pykueue.io/preemption-cost"
 CHECKPOINT_INTERVAL = "pykueue.io/checkpoint-interval"
+RESERVATION = "pykueue.io/reservation"
 PRICE = usage.PRICE
 
 KEYS_BY_KIND: dict[str, frozenset[str]] = {
-    "ClusterQueue": frozenset({DEFAULT_PRIORITY_CLASS, AGING, PREEMPTION_CONTRACT, PREEMPTION_COST}),
+    "ClusterQueue": frozenset(
+        {DEFAULT_PRIORITY_CLASS, AGING, PREEMPTION_CONTRACT, PREEMPTION_COST, RESERVATION}
+    ),
+    "Cohort": frozenset({RESERVATION}),
     "LocalQueue": frozenset({DEFAULT_PRIORITY_CLASS}),
     "ResourceFlavor": frozenset({PRICE}),
 }
 AGING_FIELDS = ("rate", "cap", "priorityClasses", "maxPriority")
 CONTRACT_FIELDS = ("minRunTime", "maxPreemptions", "window")
 COST_FIELDS = ("leastLostWork", "waitForEnd")
+RESERVATION_FIELDS = ("after",)
 MAX_INT32 = 2**31 - 1
 
 _UNITS = {"h": 3600 * 10**6, "m": 60 * 10**6, "s": 10**6, "ms": 1000}
@@ -118,6 +126,16 @@ class PreemptionCost:
     wait_for_end: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Reservations for an aged head (docs/governance.md, "Reservations for an aged head"): a
+    workload that has waited ``after`` microseconds and cannot fit holds the capacity it needs
+    at the earliest time it can start; others may not borrow it, and new work may start in it
+    only when its declared limit ends it before then (backfill)."""
+
+    after: int
+
+
 def parse_duration(text: str) -> int:
     """A positive Go-style duration of h, m, s and ms ("10m", "1h30m") in microseconds."""
     if not isinstance(text, str) or not _DURATION.match(text.strip()):
@@ -150,6 +168,8 @@ def problems(kind: str, annotations: Mapping[str, str]) -> list[FieldProblem]:
             _contract(value, path, out)
         elif key == PREEMPTION_COST:
             _cost(value, path, out)
+        elif key == RESERVATION:
+            _reservation(value, path, out)
         elif key == PRICE:
             _prices(value, path, out)
     return out
@@ -190,6 +210,14 @@ def preemption_cost(annotations: Mapping[str, str]) -> PreemptionCost | None:
     if raw is None:
         return None
     return _cost(raw, f"metadata.annotations[{PREEMPTION_COST}]", None)
+
+
+def reservation(annotations: Mapping[str, str]) -> Reservation | None:
+    """The reservation policy of a (valid) ClusterQueue or Cohort, None when it has none."""
+    raw = annotations.get(RESERVATION)
+    if raw is None:
+        return None
+    return _reservation(raw, f"metadata.annotations[{RESERVATION}]", None)
 
 
 def checkpoint_interval(annotations: Mapping[str, str]) -> tuple[int | None, str]:
@@ -401,3 +429,38 @@ def _cost_fields(value: dict[str, Any], path: str, out: list[FieldProblem] | Non
     if "waitForEnd" in value and wait is None:
         return None
     return PreemptionCost(least_lost=least, wait_for_end=wait)
+
+
+def reservation_setting(value: Any, path: str) -> Reservation:
+    """A reservation policy written as a mapping (a configuration file's
+    ``pykueue.reservation``); the first problem is a ValueError naming ``path`` and the field."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: must be a mapping with the fields {', '.join(RESERVATION_FIELDS)}")
+    out: list[FieldProblem] = [
+        FieldProblem(f"{path}.{name}", f"unknown field (known: {', '.join(RESERVATION_FIELDS)})")
+        for name in sorted(set(value) - set(RESERVATION_FIELDS))
+    ]
+    found = _reservation_fields(value, path, out)
+    if out or found is None:
+        first = out[0] if out else FieldProblem(path, "not a reservation policy")
+        raise ValueError(f"{first.path}: {first.message}")
+    return found
+
+
+def _reservation(raw: str, path: str, out: list[FieldProblem] | None) -> Reservation | None:
+    value = _object(raw, path, RESERVATION_FIELDS, out)
+    if value is None:
+        return None
+    return _reservation_fields(value, path, out)
+
+
+def _reservation_fields(
+    value: dict[str, Any], path: str, out: list[FieldProblem] | None
+) -> Reservation | None:
+    if "after" not in value:
+        _report(
+            out, f"{path}.after", 'required field is missing (the wait before a workload reserves, e.g. "2h")'
+        )
+        return None
+    after = _duration(value["after"], f"{path}.after", out)
+    return None if after is None else Reservation(after=after)

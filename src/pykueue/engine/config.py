@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pykueue.api.feature_gates import KNOWN_GATES
-from pykueue.api.governance import PreemptionContract, PreemptionCost
+from pykueue.api.governance import PreemptionContract, PreemptionCost, Reservation
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
@@ -158,6 +158,9 @@ class EngineConfig:
     # pykueue's own: the preemption-cost policy of every ClusterQueue without its own
     # (docs/governance.md, "Cost-aware preemption"); None: upstream's choice of victims.
     default_preemption_cost: PreemptionCost | None = None
+    # pykueue's own: the reservation policy of every ClusterQueue without its own or its
+    # cohorts' (docs/governance.md, "Reservations for an aged head"); None: upstream's cycle.
+    default_reservation: Reservation | None = None
     # Upstream Configuration's ``resources`` (excludeResourcePrefixes, transformations).
     resources: Resources = Resources()
     wait_for_pods_ready: WaitForPodsReady | None = None

@@ -56,6 +56,8 @@ def engine_config(cfg: api.Configuration, nominal_first_default: bool = True, **
         fields["default_contract"] = own.preemption_contract
     if own.preemption_cost is not None:
         fields["default_preemption_cost"] = own.preemption_cost
+    if own.reservation is not None:
+        fields["default_reservation"] = own.reservation
     if own.requeue_order is not None:
         fields["requeue_order"] = own.requeue_order
     fields.update(extra)

@@ -198,6 +198,7 @@ def cluster_queue(obj: ApiClusterQueue) -> specs.ClusterQueue:
         aging=governance.aging(obj.metadata.annotations),
         contract=governance.contract(obj.metadata.annotations),
         preemption_cost=governance.preemption_cost(obj.metadata.annotations),
+        reservation=governance.reservation(obj.metadata.annotations),
     )
 
 
@@ -208,6 +209,7 @@ def cohort(obj: ApiCohort) -> specs.Cohort:
         parent=obj.spec.parent_name,
         quotas=quotas,
         fair_weight=fair_weight(obj.spec.fair_sharing),
+        reservation=governance.reservation(obj.metadata.annotations),
     )
 
 

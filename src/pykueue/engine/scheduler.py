@@ -53,6 +53,7 @@ from pykueue.engine import (
     evictions,
     fair_sharing,
     lost_work,
+    reservations,
     specs,
     topology_delayed,
     topology_placement,
@@ -147,7 +148,7 @@ def _run_heads(
         untried = {wl.key: (wl.last_tried_flavor, wl.last_generation, wl.last_cycle) for wl, _ in heads}
     preemptor = Preemptor(state)
     entries, inadmissible = _nominate(state, heads, preemptor)
-    cycle = _Cycle(state, preemptor)
+    cycle = _Cycle(state, preemptor, reserved_for=reservations.compute(state, heads))
     for entry in inadmissible:
         untried.pop(entry.workload.key, None)  # not considered: requeued as upstream does
     assumed = 0
@@ -463,6 +464,8 @@ class _Cycle:
     # nominal_first: (root of a cohort tree, flavor-resource) -> the ClusterQueue that
     # admitted within its nominal quota there in this cycle and still has room.
     lenders: dict[tuple[cohort_tree.Node, FlavorResource], str] = field(default_factory=dict)
+    # Per cohort tree, the capacity an aged head holds against borrowers (engine/reservations.py).
+    reserved_for: dict[cohort_tree.Node, reservations.Held] = field(default_factory=dict)
 
     def process(self, entry: Entry, recomputed: bool = False) -> None:
         mode = entry.assignment.mode()
@@ -486,6 +489,18 @@ class _Cycle:
                 f"Workload waits for a cycle: ClusterQueue {lender} of its cohort admits within its "
                 "nominal quota first",
             )
+            return
+        held = reservations.holds(
+            self.state,
+            self.reserved_for,
+            entry.cluster_queue,
+            entry.workload,
+            entry.assignment,
+            entry.borrows > 0,
+        )
+        if held:
+            self._skip(entry, held)
+            entry.requeue_reason = reservations.HELD
             return
         quota_fits = self._fits(entry.cluster_queue, usage, entry.targets)
         placed = self._placed(entry)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pykueue.api.governance import Aging, PreemptionContract, PreemptionCost
+from pykueue.api.governance import Aging, PreemptionContract, PreemptionCost, Reservation
 from pykueue.engine.cohort_tree import Quota
 from pykueue.engine.resources import FlavorResource
 from pykueue.engine.selectors import LabelSelector, Taint, Toleration
@@ -82,6 +82,7 @@ class ClusterQueue:
     aging: Aging | None = None
     contract: PreemptionContract | None = None
     preemption_cost: PreemptionCost | None = None
+    reservation: Reservation | None = None
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.resource_groups:
@@ -103,6 +104,8 @@ class Cohort:
     parent: str = ""
     quotas: dict[FlavorResource, Quota] = field(default_factory=dict)
     fair_weight: float = 1.0
+    # pykueue.io/reservation (docs/governance.md): the policy of its ClusterQueues without their own.
+    reservation: Reservation | None = None
 
 
 @dataclass(frozen=True, slots=True)

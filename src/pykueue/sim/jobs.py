@@ -91,6 +91,11 @@ class Job:
         # What a preemption loses, for cost-aware preemption (engine/lost_work.py); read only
         # when a ClusterQueue has that policy.
         wl.checkpoint_interval = self.checkpoint
+        # Its declared limit, for the policies that read one (a reservation's backfill and start,
+        # waitForEnd): the simulator itself ends the job at the limit (driver.admitted), and
+        # never runs the engine's deadlines (`lifecycle`), so the engine only reads it.
+        if self.max_execution is not None:
+            wl.max_execution_seconds = self.max_execution // 1_000_000
         wl.shape = intake.shape_of(wl)
         return wl
 

@@ -140,7 +140,8 @@ def _policies_text(summary: dict[str, Any]) -> str:
         ", ".join(f"{cq} ({text})" for cq, text in section.get("preemptionContract", {}).items()) or "none"
     )
     costs = ", ".join(f"{cq} ({text})" for cq, text in section.get("preemptionCost", {}).items()) or "none"
-    return f"aging {aging}; preemption contracts {contracts}; preemption cost {costs}"
+    held = ", ".join(f"{cq} ({text})" for cq, text in section.get("reservation", {}).items()) or "none"
+    return f"aging {aging}; preemption contracts {contracts}; preemption cost {costs}; reservations {held}"
 
 
 def _html_value(figure: str, cell: Cell) -> str:

@@ -1,9 +1,9 @@
 """The governance policies a simulated design runs under (docs/governance.md), for its summary.
 
-A ClusterQueue's ``pykueue.io/aging``, ``pykueue.io/preemption-contract`` and
-``pykueue.io/preemption-cost`` annotations, and the site defaults of the design's Configuration
-(``pykueue.preemptionContract``, ``pykueue.preemptionCost``) for every ClusterQueue without
-one of its own. The summary names each so that a
+A ClusterQueue's ``pykueue.io/aging``, ``pykueue.io/preemption-contract``,
+``pykueue.io/preemption-cost`` and ``pykueue.io/reservation`` annotations (the last also from
+its cohorts), and the site defaults of the design's Configuration (``pykueue.preemptionContract``,
+``pykueue.preemptionCost``, ``pykueue.reservation``) for every ClusterQueue without one of its own. The summary names each so that a
 figure can be read with the rules that produced it: without this, a run with aging and one
 without look alike in the report.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pykueue.api import governance
-from pykueue.api.governance import Aging, PreemptionContract, PreemptionCost
+from pykueue.api.governance import Aging, PreemptionContract, PreemptionCost, Reservation
 from pykueue.sim.design import Design
 
 HOUR = 3600 * 10**6
@@ -61,9 +61,44 @@ def cost_text(policy: PreemptionCost) -> str:
     return ", ".join(parts) or "upstream's order"
 
 
+def reservation_text(policy: Reservation) -> str:
+    return f"after {duration_text(policy.after)} of wait, backfill by declared limit"
+
+
+def _reservations(design: Design) -> dict[str, str]:
+    """ClusterQueue -> its reservation policy in words: its own, its nearest cohort's, the site's."""
+    cohorts: dict[str, tuple[str, Reservation | None]] = {}
+    for obj in design.objects:
+        if obj.kind == "Cohort":
+            parent = getattr(obj.spec, "parent_name", "") or ""
+            cohorts[obj.metadata.name] = (parent, governance.reservation(obj.metadata.annotations or {}))
+    default = design.config.default_reservation
+    out: dict[str, str] = {}
+    for obj in design.objects:
+        if obj.kind != "ClusterQueue":
+            continue
+        own = governance.reservation(obj.metadata.annotations or {})
+        if own is not None:
+            out[obj.metadata.name] = reservation_text(own)
+            continue
+        name, seen = getattr(obj.spec, "cohort_name", "") or "", set()
+        while name in cohorts and name not in seen:
+            seen.add(name)
+            parent, policy = cohorts[name]
+            if policy is not None:
+                out[obj.metadata.name] = f"{reservation_text(policy)} (Cohort {name})"
+                break
+            name = parent
+        else:
+            if default is not None:
+                out[obj.metadata.name] = f"{reservation_text(default)} (site default)"
+    return dict(sorted(out.items()))
+
+
 def in_force(design: Design) -> dict[str, Any]:
     """{"aging": {ClusterQueue: text}, "preemptionContract": {ClusterQueue: text},
-    "preemptionCost": {ClusterQueue: text}, "siteDefaultContract": text}.
+    "preemptionCost": {ClusterQueue: text}, "reservation": {ClusterQueue: text},
+    "siteDefaultContract": text}.
 
     A contract that comes from the site default says so ("... (site default)"); a queue
     with neither is absent from the maps, and "siteDefaultContract" is "none" without one.
@@ -95,6 +130,7 @@ def in_force(design: Design) -> dict[str, Any]:
         "aging": dict(sorted(aging.items())),
         "preemptionContract": dict(sorted(contracts.items())),
         "preemptionCost": dict(sorted(costs.items())),
+        "reservation": _reservations(design),
         "siteDefaultContract": contract_text(default) if default is not None else "none",
     }
 
@@ -106,6 +142,7 @@ def lines(policies: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("aging", "aging"),
         ("preemptionContract", "preemption contract"),
         ("preemptionCost", "preemption cost"),
+        ("reservation", "reservation"),
     ):
         entries = policies.get(key, {})
         if not entries:
