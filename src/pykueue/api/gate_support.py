@@ -53,6 +53,7 @@ SUPPORT: Final[dict[str, Support]] = {
     # --- read by the engine or a controller: both values implemented
     "AdmissionFairSharing": _both(),
     "AdmissionGatedBy": _both(),
+    "AssignQueueLabelsForPods": _both(),
     "CleanupProvisioningRequestsOnEviction": _both(),
     "DisableWaitForPodsReady": _both(),
     "FairSharingPreemptWithinNominal": _both(),
@@ -72,7 +73,6 @@ SUPPORT: Final[dict[str, Support]] = {
     "TopologyAwareScheduling": _both(),
     "UnadmittedWorkloadsExplicitStatus": _both(),
     # --- v0.19.2 gates pykueue implements at one value
-    "AssignQueueLabelsForPods": _only(False, "pods get no cluster-queue-name/local-queue-name labels"),
     "ConcurrentAdmission": _only(False, "concurrent admission is not implemented"),
     "ElasticJobsViaWorkloadSlices": _only(
         True, "elastic jobs are refused whatever the gate says; turning it off would not change that"
