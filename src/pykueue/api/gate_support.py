@@ -59,6 +59,7 @@ SUPPORT: Final[dict[str, Support]] = {
     "FairSharingPreemptWithinNominal": _both(),
     "FairSharingPrioritizeNonBorrowing": _both(),
     "FlavorFungibilityPreserveScanProgress": _both(),
+    "LWSImmutableGroupSize": _both(),
     "PartialAdmission": _both(),
     "PodLevelResources": _both(),
     "PrioritizePreemptorWorkloads": _both(),
@@ -93,7 +94,6 @@ SUPPORT: Final[dict[str, Support]] = {
         False, "devices are counted per ResourceClaimTemplate request; partitions are not modelled"
     ),
     "KueueDRARejectWorkloadsWhenDRADisabled": _na("the DRA integration cannot be switched off in pykueue"),
-    "LWSImmutableGroupSize": _only(False, "a LeaderWorkerSet's size is not held immutable by a webhook"),
     "ManagedJobsNamespaceSelectorAlwaysRespected": _only(True, "GA and locked upstream"),
     "MultiKueue": _only(True, "the MultiKueue admission check is always available"),
     "MultiKueueAdaptersForCustomJobs": _only(

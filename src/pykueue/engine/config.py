@@ -81,6 +81,8 @@ DEFAULT_GATES: dict[str, bool] = {
     "TASHandleOverlappingFlavors": True,
     # Beta and on upstream: admitted pods are labelled with their queues (reconcilers/jobframework.py).
     "AssignQueueLabelsForPods": True,
+    # Beta and on upstream: a queued LeaderWorkerSet's size is immutable (kube/webhooks.py).
+    "LWSImmutableGroupSize": True,
 }
 
 

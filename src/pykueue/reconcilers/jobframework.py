@@ -505,6 +505,8 @@ class Integration:
     # The kind's own webhook rules, besides `job_validation`'s for every kind:
     # ``validate(new, old)`` (old is None on create) -> the problems, with field paths.
     validate: Callable[[Manifest, Manifest | None], list[FieldProblem]] | None = None
+    # A feature gate that, off, switches ``validate`` off (its rules are upstream's gated ones).
+    validate_gate: str = ""
     # How MultiKueue dispatches the kind to worker clusters; None: it cannot be dispatched.
     multikueue: Callable[[], MultiKueueAdapter] | None = None
     # Whether a job of the kind may name a pre-built Workload (upstream's list of kinds).
