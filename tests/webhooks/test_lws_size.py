@@ -7,7 +7,8 @@ import asyncio
 import copy
 from typing import Any
 
-from pykueue.api import crd
+from pykueue.api import configuration, crd
+from pykueue.cli import controller_command
 from pykueue.kube import deploy, webhooks
 from pykueue.reconcilers import integrations
 
@@ -74,3 +75,8 @@ def test_the_validating_webhook_is_registered_for_leaderworkersets() -> None:
     assert "leaderworkersets" in resources
     # The kinds queued through their pods with no rules of their own are not sent to it.
     assert "deployments" not in resources
+
+
+def test_the_configurations_gate_reaches_the_webhooks() -> None:
+    cfg = configuration.parse_sections({"featureGates": {"LWSImmutableGroupSize": False}}, "config.yaml")
+    assert controller_command.jobs_of(cfg).feature_gates == {"LWSImmutableGroupSize": False}
