@@ -66,6 +66,7 @@ SUPPORT: Final[dict[str, Support]] = {
     "PrioritySortingWithinCohort": _both(),
     "ReclaimablePods": _both(),
     "SchedulingEquivalenceHashing": _both(),
+    "TASAssignmentsEncodingByHostnamePrefix": _both(),
     "TASFailedNodeReplacement": _both(),
     "TASFailedNodeReplacementFailFast": _both(),
     "TASHandleOverlappingFlavors": _both(),
@@ -138,9 +139,6 @@ SUPPORT: Final[dict[str, Support]] = {
     "SkipFinalizersForPodsSuspendedByParent": _only(True, "GA and locked upstream"),
     "SkipReassignmentForPodOwnedWorkloads": _only(
         False, "a single pod's Workload is placed again after a node failure like any other"
-    ),
-    "TASAssignmentsEncodingByHostnamePrefix": _only(
-        False, "the single-slice encoding is written (api/conversion.py); both are read"
     ),
     "TASBalancedPlacement": _only(False, "balanced placement is not implemented"),
     "TASMultiLayerTopology": _only(

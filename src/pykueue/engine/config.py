@@ -83,6 +83,8 @@ DEFAULT_GATES: dict[str, bool] = {
     "AssignQueueLabelsForPods": True,
     # Beta and on upstream: a queued LeaderWorkerSet's size is immutable (kube/webhooks.py).
     "LWSImmutableGroupSize": True,
+    # Beta and on upstream: topology assignments are written as runs of hostname prefixes.
+    "TASAssignmentsEncodingByHostnamePrefix": True,
 }
 
 
