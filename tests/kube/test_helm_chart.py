@@ -26,6 +26,8 @@ FRAMEWORKS = [
     "jobset.x-k8s.io/jobset",
     "pod",
     "deployment",
+    # Queued through its pods, yet validated (its group size): the job webhook's rules list it.
+    "leaderworkerset.x-k8s.io/leaderworkerset",
     "kubeflow.org/pytorchjob",
     "trainer.kubeflow.org/trainjob",
 ]

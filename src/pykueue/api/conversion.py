@@ -32,6 +32,7 @@ refused as an unknown field, as the v1beta1 schema would refuse it.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -155,12 +156,23 @@ def _workload(doc: Doc) -> None:
             psa["topologyAssignment"] = topology_domains_to_slices(psa["topologyAssignment"])
 
 
-def topology_domains_to_slices(assignment: Doc) -> Doc:
+HOSTNAME_LEVEL: Final = "kubernetes.io/hostname"
+# The v1beta2 API's limits: domains in one slice, slices in one assignment.
+MAX_DOMAINS_PER_SLICE: Final = 100_000
+MAX_SLICES: Final = 1_000
+
+
+def topology_domains_to_slices(assignment: Doc, by_hostname_prefix: bool = True) -> Doc:
     """v1beta1 ``{levels, domains: [{values, count}]}`` -> v1beta2 ``{levels, slices}``.
 
-    All domains go into one slice; per level, a value shared by every domain is written
-    once (``universal``), otherwise the common prefix and suffix are factored out of
-    the per-domain ``roots``. Pod counts are ``universal`` when all equal.
+    ``by_hostname_prefix`` is feature gate TASAssignmentsEncodingByHostnamePrefix (on by
+    default, as upstream). Off, all domains go into one slice. On, when the lowest level is
+    the hostname, consecutive hosts that share a reusable ``-``-ended name prefix (one
+    that two hosts have) form a slice each, and that encoding is written unless the single
+    slice serializes shorter (always, past the single slice's domain limit). In a slice, per
+    level, a value shared by every domain is written once (``universal``), otherwise the
+    common prefix and suffix are factored out of the per-domain ``roots``; pod counts are
+    ``universal`` when all equal. Both encodings decode to the same domains.
     """
     levels = assignment.get("levels")
     domains = assignment.get("domains")
@@ -168,19 +180,79 @@ def topology_domains_to_slices(assignment: Doc) -> Doc:
         return assignment  # malformed or already v1beta2: validation reports it
     if not all(isinstance(d, dict) and isinstance(d.get("values"), list) for d in domains):
         return assignment
-    out: Doc = {"levels": levels, "slices": []}
-    if not domains:
-        return out
-    values_per_level = []
-    for index in range(len(levels)):
-        column = [str(d["values"][index]) if index < len(d["values"]) else "" for d in domains]
-        values_per_level.append(_compact_values(column))
+    single: Doc = {"levels": levels, "slices": [_slice(levels, domains)] if domains else []}
+    if not by_hostname_prefix:
+        return single
+    keys = None
+    if len(domains) > 1 and levels and levels[-1] == HOSTNAME_LEVEL:
+        keys = _hostname_prefix_keys([_value(d, len(levels) - 1) for d in domains])
+    runs = _runs(domains, keys)
+    by_prefix: Doc = {
+        "levels": levels,
+        "slices": [
+            _slice(levels, run[i : i + MAX_DOMAINS_PER_SLICE])
+            for run in runs
+            for i in range(0, len(run), MAX_DOMAINS_PER_SLICE)
+        ],
+    }
+    if len(by_prefix["slices"]) <= 1 or len(domains) > MAX_DOMAINS_PER_SLICE:
+        return by_prefix
+    # As upstream: the shorter of the two as compact JSON; on a tie, the prefix runs.
+    return single if _json_size(single) < _json_size(by_prefix) else by_prefix
+
+
+def _value(domain: Doc, index: int) -> str:
+    values = domain["values"]
+    return str(values[index]) if index < len(values) else ""
+
+
+def _slice(levels: list[Any], domains: list[Doc]) -> Doc:
+    values_per_level = [_compact_values([_value(d, index) for d in domains]) for index in range(len(levels))]
     counts = [d.get("count") for d in domains]
     pod_counts: Doc = {"universal": counts[0]} if len(set(map(repr, counts))) == 1 else {"individual": counts}
-    out["slices"].append(
-        {"domainCount": len(domains), "valuesPerLevel": values_per_level, "podCounts": pod_counts}
-    )
-    return out
+    return {"domainCount": len(domains), "valuesPerLevel": values_per_level, "podCounts": pod_counts}
+
+
+def _json_size(doc: Doc) -> int:
+    return len(json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _hostname_prefix_keys(hostnames: list[str]) -> list[str] | None:
+    """Each host's run key: its longest ``-``-ended prefix that another host has too, or "".
+
+    The deepest prefixes are tried first; when their runs would need more slices than an
+    assignment may have, shallower ones (fewer ``-`` parts), down to one part. None when no
+    depth fits: the hosts are then one run.
+    """
+    ends = [[i + 1 for i in range(len(name) - 1) if name[i] == "-"] for name in hostnames]
+    seen: dict[str, int] = {}
+    for name, cuts in zip(hostnames, ends, strict=True):
+        for cut in cuts:
+            seen[name[:cut]] = min(seen.get(name[:cut], 0) + 1, 2)
+    for depth in range(max((len(c) for c in ends), default=0), 0, -1):
+        keys = []
+        for name, cuts in zip(hostnames, ends, strict=True):
+            usable = (name[:cut] for cut in reversed(cuts[:depth]))
+            keys.append(next((p for p in usable if seen[p] >= 2), ""))
+        slices = sum(-(-len(run) // MAX_DOMAINS_PER_SLICE) for run in _runs(hostnames, keys))
+        if slices <= MAX_SLICES:
+            return keys
+    return None
+
+
+def _runs(items: list[Any], keys: list[str] | None) -> list[list[Any]]:
+    """Consecutive items of equal key ([a, a, b, a]: three runs); no keys: one run."""
+    if not items:
+        return []
+    if not keys:
+        return [items]
+    runs, start = [], 0
+    for i in range(1, len(items)):
+        if keys[i] != keys[start]:
+            runs.append(items[start:i])
+            start = i
+    runs.append(items[start:])
+    return runs
 
 
 def _compact_values(column: list[str]) -> Doc:
@@ -191,10 +263,10 @@ def _compact_values(column: list[str]) -> Doc:
     while prefix < shortest and all(value[prefix] == column[0][prefix] for value in column):
         prefix += 1
     suffix = 0
-    while suffix < shortest - prefix and all(
-        value[-1 - suffix] == column[0][-1 - suffix] for value in column
-    ):
+    while suffix < shortest and all(value[-1 - suffix] == column[0][-1 - suffix] for value in column):
         suffix += 1
+    # Where they overlap (["ababa", "aba"]) the suffix keeps its length, as upstream's encoding.
+    prefix = min(prefix, shortest - suffix)
     individual: Doc = {}
     if prefix:
         individual["prefix"] = column[0][:prefix]

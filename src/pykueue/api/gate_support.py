@@ -53,17 +53,20 @@ SUPPORT: Final[dict[str, Support]] = {
     # --- read by the engine or a controller: both values implemented
     "AdmissionFairSharing": _both(),
     "AdmissionGatedBy": _both(),
+    "AssignQueueLabelsForPods": _both(),
     "CleanupProvisioningRequestsOnEviction": _both(),
     "DisableWaitForPodsReady": _both(),
     "FairSharingPreemptWithinNominal": _both(),
     "FairSharingPrioritizeNonBorrowing": _both(),
     "FlavorFungibilityPreserveScanProgress": _both(),
+    "LWSImmutableGroupSize": _both(),
     "PartialAdmission": _both(),
     "PodLevelResources": _both(),
     "PrioritizePreemptorWorkloads": _both(),
     "PrioritySortingWithinCohort": _both(),
     "ReclaimablePods": _both(),
     "SchedulingEquivalenceHashing": _both(),
+    "TASAssignmentsEncodingByHostnamePrefix": _both(),
     "TASFailedNodeReplacement": _both(),
     "TASFailedNodeReplacementFailFast": _both(),
     "TASHandleOverlappingFlavors": _both(),
@@ -72,7 +75,6 @@ SUPPORT: Final[dict[str, Support]] = {
     "TopologyAwareScheduling": _both(),
     "UnadmittedWorkloadsExplicitStatus": _both(),
     # --- v0.19.2 gates pykueue implements at one value
-    "AssignQueueLabelsForPods": _only(False, "pods get no cluster-queue-name/local-queue-name labels"),
     "ConcurrentAdmission": _only(False, "concurrent admission is not implemented"),
     "ElasticJobsViaWorkloadSlices": _only(
         True, "elastic jobs are refused whatever the gate says; turning it off would not change that"
@@ -93,7 +95,6 @@ SUPPORT: Final[dict[str, Support]] = {
         False, "devices are counted per ResourceClaimTemplate request; partitions are not modelled"
     ),
     "KueueDRARejectWorkloadsWhenDRADisabled": _na("the DRA integration cannot be switched off in pykueue"),
-    "LWSImmutableGroupSize": _only(False, "a LeaderWorkerSet's size is not held immutable by a webhook"),
     "ManagedJobsNamespaceSelectorAlwaysRespected": _only(True, "GA and locked upstream"),
     "MultiKueue": _only(True, "the MultiKueue admission check is always available"),
     "MultiKueueAdaptersForCustomJobs": _only(
@@ -138,9 +139,6 @@ SUPPORT: Final[dict[str, Support]] = {
     "SkipFinalizersForPodsSuspendedByParent": _only(True, "GA and locked upstream"),
     "SkipReassignmentForPodOwnedWorkloads": _only(
         False, "a single pod's Workload is placed again after a node failure like any other"
-    ),
-    "TASAssignmentsEncodingByHostnamePrefix": _only(
-        False, "the single-slice encoding is written (api/conversion.py); both are read"
     ),
     "TASBalancedPlacement": _only(False, "balanced placement is not implemented"),
     "TASMultiLayerTopology": _only(

@@ -22,7 +22,7 @@ import dataclasses
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,8 @@ class Jobs:
     multikueue: multikueue.Settings = field(default_factory=multikueue.Settings)
     # objectRetentionPolicies.workloads (`pykueue.reconcilers.retention`).
     retention_policy: retention.Policy = field(default_factory=retention.Policy)
+    # The configuration's featureGates, for the webhooks' gated rules (the engine reads its own).
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
 
 
 def jobs_of(cfg: configuration.Configuration) -> Jobs:
@@ -105,6 +107,7 @@ def jobs_of(cfg: configuration.Configuration) -> Jobs:
         frameworks,
         multikueue.settings_of(cfg.multi_kueue, cfg.namespace),
         retention.policy_of(cfg.object_retention_policies),
+        dict(cfg.feature_gates),
     )
 
 
@@ -178,6 +181,7 @@ async def serve_local_webhooks(
         ),
         frameworks=jobs.frameworks,
         manage_jobs_without_queue_name=jobs.settings.manage_jobs_without_queue_name,
+        feature_gates=jobs.feature_gates,
     )
     server = webhooks.WebhookServer(
         config, store, queues, visibility=visibility, on_review=on_review, objects=objects
@@ -591,6 +595,7 @@ def controller(
             port=webhook_port,
             frameworks=jobs.frameworks,
             manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
+            feature_gates=jobs.feature_gates,
         )
         if serve_webhooks
         else None

@@ -107,6 +107,7 @@ class LocalPykueue:
             ),
             frameworks=self.frameworks,
             manage_jobs_without_queue_name=self.settings.manage_jobs_without_queue_name,
+            feature_gates=dict(self.config.feature_gates),
         )
 
         async def exists(namespace: str, name: str) -> bool:

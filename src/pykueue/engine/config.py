@@ -79,6 +79,12 @@ DEFAULT_GATES: dict[str, bool] = {
     # Beta and on upstream since 0.18: TAS flavors whose topology ends at the host share
     # the usage of each node (docs/topology.md, "Flavors that share nodes").
     "TASHandleOverlappingFlavors": True,
+    # Beta and on upstream: admitted pods are labelled with their queues (reconcilers/jobframework.py).
+    "AssignQueueLabelsForPods": True,
+    # Beta and on upstream: a queued LeaderWorkerSet's size is immutable (kube/webhooks.py).
+    "LWSImmutableGroupSize": True,
+    # Beta and on upstream: topology assignments are written as runs of hostname prefixes.
+    "TASAssignmentsEncodingByHostnamePrefix": True,
 }
 
 

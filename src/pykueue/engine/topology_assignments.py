@@ -45,8 +45,9 @@ class TopologyAssignment:
             "domains": [{"values": list(d.values), "count": d.count} for d in self.domains],
         }
 
-    def to_v1beta2(self) -> dict[str, Any]:
-        return topology_domains_to_slices(self.to_v1beta1())
+    def to_v1beta2(self, by_hostname_prefix: bool = True) -> dict[str, Any]:
+        """The v1beta2 form; ``by_hostname_prefix`` is gate TASAssignmentsEncodingByHostnamePrefix."""
+        return topology_domains_to_slices(self.to_v1beta1(), by_hostname_prefix)
 
 
 def leaf_key(values: tuple[str, ...] | list[str]) -> str:

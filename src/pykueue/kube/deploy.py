@@ -500,7 +500,8 @@ def validating_webhook_configuration(
     frameworks: tuple[str, ...] = integrations.DEFAULT_FRAMEWORKS,
 ) -> Doc:
     rules = _kueue_rules(["CREATE", "UPDATE"], extra=("workloads/status",))
-    # Every enabled kind with a Workload of its own (not the kinds queued through their pods).
+    # Every enabled kind with a Workload of its own, and the kinds queued through their pods
+    # that have rules of their own (a LeaderWorkerSet's size).
     job_rules = [
         {
             "apiGroups": [integration.group],
@@ -510,7 +511,7 @@ def validating_webhook_configuration(
             "scope": "Namespaced",
         }
         for integration in enabled(frameworks)
-        if integration.adapter is not None
+        if integration.adapter is not None or integration.validate is not None
     ]
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",

@@ -243,9 +243,7 @@ async def mutate_job(
             adapter.suspend(held)
         # A kind held by scheduling gates (a Pod) waits behind the topology gate too (TAS).
         hold_for_topology = getattr(adapter, "hold_for_topology", None)
-        if hold_for_topology is not None and config.feature_gates.get(
-            "TopologyAwareScheduling", DEFAULT_GATES["TopologyAwareScheduling"]
-        ):
+        if hold_for_topology is not None and _gate(config, "TopologyAwareScheduling"):
             hold_for_topology(held)
     if integration.multikueue is not None and objects is not None:
         await multikueue_managed_by.hand_over(integration.multikueue(), held, namespace, objects)
@@ -257,11 +255,15 @@ async def validate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLo
     job = request.get("object") or {}
     integration = _integration_of(request, job)
     operation = request.get("operation")
-    if integration is None or integration.name not in config.frameworks or integration.adapter is None:
+    if integration is None or integration.name not in config.frameworks:
         return _allowed(request)
     if operation not in ("CREATE", "UPDATE") or (job.get("metadata") or {}).get("deletionTimestamp"):
         return _allowed(request)
     old = request.get("oldObject") if operation == "UPDATE" else None
+    if integration.adapter is None:
+        # A kind queued through its pods (a LeaderWorkerSet) has only its own rules.
+        problems = _kind_rules(integration, config, job, old)
+        return _denied(request, problems) if problems else _allowed(request)
     if old:
         namespace = (job.get("metadata") or {}).get("namespace") or request.get("namespace") or ""
         default_exists = (
@@ -277,9 +279,23 @@ async def validate_job(request: Doc, config: WebhookConfig, queues: LocalQueueLo
     problems.extend(job_validation.validate_prebuilt_workload(integration, job, old or None))
     # Elastic jobs (upstream's Workload slices) are not implemented: refused, not run as rigid jobs.
     problems.extend(unsupported.elastic_job_problems((job.get("metadata") or {}).get("annotations")))
-    if integration.validate is not None:
-        problems.extend(integration.validate(job, old or None))
+    problems.extend(_kind_rules(integration, config, job, old))
     return _denied(request, problems) if problems else _allowed(request)
+
+
+def _gate(config: WebhookConfig, name: str) -> bool:
+    return config.feature_gates.get(name, DEFAULT_GATES.get(name, False))
+
+
+def _kind_rules(
+    integration: jobframework.Integration, config: WebhookConfig, job: Doc, old: Doc | None
+) -> list[FieldProblem]:
+    """The kind's own webhook rules, unless the feature gate they depend on is off."""
+    if integration.validate is None or (
+        integration.validate_gate and not _gate(config, integration.validate_gate)
+    ):
+        return []
+    return integration.validate(job, old or None)
 
 
 # --- Kueue objects ----------------------------------------------------------------------------

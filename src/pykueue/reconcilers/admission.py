@@ -213,12 +213,15 @@ class AdmissionController:
     unseen_preemptions: set[str] = field(default_factory=set)
     # The kinds listed and followed (Kubernetes mode adds TOPOLOGY_KINDS).
     kinds: tuple[str, ...] = KINDS
+    _prefix_encoding: bool = field(init=False, default=True)
 
     def __post_init__(self) -> None:
         # A live deployment has check controllers: a check counts as active once its
         # controller says so (see EngineConfig.checks_active_without_condition).
         self.config = replace(self.config, checks_active_without_condition=False)
         self.state = State(config=self.config)
+        # How topology assignments are written (upstream's default: runs of hostname prefixes).
+        self._prefix_encoding = self.config.gate("TASAssignmentsEncodingByHostnamePrefix")
 
     # ------------------------------------------------------------------- sync
 
@@ -484,7 +487,7 @@ class AdmissionController:
             signature = _signature(wl, stored)
             if self.settled.get(engine_key) == signature:
                 continue
-            desired = workload_status.desired_status(wl, stored.get("status"))
+            desired = workload_status.desired_status(wl, stored.get("status"), self._prefix_encoding)
             deactivate = not wl.active and (stored.get("spec") or {}).get("active", True)
             noted = self._preemptions_note(wl, stored) is None
             if desired == (stored.get("status") or {}) and not deactivate and noted:
@@ -560,7 +563,7 @@ class AdmissionController:
             if written is None:
                 return 0
             stored = written
-        desired = workload_status.desired_status(wl, stored.get("status"))
+        desired = workload_status.desired_status(wl, stored.get("status"), self._prefix_encoding)
         sent = 0
         if desired != (stored.get("status") or {}):
             sent = await self._write_status(key, stored, desired)

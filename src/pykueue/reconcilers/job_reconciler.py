@@ -129,6 +129,8 @@ class JobReconciler:
     # managedJobsNamespaceSelector), and the labels of a namespace (None when unknown).
     settings: jobframework.Settings = field(default_factory=jobframework.Settings)
     namespace_labels: Callable[[str], Mapping[str, str] | None] = lambda _: None
+    # Feature gate AssignQueueLabelsForPods: a started job's pod templates get its queues' labels.
+    assign_queue_labels: bool = True
     jobs: dict[Key, Manifest] = field(default_factory=dict)
     workloads: dict[Key, Manifest] = field(default_factory=dict)
     dirty: set[Key] = field(default_factory=set)
@@ -493,17 +495,19 @@ class JobReconciler:
         flavors = self.flavors()
         by_name = {ps.get("name"): ps for ps in (workload.get("spec") or {}).get("podSets") or []}
         infos = [
-            _with_check_updates(
-                PodSetInfo.from_assignment(
-                    a,
-                    flavors,
-                    int((by_name.get(a.get("name")) or {}).get("count", 1)),
-                    workload=str(workload["metadata"]["name"]),
-                ),
-                workload,
+            PodSetInfo.from_assignment(
+                a,
+                flavors,
+                int((by_name.get(a.get("name")) or {}).get("count", 1)),
+                workload=str(workload["metadata"]["name"]),
             )
             for a in workload["status"]["admission"].get("podSetAssignments") or []
         ]
+        if self.assign_queue_labels:
+            infos = [jobframework.with_queue_labels(info, workload) for info in infos]
+        # As upstream, the checks' updates come last: one that sets a queue label to another
+        # value conflicts with it rather than overriding it.
+        infos = [_with_check_updates(info, workload) for info in infos]
         try:
             written = await self._write_job(job, lambda j: adapter.run_with_pod_sets(j, infos))
         except ValidationError as exc:

@@ -41,11 +41,11 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pykueue.api import semantic
-from pykueue.api.meta import LabelSelector
+from pykueue.api.meta import LabelSelector, dns_label_errors, label_value_errors
 from pykueue.errors import FieldProblem
 from pykueue.reconcilers import tas_annotations
 from pykueue.store.base import Manifest
@@ -72,6 +72,10 @@ TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 POD_SET_LABEL = "kueue.x-k8s.io/podset"
 TAS_LABEL = "kueue.x-k8s.io/tas"
+# Feature gate AssignQueueLabelsForPods (on by default, as upstream): an admitted job's pods
+# carry the queues that admitted it, so their usage can be summed per queue by label.
+CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name"
+LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name"
 
 
 class PodSetMergeError(Exception):
@@ -188,6 +192,22 @@ class PodSetInfo:
             annotations=dict(meta.get("annotations") or {}),
             scheduling_gates=tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or ()),
         )
+
+
+def queue_labels(workload: Manifest) -> dict[str, str]:
+    """An admitted Workload's queues as its pods' labels (AssignQueueLabelsForPods). As upstream,
+    a ClusterQueue name that is no DNS-1123 label is left out; so is a LocalQueue name no label
+    value can hold (upstream would fail the pod's update for ever, so the pods never start)."""
+    local = str((workload.get("spec") or {}).get("queueName") or "")
+    cluster = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+    labels = {LOCAL_QUEUE_LABEL: local} if local and not label_value_errors(local) else {}
+    if cluster and not dns_label_errors(cluster):
+        labels[CLUSTER_QUEUE_LABEL] = cluster
+    return labels
+
+
+def with_queue_labels(info: PodSetInfo, workload: Manifest) -> PodSetInfo:
+    return replace(info, labels={**info.labels, **queue_labels(workload)})
 
 
 def merge_into_template(template: Manifest, info: PodSetInfo) -> None:
@@ -485,6 +505,8 @@ class Integration:
     # The kind's own webhook rules, besides `job_validation`'s for every kind:
     # ``validate(new, old)`` (old is None on create) -> the problems, with field paths.
     validate: Callable[[Manifest, Manifest | None], list[FieldProblem]] | None = None
+    # A feature gate that, off, switches ``validate`` off (its rules are upstream's gated ones).
+    validate_gate: str = ""
     # How MultiKueue dispatches the kind to worker clusters; None: it cannot be dispatched.
     multikueue: Callable[[], MultiKueueAdapter] | None = None
     # Whether a job of the kind may name a pre-built Workload (upstream's list of kinds).

@@ -147,6 +147,8 @@ class Manager:
     def __post_init__(self) -> None:
         self.admission = self.admission_controller()
         self.admission.max_ahead = self.max_admissions_ahead
+        # On by default, as upstream: admitted pods carry their queues' names as labels.
+        queue_labels = self.config.gate("AssignQueueLabelsForPods")
         self.jobs = JobReconciler(
             self.store,
             self.registry,
@@ -155,6 +157,7 @@ class Manager:
             self.priority_of,
             settings=self.settings,
             namespace_labels=self.namespace_labels,
+            assign_queue_labels=queue_labels,
         )
         self.jobs.on_job_stopped = self.admission.complete_eviction
         if self.events is not None:
@@ -164,7 +167,12 @@ class Manager:
             self.jobs.on_pods_ready = self.admission.report_pods_ready
         if self.registry.enabled("pod"):
             self.pods = PodGroupReconciler(
-                self.store, self.flavors, self.clock, self.priority_of, settings=self.settings
+                self.store,
+                self.flavors,
+                self.clock,
+                self.priority_of,
+                settings=self.settings,
+                assign_queue_labels=queue_labels,
             )
             self.pods.on_stopped = self.admission.complete_eviction
             self.pods.runs_elsewhere = self._runs_on_a_worker

@@ -97,6 +97,8 @@ class PodGroupReconciler:
     _stopped: dict[Key, str] = field(default_factory=dict)  # the eviction last reported, per workload
     # Whether an admitted Workload's pods run on another cluster (a MultiKueue check): never ungated here.
     runs_elsewhere: Callable[[Manifest], bool] = lambda _: False
+    # Feature gate AssignQueueLabelsForPods: an ungated pod gets its queues' labels.
+    assign_queue_labels: bool = True
 
     def kinds(self) -> list[str]:
         return ["Workload", "Pod"]
@@ -344,6 +346,8 @@ class PodGroupReconciler:
             )
             for a in workload["status"]["admission"].get("podSetAssignments") or []
         }
+        if self.assign_queue_labels:
+            infos = {n: jobframework.with_queue_labels(i, workload) for n, i in infos.items()}
         writes = 0
         for pod in live:
             if not pods.is_gated(pod):

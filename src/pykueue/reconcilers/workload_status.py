@@ -35,7 +35,7 @@ def _time(micros: int) -> str:
     return intake.from_micros(micros).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _pod_set_assignment(ps: PodSetAssignment) -> dict[str, Any]:
+def _pod_set_assignment(ps: PodSetAssignment, by_hostname_prefix: bool) -> dict[str, Any]:
     written: dict[str, Any] = {
         "name": ps.name,
         "flavors": dict(sorted(ps.flavors.items())),
@@ -44,14 +44,17 @@ def _pod_set_assignment(ps: PodSetAssignment) -> dict[str, Any]:
     }
     if ps.topology is not None:
         # Upstream's v1beta2 form (levels and slices); see docs/topology.md.
-        written["topologyAssignment"] = ps.topology.to_v1beta2()
+        written["topologyAssignment"] = ps.topology.to_v1beta2(by_hostname_prefix)
     if ps.delayed_topology is not None:
         written["delayedTopologyRequest"] = ps.delayed_topology
     return written
 
 
-def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any]:
-    """The status to store for ``wl``, starting from what is stored now."""
+def desired_status(
+    wl: Workload, stored: dict[str, Any] | None, by_hostname_prefix: bool = True
+) -> dict[str, Any]:
+    """The status to store for ``wl``, starting from what is stored now; ``by_hostname_prefix``
+    is feature gate TASAssignmentsEncodingByHostnamePrefix (`conversion.topology_domains_to_slices`)."""
     # A shallow copy: the fields replaced below are built anew, the others are only read.
     status = dict(stored or {})
     # No admission stored, none wanted: an eviction now would be of an admission never written.
@@ -61,7 +64,9 @@ def desired_status(wl: Workload, stored: dict[str, Any] | None) -> dict[str, Any
     else:
         status["admission"] = {
             "clusterQueue": wl.admission.cluster_queue,
-            "podSetAssignments": [_pod_set_assignment(ps) for ps in wl.admission.pod_sets],
+            "podSetAssignments": [
+                _pod_set_assignment(ps, by_hostname_prefix) for ps in wl.admission.pod_sets
+            ],
         }
     if wl.unhealthy_nodes:
         status["unhealthyNodes"] = [{"name": name} for name in wl.unhealthy_nodes]

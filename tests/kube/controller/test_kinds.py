@@ -15,7 +15,7 @@ import pytest
 
 from pykueue.devcluster import kinds as kind_controllers
 
-from ..controlplane import KubeCluster, wait_for
+from ..controlplane import ApiError, KubeCluster, wait_for
 from ..ray_dashboard import host_address, ray_dashboard
 from ..upstream_examples import example
 from .conftest import Kueue, is_true, wait
@@ -340,6 +340,16 @@ def test_upstream_sample_leaderworkerset(
             ("leader", 1),
             ("worker", 2),
         ]
+        # LWSImmutableGroupSize, on by default as upstream: the group size stays while queued.
+        with pytest.raises(ApiError) as refused:
+            cluster.request(
+                "PATCH",
+                f"/apis/leaderworkerset.x-k8s.io/v1/namespaces/{kube_namespace}/leaderworkersets/{name}",
+                {"spec": {"leaderWorkerTemplate": {"size": 4}}},
+                content_type="application/merge-patch+json",
+            )
+        assert refused.value.status == 422
+        assert "spec.leaderWorkerTemplate.size: Invalid value: 4: field is immutable" in str(refused.value)
         selector = f"leaderworkerset.sigs.k8s.io/name%3D{name}"
         first = wait(
             lambda: placed_in_pool(pods(cluster, kube_namespace, selector), setup.pool, 6), 90, "6 pods"

@@ -123,6 +123,11 @@ def test_upstream_pod_group_is_admitted_as_one_and_finishes(
             60,
             "both pods ungated on the flavor's nodes",
         )
+        # AssignQueueLabelsForPods, on by default as upstream: each pod names its queues.
+        for pod in pods(cluster, kube_namespace, "kueue.x-k8s.io/pod-group-name%3Dsample-group"):
+            labels = pod["metadata"]["labels"]
+            assert labels["kueue.x-k8s.io/cluster-queue-name"] == setup.cluster_queue
+            assert labels["kueue.x-k8s.io/local-queue-name"] == "user-queue"
         wait(
             lambda: is_true(group_workload(cluster, kube_namespace, "sample-group"), "Finished"),
             60,

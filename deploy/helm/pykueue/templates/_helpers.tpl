@@ -12,7 +12,7 @@ jobset.x-k8s.io/jobset: {group: jobset.x-k8s.io, version: v1alpha2, plural: jobs
 pod: {group: "", version: v1, plural: pods, composable: true, parent: false}
 deployment: {group: apps, version: v1, plural: deployments, composable: false, parent: true}
 statefulset: {group: apps, version: v1, plural: statefulsets, composable: false, parent: true}
-leaderworkerset.x-k8s.io/leaderworkerset: {group: leaderworkerset.x-k8s.io, version: v1, plural: leaderworkersets, composable: false, parent: true}
+leaderworkerset.x-k8s.io/leaderworkerset: {group: leaderworkerset.x-k8s.io, version: v1, plural: leaderworkersets, composable: false, parent: true, validated: true}
 kubeflow.org/pytorchjob: {group: kubeflow.org, version: v1, plural: pytorchjobs, composable: false, parent: false}
 kubeflow.org/tfjob: {group: kubeflow.org, version: v1, plural: tfjobs, composable: false, parent: false}
 kubeflow.org/paddlejob: {group: kubeflow.org, version: v1, plural: paddlejobs, composable: false, parent: false}

@@ -19,6 +19,7 @@ import copy
 from typing import Any
 
 from pykueue.engine import topology_requests as tr
+from pykueue.errors import FieldProblem
 from pykueue.reconcilers import tas_annotations, topology_ranks
 from pykueue.reconcilers.integrations import pod as pods
 from pykueue.reconcilers.jobframework import (
@@ -107,6 +108,23 @@ def pod_sets(lws: Manifest) -> list[Manifest]:
     return sets
 
 
+SIZE_PATH = "spec.leaderWorkerTemplate.size"
+
+
+def _size(lws: Manifest) -> int:
+    return int(((lws.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("size") or 1)
+
+
+def validate(lws: Manifest, old: Manifest | None) -> list[FieldProblem]:
+    """Feature gate LWSImmutableGroupSize (on by default, as upstream): a queued LeaderWorkerSet
+    keeps its group size, admitted or not. A group's Workload is not rebuilt when the size
+    changes, so a larger group would ungate pods its quota never counted; to resize, recreate
+    the LeaderWorkerSet (or turn the gate off)."""
+    if old is None or not queue_name_of(lws) or _size(lws) == _size(old):
+        return []
+    return [FieldProblem(SIZE_PATH, f"Invalid value: {_size(lws)}: field is immutable")]
+
+
 INTEGRATION = Integration(
     name="leaderworkerset.x-k8s.io/leaderworkerset",
     kind="LeaderWorkerSet",
@@ -114,4 +132,6 @@ INTEGRATION = Integration(
     version="v1",
     plural="leaderworkersets",
     mutate=mutate,
+    validate=validate,
+    validate_gate="LWSImmutableGroupSize",
 )

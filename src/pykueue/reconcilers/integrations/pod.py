@@ -214,8 +214,9 @@ class PodAdapter:
     def run_with_pod_sets(self, job: Manifest, infos: list[PodSetInfo]) -> None:
         topology = bool(infos) and TOPOLOGY_GATE in infos[0].scheduling_gates
         if infos:
-            # A gated pod's node selector and tolerations may be added to (not changed); placed by
-            # topology, it also gets the labels and annotation by which the ungater finds it.
+            # A gated pod's node selector and tolerations may be added to (not changed); it gets
+            # the admission's labels (its queues'; placed by topology, those by which the
+            # ungater finds it) and, placed by topology, the Workload annotation.
             info = infos[0]
             merge_into_template(
                 job,
@@ -224,7 +225,7 @@ class PodAdapter:
                     1,
                     info.node_selector,
                     info.tolerations,
-                    info.labels if topology else {},
+                    info.labels,
                     info.annotations if topology else {},
                 ),
             )
