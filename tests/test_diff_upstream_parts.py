@@ -175,6 +175,12 @@ def test_upstream_configuration_of_a_case() -> None:
     assert config["fairSharing"] == {"preemptionStrategies": ["LessThanInitialShare"]}
     assert config["featureGates"]["UnadmittedWorkloadsObservability"] is True
     assert "fairSharing" not in kueue_config({})
+    wait = {"enable": True, "timeout": "1h", "blockAdmission": True}
+    assert kueue_config({"waitForPodsReady": wait})["waitForPodsReady"] == {
+        "timeout": "1h",
+        "blockAdmission": True,
+    }
+    assert "waitForPodsReady" not in kueue_config({"waitForPodsReady": {**wait, "enable": False}})
 
 
 def _view(**changes: Any) -> dict[str, Any]:

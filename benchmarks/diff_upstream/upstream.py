@@ -101,8 +101,10 @@ def kueue_config(config: dict[str, Any]) -> dict[str, Any]:
         doc["fairSharing"] = {k: v for k, v in fair.items() if k != "enable"}
     if config.get("admissionFairSharing"):
         doc["admissionFairSharing"] = config["admissionFairSharing"]
-    if config.get("waitForPodsReady"):
-        doc["waitForPodsReady"] = config["waitForPodsReady"]
+    wait = config.get("waitForPodsReady") or {}
+    if wait.get("enable", True) and wait:
+        # v1beta2 has no `enable`: the block's presence turns it on (the scenario format keeps v1beta1's key).
+        doc["waitForPodsReady"] = {k: v for k, v in wait.items() if k != "enable"}
     # pykueue gives a pending Workload upstream's granular reasons (WaitingForQuota, NoMatchingFlavor, ...),
     # which upstream v0.19 gives only with this beta gate on (it is off by default there): the reasons are
     # compared with it on, and the default is a documented difference (docs/semantics.md).
