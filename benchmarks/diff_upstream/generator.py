@@ -65,7 +65,7 @@ class _Case:
                 "enable": True,
                 "timeout": "1h",
                 "recoveryTimeout": "1h",
-                "blockAdmission": extra.random() < 0.8,
+                "blockAdmission": extra.random() < 0.6,
             }
         if extra.random() < 0.3:
             self.classes = {"low": extra.randint(0, 1), "mid": 2, "high": extra.choice([3, 5])}
