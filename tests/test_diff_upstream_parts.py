@@ -252,3 +252,24 @@ def test_the_queue_order_of_a_preempted_workload_is_a_documented_divergence() ->
     assert known.classify(ours, 1, theirs) is known.REQUEUE_ORDER
     # Any other difference is not explained by the order: upstream admitting nothing, say.
     assert known.classify(ours, 1, {**theirs, "admitted": {}}) is None
+
+
+def test_a_cycle_blocked_by_block_admission_is_a_documented_divergence() -> None:
+    """Seed 2718, case 10 (d06): upstream holds the blocked cycle's other head w2 (active, no reason), pykueue
+    parks it with NoMatchingFlavor; only that explains the difference, and only with blockAdmission."""
+    doc = _with_checkpoints(
+        ROOT / "tests" / "scenarios" / "differential" / "d06-blocked-cycle-parks-its-other-heads.yaml"
+    )
+    doc.pop("divergence")
+    ours = compare.from_pykueue(runner.run(loader.parse(doc, "d06"))["checkpoints"][0])
+    assert ours["pendingReason"]["team-b/w2"] == "NoMatchingFlavor"
+    theirs = {
+        **ours,
+        "queues": {"active": {"cq0": ["team-b/w2"], "cq2": ["team-a/w1"]}, "inadmissible": {}},
+        "pendingReason": {"team-a/w1": "WaitingForPodsReady"},
+    }
+    assert compare.differences(ours, theirs)
+    assert known.classify(doc, 0, theirs) is known.BLOCKED_CYCLE
+    assert known.classify(doc, 0, {**theirs, "admitted": {}}) is None
+    unblocked = {**doc, "config": {**doc["config"], "waitForPodsReady": {"enable": True, "timeout": "1h"}}}
+    assert known.classify(unblocked, 0, theirs) is None
