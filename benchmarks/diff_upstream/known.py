@@ -71,10 +71,9 @@ def _blocked_cycle_holds_heads(doc: dict[str, Any], checkpoint: int, theirs: dic
         for key in keys:
             if key in held:
                 queues["active"].setdefault(cq, []).append(key)
-    reasons = dict(ours["pendingReason"])
-    for key in held:
-        if key not in theirs["pendingReason"]:
-            reasons.pop(key, None)
+    # A held head shows what an earlier cycle wrote, if any: upstream's reason is taken for it.
+    reasons = {k: v for k, v in ours["pendingReason"].items() if k not in held}
+    reasons.update({k: v for k, v in theirs["pendingReason"].items() if k in held})
     patched = {
         **ours,
         "queues": {part: {cq: sorted(keys) for cq, keys in sorted(q.items())} for part, q in queues.items()},
