@@ -273,3 +273,30 @@ def test_a_cycle_blocked_by_block_admission_is_a_documented_divergence() -> None
     assert known.classify(doc, 0, {**theirs, "admitted": {}}) is None
     unblocked = {**doc, "config": {**doc["config"], "waitForPodsReady": {"enable": True, "timeout": "1h"}}}
     assert known.classify(unblocked, 0, theirs) is None
+
+
+def test_a_retry_requeued_after_others_took_the_quota_is_a_documented_divergence() -> None:
+    """Seed 3141, case 1 (d07): after w2's Retry pykueue admits w2 again; upstream gave the quota to w1."""
+    doc = _with_checkpoints(
+        ROOT
+        / "tests"
+        / "scenarios"
+        / "differential"
+        / "d07-retry-check-requeues-after-others-took-the-quota.yaml"
+    )
+    doc.pop("divergence")
+    ours = compare.from_pykueue(runner.run(loader.parse(doc, "d07"))["checkpoints"][1])
+    assert "team-b/w2" in ours["admitted"]
+    theirs = {
+        **ours,
+        "admitted": {
+            "team-a/w1": {"clusterQueue": "cq0", "podSets": {"ps0": {"count": 2, "flavors": {"cpu": "f0"}}}}
+        },
+        "pending": ["team-b/w2"],
+        "quotaOnly": ["team-a/w1"],
+    }
+    assert known.classify(doc, 1, theirs) is known.RETRY_REQUEUE
+    assert (
+        known.classify(doc, 1, {**theirs, "finished": ["team-b/w2"]}) is None
+    )  # more than the quota differs
+    assert known.classify(doc, 0, theirs) is None  # no Retry before the first step end
