@@ -5,6 +5,11 @@ first Workloads) and `steps`, each step one change (`apply` of new or deactivate
 with new quotas, `finish`, `delete`) followed by `settle`. Every Workload sets `spec.priority` itself: the oracle runs without
 webhooks, so nothing would derive it from a priority class. Names of Workloads to finish may not be
 admitted when the step comes; the driver keeps only those that are (see upstream.resolve_finish).
+
+Kinds added later, each behind a probability and drawn from a second stream (`extra`): AdmissionChecks
+with ClusterQueues using them and `checks` steps, waitForPodsReady with `podsReady` steps, and
+WorkloadPriorityClasses referenced by Workloads (`spec.priority` set to the class's value). A `checks` or
+`podsReady` step may name Workloads that hold no quota (or not that check) then: the driver keeps the rest.
 """
 
 from __future__ import annotations
@@ -54,21 +59,7 @@ class _Case:
             config["featureGates"] = {"PartialAdmission": True}
         self.partial = partial
         self.fair = fair
-        extra = self.extra
-        if extra.random() < 0.3:
-            self.checks = ["ac1"] if extra.random() < 0.6 else ["ac1", "ac2"]
-        if extra.random() < 0.25:
-            # blockAdmission with timeouts no case lives to see: what is compared is the blocking, not
-            # when a timeout fires (that would depend on how long upstream took to settle).
-            self.pods_ready = True
-            config["waitForPodsReady"] = {
-                "enable": True,
-                "timeout": "1h",
-                "recoveryTimeout": "1h",
-                "blockAdmission": extra.random() < 0.6,
-            }
-        if extra.random() < 0.3:
-            self.classes = {"low": extra.randint(0, 1), "mid": 2, "high": extra.choice([3, 5])}
+        self._later_kinds(config)
         objects: list[dict[str, Any]] = []
         for ns in NAMESPACES:
             objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -141,6 +132,24 @@ class _Case:
         if config:
             doc["config"] = config
         return doc
+
+    def _later_kinds(self, config: dict[str, Any]) -> None:
+        """Which of the kinds added later this case has (every draw from `self.extra`)."""
+        extra = self.extra
+        if extra.random() < 0.3:
+            self.checks = ["ac1"] if extra.random() < 0.6 else ["ac1", "ac2"]
+        if extra.random() < 0.25:
+            # blockAdmission with timeouts no case lives to see: what is compared is the blocking, not
+            # when a timeout fires (that would depend on how long upstream took to settle).
+            self.pods_ready = True
+            config["waitForPodsReady"] = {
+                "enable": True,
+                "timeout": "1h",
+                "recoveryTimeout": "1h",
+                "blockAdmission": extra.random() < 0.6,
+            }
+        if extra.random() < 0.3:
+            self.classes = {"low": extra.randint(0, 1), "mid": 2, "high": extra.choice([3, 5])}
 
     def _flavors(self) -> list[tuple[dict[str, Any], bool]]:
         out = []
