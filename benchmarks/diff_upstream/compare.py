@@ -4,7 +4,9 @@ Compared at the end of every `settle`: the admitted Workloads (ClusterQueue, and
 each resource's flavor), the Workloads still waiting (pykueue's active and inadmissible queues together:
 upstream's API does not tell the two apart), which of them wait in each ClusterQueue's active queue and
 which are parked as inadmissible (upstream: its queue manager, served by the oracle), and the reason of their `QuotaReserved=False`, finished and deactivated ones, every Workload preempted so
-far and the reason of its `Preempted` condition, and each ClusterQueue's reserved quota per flavor.
+far and the reason of its `Preempted` condition, and each ClusterQueue's reserved quota per flavor; then
+each Workload's admission check states, the Workloads holding quota that are not `Admitted` (checks not
+all Ready), `status.requeueState.count` where set, and the admitted Workloads whose pods are ready.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ KEYS = (
     "preempted",
     "preemptedWhy",
     "clusterQueueUsage",
+    "admissionChecks",
+    "quotaOnly",
+    "requeueCount",
+    "podsReady",
 )
 
 
@@ -47,6 +53,10 @@ def from_upstream(view: dict[str, Any]) -> dict[str, Any]:
     out = {k: view[k] for k in KEYS}
     out["clusterQueueUsage"] = _usage(view["clusterQueueUsage"])
     return out
+
+
+def _true(conds: dict[str, Any], kind: str) -> bool:
+    return bool(conds.get(kind, {}).get("status") == "True")
 
 
 def from_pykueue(result: dict[str, Any]) -> dict[str, Any]:
@@ -84,6 +94,20 @@ def from_pykueue(result: dict[str, Any]) -> dict[str, Any]:
         "preempted": sorted(result["preempted"]),
         "preemptedWhy": why,
         "clusterQueueUsage": _usage(result["clusterQueueUsage"]),
+        "admissionChecks": {
+            k: dict(sorted(v.items())) for k, v in sorted(result["admissionChecks"].items()) if v
+        },
+        "quotaOnly": sorted(
+            key for key in result["admitted"] if not _true(result["conditions"].get(key, {}), "Admitted")
+        ),
+        "requeueCount": {
+            key: rs["count"] for key, rs in sorted(result["requeueState"].items()) if rs.get("count")
+        },
+        "podsReady": sorted(
+            key
+            for key, conds in result["conditions"].items()
+            if key in result["admitted"] and _true(conds, "PodsReady")
+        ),
     }
 
 

@@ -5,6 +5,11 @@ first Workloads) and `steps`, each step one change (`apply` of new or deactivate
 with new quotas, `finish`, `delete`) followed by `settle`. Every Workload sets `spec.priority` itself: the oracle runs without
 webhooks, so nothing would derive it from a priority class. Names of Workloads to finish may not be
 admitted when the step comes; the driver keeps only those that are (see upstream.resolve_finish).
+
+Kinds added later, each behind a probability and drawn from a second stream (`extra`): AdmissionChecks
+with ClusterQueues using them and `checks` steps, waitForPodsReady with `podsReady` steps, and
+WorkloadPriorityClasses referenced by Workloads (`spec.priority` set to the class's value). A `checks` or
+`podsReady` step may name Workloads that hold no quota (or not that check) then: the driver keeps the rest.
 """
 
 from __future__ import annotations
@@ -21,14 +26,22 @@ TAINT = {"key": "spot", "value": "true", "effect": "NoSchedule"}
 def generate(seed: int, index: int) -> dict[str, Any]:
     """The case `index` of the run seeded `seed` (the same pair gives the same case)."""
     rng = random.Random(f"{seed}/{index}")
-    return _Case(rng, f"diff {seed}/{index}").doc()
+    # The kinds added later (admission checks, waitForPodsReady, priority classes) draw from a stream of
+    # their own: a case that has none of them is the one the same seed and index gave before they existed,
+    # so divergences found and documented earlier can still be replayed by seed.
+    extra = random.Random(f"{seed}/{index}/extra")
+    return _Case(rng, f"diff {seed}/{index}", extra).doc()
 
 
 class _Case:
-    def __init__(self, rng: random.Random, name: str) -> None:
+    def __init__(self, rng: random.Random, name: str, extra: random.Random | None = None) -> None:
         self.rng = rng
+        self.extra = extra or random.Random(f"{name}/extra")
         self.name = name
         self.workload_count = 0
+        self.checks: list[str] = []
+        self.classes: dict[str, int] = {}
+        self.pods_ready = False
 
     def doc(self) -> dict[str, Any]:
         rng = self.rng
@@ -46,15 +59,23 @@ class _Case:
             config["featureGates"] = {"PartialAdmission": True}
         self.partial = partial
         self.fair = fair
+        self._later_kinds(config)
         objects: list[dict[str, Any]] = []
         for ns in NAMESPACES:
             objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         self.flavors = self._flavors()
         objects += [f for f, _ in self.flavors]
+        objects += [self._admission_check(name) for name in self.checks]
+        objects += [
+            {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
+            for name, value in self.classes.items()
+        ]
         cohorts = self._cohorts()
         objects += cohorts
         cohort_names = [c["metadata"]["name"] for c in cohorts]
         self.cqs = [self._cluster_queue(i, cohort_names) for i in range(rng.randint(1, 4))]
+        for cq in self.cqs:
+            self._add_checks(cq)
         objects += self.cqs
         for cq in self.cqs:
             for ns in NAMESPACES:
@@ -72,6 +93,10 @@ class _Case:
         names = [f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in workloads]
         live = list(workloads)
         for _ in range(rng.randint(1, 3)):
+            new_kind = self._new_step(names)
+            if new_kind is not None:
+                steps += [new_kind, {"settle": {}}]
+                continue
             kind = rng.choice(["apply", "apply", "apply", "finish", "delete", "deactivate", "quota"])
             if kind == "apply" or not live:
                 # Later arrivals are often more important: they are what preemption is for.
@@ -107,6 +132,24 @@ class _Case:
         if config:
             doc["config"] = config
         return doc
+
+    def _later_kinds(self, config: dict[str, Any]) -> None:
+        """Which of the kinds added later this case has (every draw from `self.extra`)."""
+        extra = self.extra
+        if extra.random() < 0.3:
+            self.checks = ["ac1"] if extra.random() < 0.6 else ["ac1", "ac2"]
+        if extra.random() < 0.25:
+            # blockAdmission with timeouts no case lives to see: what is compared is the blocking, not
+            # when a timeout fires (that would depend on how long upstream took to settle).
+            self.pods_ready = True
+            config["waitForPodsReady"] = {
+                "enable": True,
+                "timeout": "1h",
+                "recoveryTimeout": "1h",
+                "blockAdmission": extra.random() < 0.6,
+            }
+        if extra.random() < 0.3:
+            self.classes = {"low": extra.randint(0, 1), "mid": 2, "high": extra.choice([3, 5])}
 
     def _flavors(self) -> list[tuple[dict[str, Any], bool]]:
         out = []
@@ -254,13 +297,77 @@ class _Case:
             if self.partial and count > 1 and rng.random() < 0.5:
                 pod_set["minCount"] = rng.randint(1, count - 1)
             pod_sets.append(pod_set)
+        spec: dict[str, Any] = {
+            "queueName": f"lq-{cq}",
+            "priority": rng.choice([0, 1, 2, 3, 3] if late else [0, 0, 1, 2]),
+            "podSets": pod_sets,
+        }
+        if self.classes and self.extra.random() < 0.6:
+            # No webhook runs on upstream's side to copy a class's value into spec.priority (the API
+            # requires it with a class): the case sets it as the webhook would.
+            name = self.extra.choice(sorted(self.classes))
+            spec["priorityClassRef"] = {
+                "group": API.split("/")[0],
+                "kind": "WorkloadPriorityClass",
+                "name": name,
+            }
+            spec["priority"] = self.classes[name]
         return {
             "apiVersion": API,
             "kind": "Workload",
             "metadata": {"name": f"w{self.workload_count}", "namespace": rng.choice(NAMESPACES)},
-            "spec": {
-                "queueName": f"lq-{cq}",
-                "priority": rng.choice([0, 1, 2, 3, 3] if late else [0, 0, 1, 2]),
-                "podSets": pod_sets,
-            },
+            "spec": spec,
+        }
+
+    # -- the kinds added later; every draw from `self.extra` -----------------------------------
+
+    def _admission_check(self, name: str) -> dict[str, Any]:
+        """An AdmissionCheck of a controller nobody runs: the steps play it (`checks`). pykueue takes a check
+        without status as Active; on upstream the driver sets Active=True, as its controller would."""
+        return {
+            "apiVersion": API,
+            "kind": "AdmissionCheck",
+            "metadata": {"name": name},
+            "spec": {"controllerName": "diff.example.com/check"},
+        }
+
+    def _add_checks(self, cq: dict[str, Any]) -> None:
+        """Some ClusterQueues use the case's checks, each for every flavor or for some of them."""
+        if not self.checks or self.extra.random() < 0.3:
+            return
+        flavors = sorted({f["name"] for group in cq["spec"]["resourceGroups"] for f in group["flavors"]})
+        rules = []
+        for name in self.checks:
+            rule: dict[str, Any] = {"name": name}
+            if len(flavors) > 1 and self.extra.random() < 0.3:
+                rule["onFlavors"] = sorted(
+                    self.extra.sample(flavors, self.extra.randint(1, len(flavors) - 1))
+                )
+            rules.append(rule)
+        cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": rules}
+
+    def _new_step(self, names: list[str]) -> dict[str, Any] | None:
+        """A `checks` or `podsReady` step, or None for one of the older kinds. The Workloads named may not
+        hold quota (or the check) when the step comes: the driver keeps those that do on upstream."""
+        extra = self.extra
+        kinds = []
+        if self.checks:
+            kinds += ["checks", "checks"]
+        if self.pods_ready:
+            kinds += ["podsReady"]
+        if not kinds or extra.random() < 0.4:
+            return None
+        picked = sorted(extra.sample(names, min(len(names), extra.randint(1, 3))))
+        if extra.choice(kinds) == "podsReady":
+            return {"podsReady": picked}
+        states = ["Ready", "Ready", "Ready", "Retry", "Rejected", "Pending"]
+        return {
+            "checks": {
+                key: {
+                    name: extra.choice(states)
+                    for name in self.checks
+                    if name == self.checks[0] or extra.random() < 0.7
+                }
+                for key in picked
+            }
         }

@@ -24,8 +24,10 @@ def without_workload(doc: Doc, key: str) -> Doc:
         ((kind, value),) = step.items()
         if kind == "apply":
             value = [o for o in value if _wl_ref(o) != key]
-        elif kind == "finish":
+        elif kind in ("finish", "podsReady"):
             value = [k for k in value if k != key]
+        elif kind == "checks":
+            value = {k: v for k, v in value.items() if k != key}
         elif kind == "delete":
             value = [r for r in value if f"{r['namespace']}/{r['name']}" != key]
         else:
@@ -111,7 +113,7 @@ def candidates(doc: Doc) -> Iterator[Doc]:
                 del out["objects"][i]["spec"]["podSets"][j]
                 yield out
         if obj["kind"] == "ClusterQueue":
-            for field in ("flavorFungibility",):
+            for field in ("flavorFungibility", "admissionChecksStrategy"):
                 if field in obj["spec"]:
                     out = copy.deepcopy(doc)
                     del out["objects"][i]["spec"][field]

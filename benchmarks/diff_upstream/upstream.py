@@ -40,6 +40,7 @@ CLUSTER_KINDS = {
     "ClusterQueue": "clusterqueues",
     "Cohort": "cohorts",
     "WorkloadPriorityClass": "workloadpriorityclasses",
+    "AdmissionCheck": "admissionchecks",
 }
 NAMESPACED_KINDS = {"LocalQueue": "localqueues", "Workload": "workloads"}
 # Deleted in this order between cases (Workloads first, so no queue is in use).
@@ -50,6 +51,7 @@ RESET_ORDER = (
     "cohorts",
     "resourceflavors",
     "workloadpriorityclasses",
+    "admissionchecks",
 )
 
 
@@ -99,8 +101,10 @@ def kueue_config(config: dict[str, Any]) -> dict[str, Any]:
         doc["fairSharing"] = {k: v for k, v in fair.items() if k != "enable"}
     if config.get("admissionFairSharing"):
         doc["admissionFairSharing"] = config["admissionFairSharing"]
-    if config.get("waitForPodsReady"):
-        doc["waitForPodsReady"] = config["waitForPodsReady"]
+    wait = config.get("waitForPodsReady") or {}
+    if wait.get("enable", True) and wait:
+        # v1beta2 has no `enable`: the block's presence turns it on (the scenario format keeps v1beta1's key).
+        doc["waitForPodsReady"] = {k: v for k, v in wait.items() if k != "enable"}
     # pykueue gives a pending Workload upstream's granular reasons (WaitingForQuota, NoMatchingFlavor, ...),
     # which upstream v0.19 gives only with this beta gate on (it is off by default there): the reasons are
     # compared with it on, and the default is a documented difference (docs/semantics.md).
@@ -184,6 +188,8 @@ class Upstream:
         for obj in doc["objects"]:
             if obj["kind"] != "Workload":
                 self._create(obj)
+            if obj["kind"] == "AdmissionCheck":
+                self._activate_check(obj["metadata"]["name"])
         stamped = self._create_workloads(workloads)
         clock = math.floor(time.time())
         out["now"] = _stamp(clock)
@@ -225,6 +231,17 @@ class Upstream:
                 for ref in value:
                     self._delete_workload(ref["namespace"], ref["name"])
                 out_steps.append(step)
+            elif kind == "checks":
+                played = self._play_checks(value, views[-1] if views else None)
+                if played:
+                    out_steps.append({"checks": played})
+            elif kind == "podsReady":
+                admitted = views[-1]["admitted"] if views else {}
+                keys = [k for k in value if k in admitted]
+                for k in keys:
+                    self._set_condition(k, "PodsReady", "True", "PodsReady")
+                if keys:
+                    out_steps.append({"podsReady": keys})
             else:
                 raise OracleError(f"step kind {kind!r} is not played on upstream yet")
         out["steps"] = out_steps
@@ -256,10 +273,20 @@ class Upstream:
         why: dict[str, str] = {}
         reasons: dict[str, str] = {}
         deactivated: list[str] = []
+        checks: dict[str, dict[str, str]] = {}
+        quota_only: list[str] = []
+        requeue_count: dict[str, int] = {}
+        pods_ready: list[str] = []
         for wl in wls:
             key = _key(wl)
             status = wl.get("status") or {}
             conds = {c["type"]: c for c in status.get("conditions") or []}
+            if status.get("admissionChecks"):
+                checks[key] = {
+                    c["name"]: c["state"] for c in sorted(status["admissionChecks"], key=lambda c: c["name"])
+                }
+            if (status.get("requeueState") or {}).get("count"):
+                requeue_count[key] = int(status["requeueState"]["count"])
             for ev in (status.get("schedulingStats") or {}).get("evictions") or []:
                 if ev.get("reason") == "Preempted":
                     preempted.add(key)
@@ -282,6 +309,10 @@ class Upstream:
                         for ps in adm.get("podSetAssignments") or []
                     },
                 }
+                if conds.get("Admitted", {}).get("status") != "True":
+                    quota_only.append(key)
+                if conds.get("PodsReady", {}).get("status") == "True":
+                    pods_ready.append(key)
             elif active:
                 pending.append(key)
                 if "QuotaReserved" in conds:
@@ -323,6 +354,10 @@ class Upstream:
             "pendingReason": reasons,
             "deactivated": sorted(deactivated),
             "clusterQueueUsage": usage,
+            "admissionChecks": dict(sorted(checks.items())),
+            "quotaOnly": sorted(quota_only),
+            "requeueCount": dict(sorted(requeue_count.items())),
+            "podsReady": sorted(pods_ready),
         }
 
     def _fingerprint(self) -> tuple[Any, ...]:
@@ -442,6 +477,64 @@ class Upstream:
                 "status": "True",
                 "reason": "Succeeded",
                 "message": "finished by the differential test",
+                "lastTransitionTime": _stamp(time.time()),
+            }
+        )
+        wl.setdefault("status", {})["conditions"] = conds
+        self.cluster.request("PUT", self._wl_path(key) + "/status", wl)
+
+    def _activate_check(self, name: str) -> None:
+        """AdmissionCheck Active=True, as its controller would set it (the oracle runs none)."""
+        path = f"{GROUP}/admissionchecks/{name}"
+        check = self.cluster.get(path)
+        check["status"] = {
+            "conditions": [
+                {
+                    "type": "Active",
+                    "status": "True",
+                    "reason": "Active",
+                    "message": "played by the differential test",
+                    "lastTransitionTime": _stamp(time.time()),
+                }
+            ]
+        }
+        self.cluster.request("PUT", path + "/status", check)
+
+    def _play_checks(
+        self, value: dict[str, dict[str, str]], last: dict[str, Any] | None
+    ) -> dict[str, dict[str, str]]:
+        """Set check states as a check controller would; return those played: only on Workloads holding
+        quota at the last step end and only checks upstream lists on them (the generator cannot know)."""
+        if last is None:
+            return {}
+        played: dict[str, dict[str, str]] = {}
+        for key, states in value.items():
+            listed = last["admissionChecks"].get(key, {})
+            if key not in last["admitted"]:
+                continue
+            mine = {name: state for name, state in states.items() if name in listed}
+            if not mine:
+                continue
+            wl = self.cluster.get(self._wl_path(key))
+            now = _stamp(time.time())
+            for check in (wl.get("status") or {}).get("admissionChecks") or []:
+                if check["name"] in mine and check["state"] != mine[check["name"]]:
+                    check["state"] = mine[check["name"]]
+                    check["message"] = "played by the differential test"
+                    check["lastTransitionTime"] = now
+            self.cluster.request("PUT", self._wl_path(key) + "/status", wl)
+            played[key] = mine
+        return played
+
+    def _set_condition(self, key: str, kind: str, status: str, reason: str) -> None:
+        wl = self.cluster.get(self._wl_path(key))
+        conds = [c for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] != kind]
+        conds.append(
+            {
+                "type": kind,
+                "status": status,
+                "reason": reason,
+                "message": "played by the differential test",
                 "lastTransitionTime": _stamp(time.time()),
             }
         )

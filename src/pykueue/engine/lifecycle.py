@@ -23,6 +23,8 @@ Every function is deterministic and reads no clock: the time is ``state.now``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pykueue.engine import admission_checks, aging, evictions, execution_time, pods_ready
 from pykueue.engine.events import PODS_READY, Event
 from pykueue.engine.state import State
@@ -48,6 +50,25 @@ def report_check(
     if admission_checks.set_state(
         wl, check, value, state.now, message, requeue_after_seconds, pod_set_updates
     ):
+        state.touch(key)
+    reconcile_checks(state, key)
+
+
+def report_checks(state: State, key: str, updates: Sequence[tuple[str, str, str | None, int | None]]) -> None:
+    """Several check states of one workload written at once, (check, state, message,
+    requeueAfterSeconds) each, then one reaction: one status update, as a controller
+    (or several writing together) would make it. Upstream reacts to the update as a
+    whole, so a `Rejected` written with a `Ready` resets both to Pending on the
+    eviction; reacting after each state would leave the `Ready` one standing."""
+    for _check, value, _message, _after in updates:
+        if value not in CHECK_STATES:
+            raise ValueError(f"admission check state {value!r} is not one of {', '.join(CHECK_STATES)}")
+    wl = state.workloads[key]
+    changed = False
+    for check, value, message, after in updates:
+        if admission_checks.set_state(wl, check, value, state.now, message, after, None):
+            changed = True
+    if changed:
         state.touch(key)
     reconcile_checks(state, key)
 

@@ -70,17 +70,16 @@ def _play(state: State, step: Step) -> None:
             _require_admitted(state, key, step.path)
             state.evict(key, "AdmissionCheck", "Evicted by the scenario (as by a failed admission check)")
     elif step.kind == "checks":
+        # A workload's states of one step are one status write: the engine reacts once to all of them.
+        by_workload: dict[str, list[tuple[str, str, str | None, int | None]]] = {}
         update: CheckUpdate
         for update in step.value:
             _require(state, update.workload, step.path)
-            lifecycle.report_check(
-                state,
-                update.workload,
-                update.check,
-                update.state,
-                update.message,
-                update.requeue_after_seconds,
+            by_workload.setdefault(update.workload, []).append(
+                (update.check, update.state, update.message, update.requeue_after_seconds)
             )
+        for key, updates in by_workload.items():
+            lifecycle.report_checks(state, key, updates)
     elif step.kind in ("podsReady", "podsNotReady"):
         for key in step.value:
             _require(state, key, step.path)
