@@ -149,3 +149,86 @@ def test_the_queue_order_of_a_preempted_workload_is_a_documented_divergence() ->
     assert known.classify(ours, 1, theirs) is known.REQUEUE_ORDER
     # Any other difference is not explained by the order: upstream admitting nothing, say.
     assert known.classify(ours, 1, {**theirs, "admitted": {}}) is None
+
+
+def test_cases_are_dealt_round_robin_each_once() -> None:
+    from benchmarks.diff_upstream.parallel import deal
+
+    assert deal(10, 7, 3) == [[10, 13, 16], [11, 14], [12, 15]]
+    assert deal(0, 2, 4) == [[0], [1]]  # no worker without a case
+    assert deal(0, 5, 1) == [[0, 1, 2, 3, 4]]
+    assert sorted(i for share in deal(5, 100, 4) for i in share) == list(range(5, 105))
+
+
+def _reports(order: list[int]) -> tuple[list[str], str, int]:
+    from benchmarks.diff_upstream.parallel import CaseReport, Report
+
+    lines: list[str] = []
+    report = Report(3, 5, emit=lines.append)
+    kinds = {3: (False, False), 4: (True, True), 5: (False, False), 6: (True, False), 7: (True, True)}
+    for index in order:
+        divergent, documented = kinds[index]
+        extra = ("  shrunk",) if divergent else ()
+        report.add(CaseReport(index, (f"case {index}",) + extra, divergent=divergent, documented=documented))
+    assert report.complete
+    return lines, report.last_line(), report.exit_status
+
+
+def test_the_report_is_the_same_whatever_order_the_workers_finish_in() -> None:
+    serial = _reports([3, 4, 5, 6, 7])
+    assert serial[1] == "5 cases, 3 divergences (2 documented)"
+    assert serial[2] == 1
+    # Three workers dealt [3, 6], [4, 7], [5]: their reports interleave in any order.
+    assert _reports([4, 5, 3, 7, 6]) == serial
+    assert _reports([7, 6, 5, 4, 3]) == serial
+
+
+def test_a_case_reported_twice_or_unknown_is_refused() -> None:
+    import pytest
+
+    from benchmarks.diff_upstream.parallel import CaseReport, Report
+
+    report = Report(0, 2, emit=lambda _: None)
+    report.add(CaseReport(0, ("case 0",)))
+    with pytest.raises(ValueError, match="twice"):
+        report.add(CaseReport(0, ("case 0",)))
+    with pytest.raises(ValueError, match="not expected"):
+        report.add(CaseReport(2, ("case 2",)))
+    assert not report.complete
+
+
+FAKE_PLAYER = '''
+import time
+from benchmarks.diff_upstream.parallel import CaseReport
+
+def player(*, fail_at=-1):
+    def play_share(indexes):
+        for index in indexes:
+            if index == fail_at:
+                raise RuntimeError(f"case {index} broke")
+            time.sleep(0.05 * (index % 3))  # the workers finish out of order
+            yield CaseReport(index, (f"case {index}",), divergent=index % 2 == 1, documented=index % 4 == 1)
+    return play_share
+'''
+
+
+def test_workers_in_processes_report_as_one_serial_run(tmp_path: Path, monkeypatch: Any) -> None:
+    """The real worker machinery (spawned processes, the result queue) with a stand-in for the API server."""
+    import pytest
+
+    from benchmarks.diff_upstream.parallel import Report, deal, resolve, run_parallel
+
+    (tmp_path / "fake_diff_player.py").write_text(FAKE_PLAYER)
+    monkeypatch.syspath_prepend(str(tmp_path))  # the spawned workers get the driver's sys.path
+    serial: list[str] = []
+    one = Report(0, 9, emit=serial.append)
+    for case_report in resolve("fake_diff_player:player")()(deal(0, 9, 1)[0]):
+        one.add(case_report)
+    parallel_lines: list[str] = []
+    three = Report(0, 9, emit=parallel_lines.append)
+    run_parallel("fake_diff_player:player", {}, deal(0, 9, 3), three)
+    assert three.complete
+    assert (parallel_lines, three.last_line()) == (serial, one.last_line())
+    assert three.last_line() == "9 cases, 4 divergences (2 documented)"
+    with pytest.raises(RuntimeError, match="case 4 broke"):
+        run_parallel("fake_diff_player:player", {"fail_at": 4}, deal(0, 9, 3), Report(0, 9, emit=print))

@@ -53,6 +53,18 @@ RESET_ORDER = (
 )
 
 
+# Seconds without a change in what users see that end a step upstream. Upstream itself waits a second
+# twice: a ClusterQueue's status (its flavorsReservation) is written a second after the Workload event
+# that changed it (constants.UpdatesBatchPeriod), and Workloads parked as inadmissible are requeued a
+# second after quota is freed (the requeuer's batch period). Changes a user sees can so be 1.0-1.2 s
+# apart on a loaded machine (measured: docs/differential.md, "Throughput"); the window is that second
+# plus room for the API server's and the oracle's latency.
+QUIET = 1.5
+# How often the driver reads what users see while it waits (each read lists Workloads, ClusterQueues
+# and LocalQueues and asks the oracle for its queues).
+POLL = 0.25
+
+
 class OracleError(RuntimeError):
     pass
 
@@ -124,7 +136,7 @@ class Upstream:
     """One control plane (etcd + kube-apiserver with upstream's CRDs) for many cases."""
 
     def __init__(
-        self, workdir: Path, *, quiet: float = 1.0, scheduler_delay: float = 0.5, log_level: str = "error"
+        self, workdir: Path, *, quiet: float = QUIET, scheduler_delay: float = 0.5, log_level: str = "error"
     ) -> None:
         self.workdir = workdir
         self.quiet = quiet
@@ -344,7 +356,7 @@ class Upstream:
         last = self._fingerprint()
         since = time.monotonic()
         while time.monotonic() < deadline:
-            time.sleep(0.1)
+            time.sleep(POLL)
             self._check_oracle()
             now = self._fingerprint()
             if now != last:
