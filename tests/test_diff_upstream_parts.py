@@ -12,8 +12,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # benchmarks/ is not a package of the wheel; the repository's root holds it.
 sys.path.insert(0, str(ROOT))
 
+import pytest  # noqa: E402
 import yaml  # noqa: E402
 from benchmarks.diff_upstream import compare, generator, known, shrink  # noqa: E402
+from benchmarks.diff_upstream.parallel import CaseReport, Report, deal, resolve, run_parallel  # noqa: E402
 from benchmarks.diff_upstream.upstream import kueue_config  # noqa: E402
 
 from pykueue.scenario import loader, runner  # noqa: E402
@@ -152,8 +154,6 @@ def test_the_queue_order_of_a_preempted_workload_is_a_documented_divergence() ->
 
 
 def test_cases_are_dealt_round_robin_each_once() -> None:
-    from benchmarks.diff_upstream.parallel import deal
-
     assert deal(10, 7, 3) == [[10, 13, 16], [11, 14], [12, 15]]
     assert deal(0, 2, 4) == [[0], [1]]  # no worker without a case
     assert deal(0, 5, 1) == [[0, 1, 2, 3, 4]]
@@ -161,15 +161,13 @@ def test_cases_are_dealt_round_robin_each_once() -> None:
 
 
 def _reports(order: list[int]) -> tuple[list[str], str, int]:
-    from benchmarks.diff_upstream.parallel import CaseReport, Report
-
     lines: list[str] = []
     report = Report(3, 5, emit=lines.append)
     kinds = {3: (False, False), 4: (True, True), 5: (False, False), 6: (True, False), 7: (True, True)}
     for index in order:
         divergent, documented = kinds[index]
         extra = ("  shrunk",) if divergent else ()
-        report.add(CaseReport(index, (f"case {index}",) + extra, divergent=divergent, documented=documented))
+        report.add(CaseReport(index, (f"case {index}", *extra), divergent=divergent, documented=documented))
     assert report.complete
     return lines, report.last_line(), report.exit_status
 
@@ -186,8 +184,6 @@ def test_the_report_is_the_same_whatever_order_the_workers_finish_in() -> None:
 def test_a_case_reported_twice_or_unknown_is_refused() -> None:
     import pytest
 
-    from benchmarks.diff_upstream.parallel import CaseReport, Report
-
     report = Report(0, 2, emit=lambda _: None)
     report.add(CaseReport(0, ("case 0",)))
     with pytest.raises(ValueError, match="twice"):
@@ -197,7 +193,7 @@ def test_a_case_reported_twice_or_unknown_is_refused() -> None:
     assert not report.complete
 
 
-FAKE_PLAYER = '''
+FAKE_PLAYER = """
 import time
 from benchmarks.diff_upstream.parallel import CaseReport
 
@@ -209,15 +205,11 @@ def player(*, fail_at=-1):
             time.sleep(0.05 * (index % 3))  # the workers finish out of order
             yield CaseReport(index, (f"case {index}",), divergent=index % 2 == 1, documented=index % 4 == 1)
     return play_share
-'''
+"""
 
 
 def test_workers_in_processes_report_as_one_serial_run(tmp_path: Path, monkeypatch: Any) -> None:
     """The real worker machinery (spawned processes, the result queue) with a stand-in for the API server."""
-    import pytest
-
-    from benchmarks.diff_upstream.parallel import Report, deal, resolve, run_parallel
-
     (tmp_path / "fake_diff_player.py").write_text(FAKE_PLAYER)
     monkeypatch.syspath_prepend(str(tmp_path))  # the spawned workers get the driver's sys.path
     serial: list[str] = []
