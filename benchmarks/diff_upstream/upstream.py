@@ -153,9 +153,14 @@ class Upstream:
     def start(self) -> None:
         self.cluster.start_apiserver()
         self.cluster.kubectl("apply", "--server-side", "-f", str(self.crds))
-        self.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
-        # Established is not yet served: the API answers 429 while its storage initializes.
         deadline = time.monotonic() + 60
+        # Read here rather than with `kubectl wait --for=condition=Established`, which fails outright
+        # when it meets a CRD with no conditions yet (several API servers starting at once, --workers).
+        while not self._crds_established():
+            if time.monotonic() > deadline:
+                raise OracleError("upstream's CRDs were not Established within 60 s")
+            time.sleep(0.2)
+        # Established is not yet served: the API answers 429 while its storage initializes.
         for plural in RESET_ORDER:
             while True:
                 try:
@@ -165,6 +170,16 @@ class Upstream:
                     if exc.status != 429 or time.monotonic() > deadline:
                         raise
                     time.sleep(0.2)
+
+    def _crds_established(self) -> bool:
+        crds = self.cluster.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
+        return bool(crds) and all(
+            any(
+                c.get("type") == "Established" and c.get("status") == "True"
+                for c in (crd.get("status") or {}).get("conditions") or []
+            )
+            for crd in crds
+        )
 
     def stop(self) -> None:
         self._stop_oracle()
