@@ -29,9 +29,9 @@ from pykueue.scenario import loader, runner
 
 UPSTREAM_VERSION = "v0.19.2"
 ROOT = Path(__file__).resolve().parents[2]
-# Two cores: a case spends most of its time waiting on upstream's timers and quiet windows, so three
+# Two cores: a case spends most of its time waiting on upstream's timers and quiet windows, so four
 # workers keep both cores busy (docs/differential.md, "Throughput").
-WORKERS = 3
+WORKERS = 4
 
 
 @dataclass
