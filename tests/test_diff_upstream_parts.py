@@ -224,3 +224,29 @@ def test_workers_in_processes_report_as_one_serial_run(tmp_path: Path, monkeypat
     assert three.last_line() == "9 cases, 4 divergences (2 documented)"
     with pytest.raises(RuntimeError, match="case 4 broke"):
         run_parallel("fake_diff_player:player", {"fail_at": 4}, deal(0, 9, 3), Report(0, 9, emit=print))
+
+
+def test_a_workload_upstream_retries_after_nomination_is_a_documented_divergence() -> None:
+    """Seed 8081, case 43 (d06): upstream keeps w5 in its active queue, pykueue parks it; nothing else
+    differs, and w5 could preempt the lower-priority w4 in its BestEffortFIFO ClusterQueue."""
+    path = (
+        ROOT
+        / "tests"
+        / "scenarios"
+        / "differential"
+        / "d06-waiting-for-quota-it-could-preempt-for-is-parked.yaml"
+    )
+    doc = yaml.safe_load(path.read_text())
+    doc.pop("expect")
+    doc["steps"] = [*doc["steps"], {"expect": {}}]
+    ours = compare.from_pykueue(runner.run(loader.parse(doc, "d06"))["checkpoints"][0])
+    assert ours["queues"] == {"active": {}, "inadmissible": {"cq0": ["team-a/w5"]}}
+    theirs = {**ours, "queues": {"active": {"cq0": ["team-a/w5"]}, "inadmissible": {}}}
+    assert known.classify(doc, 0, theirs) is known.RETRIED_AFTER_NOMINATION
+    # Not when anything else differs, nor the other way round, nor without a lower-priority Workload.
+    assert known.classify(doc, 0, {**theirs, "pendingReason": {"team-a/w5": "NoMatchingFlavor"}}) is None
+    assert known.classify(doc, 0, {**theirs, "admitted": {}}) is None
+    for obj in doc["objects"]:
+        if obj["kind"] == "Workload" and obj["metadata"]["name"] == "w4":
+            obj["spec"]["priority"] = 2
+    assert known.classify(doc, 0, theirs) is None
