@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 import yaml  # noqa: E402
 from benchmarks.diff_upstream import compare, generator, known, shrink  # noqa: E402
 from benchmarks.diff_upstream.parallel import CaseReport, Report, deal, resolve, run_parallel  # noqa: E402
-from benchmarks.diff_upstream.upstream import kueue_config  # noqa: E402
+from benchmarks.diff_upstream.upstream import _usage_lags, kueue_config  # noqa: E402
 
 from pykueue.scenario import loader, runner  # noqa: E402
 
@@ -250,3 +250,29 @@ def test_a_workload_upstream_retries_after_nomination_is_a_documented_divergence
         if obj["kind"] == "Workload" and obj["metadata"]["name"] == "w4":
             obj["spec"]["priority"] = 2
     assert known.classify(doc, 0, theirs) is None
+
+
+def _reserving(cq: str, flavor: str, usage: dict[str, str], *conds: str) -> dict[str, Any]:
+    return {
+        "status": {
+            "conditions": [{"type": c, "status": "True"} for c in ("QuotaReserved", *conds)],
+            "admission": {
+                "clusterQueue": cq,
+                "podSetAssignments": [{"flavors": dict.fromkeys(usage, flavor), "resourceUsage": usage}],
+            },
+        }
+    }
+
+
+def test_a_step_waits_while_a_queue_status_lags_behind_its_workloads() -> None:
+    wls = [
+        _reserving("cq0", "f0", {"cpu": "500m", "pods": "1"}),
+        _reserving("cq0", "f0", {"cpu": "1500m", "pods": "3"}),
+        _reserving("cq0", "f1", {"cpu": "4"}, "Finished"),  # gave its quota back
+        {"status": {"conditions": [{"type": "QuotaReserved", "status": "False"}]}},
+    ]
+    caught_up = {"cq0": {"f0": {"cpu": "2", "pods": "4"}, "f1": {"cpu": "0"}}, "cq1": {}}
+    assert not _usage_lags(wls, caught_up)
+    assert _usage_lags(wls, {"cq0": {"f0": {"cpu": "500m", "pods": "1"}}})  # the second not written yet
+    assert _usage_lags(wls, {})
+    assert not _usage_lags([], {"cq0": {"f0": {"cpu": "0"}}})
