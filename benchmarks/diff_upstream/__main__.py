@@ -24,6 +24,7 @@ import yaml
 from benchmarks.diff_upstream import compare, generator, known, parallel, shrink
 from benchmarks.diff_upstream.parallel import CaseReport, PlayShare, Report
 from benchmarks.diff_upstream.upstream import QUIET, NotSettled, OracleError, Upstream
+from pykueue.devcluster.controlplane import ApiError
 from pykueue.errors import ScenarioError
 from pykueue.scenario import loader, runner
 
@@ -179,7 +180,7 @@ def run_case(
         outcome = play(up, case)
     except NotSettled as exc:
         return _not_settled(seed, index, case, exc, out)
-    except OracleError as exc:
+    except (OracleError, ApiError) as exc:
         return CaseReport(index, (f"case {seed}/{index}: upstream failed: {exc}",), divergent=True)
     if not outcome.diverges:
         return CaseReport(index, (f"case {seed}/{index}: same",))
@@ -188,7 +189,12 @@ def run_case(
     ]
 
     def still(cand: dict[str, Any]) -> bool:
-        return play(up, cand).diverges
+        try:
+            return play(up, cand).diverges
+        except (OracleError, ApiError):
+            # A smaller case upstream cannot play (a later step deactivates a Workload the shrinking
+            # removed: 404) is not kept; NotSettled is an OracleError too, and not the divergence sought.
+            return False
 
     small, used = shrink.shrink(case, still, budget=shrink_budget)
     final = play(up, small)
