@@ -276,3 +276,17 @@ def test_a_step_waits_while_a_queue_status_lags_behind_its_workloads() -> None:
     assert _usage_lags(wls, {"cq0": {"f0": {"cpu": "500m", "pods": "1"}}})  # the second not written yet
     assert _usage_lags(wls, {})
     assert not _usage_lags([], {"cq0": {"f0": {"cpu": "0"}}})
+
+
+def test_an_api_error_in_a_case_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    from benchmarks.diff_upstream.__main__ import run_case
+
+    from pykueue.devcluster.controlplane import ApiError
+
+    class Refusing:
+        def play(self, case: dict[str, Any]) -> Any:
+            raise ApiError("PATCH", "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/w3", 404, {})
+
+    report = run_case(Refusing(), 5, 3, out=tmp_path, repeat=0, shrink_budget=0)  # type: ignore[arg-type]
+    assert report.divergent and not report.documented
+    assert report.lines[0].startswith("case 5/3: upstream failed: PATCH")
