@@ -12,9 +12,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # benchmarks/ is not a package of the wheel; the repository's root holds it.
 sys.path.insert(0, str(ROOT))
 
+import pytest  # noqa: E402
 import yaml  # noqa: E402
 from benchmarks.diff_upstream import compare, generator, known, shrink  # noqa: E402
-from benchmarks.diff_upstream.upstream import kueue_config  # noqa: E402
+from benchmarks.diff_upstream.parallel import CaseReport, Report, deal, resolve, run_parallel  # noqa: E402
+from benchmarks.diff_upstream.upstream import _usage_lags, kueue_config  # noqa: E402
 
 from pykueue.scenario import loader, runner  # noqa: E402
 
@@ -300,3 +302,142 @@ def test_a_retry_requeued_after_others_took_the_quota_is_a_documented_divergence
         known.classify(doc, 1, {**theirs, "finished": ["team-b/w2"]}) is None
     )  # more than the quota differs
     assert known.classify(doc, 0, theirs) is None  # no Retry before the first step end
+
+
+def test_cases_are_dealt_round_robin_each_once() -> None:
+    assert deal(10, 7, 3) == [[10, 13, 16], [11, 14], [12, 15]]
+    assert deal(0, 2, 4) == [[0], [1]]  # no worker without a case
+    assert deal(0, 5, 1) == [[0, 1, 2, 3, 4]]
+    assert sorted(i for share in deal(5, 100, 4) for i in share) == list(range(5, 105))
+
+
+def _reports(order: list[int]) -> tuple[list[str], str, int]:
+    lines: list[str] = []
+    report = Report(3, 5, emit=lines.append)
+    kinds = {3: (False, False), 4: (True, True), 5: (False, False), 6: (True, False), 7: (True, True)}
+    for index in order:
+        divergent, documented = kinds[index]
+        extra = ("  shrunk",) if divergent else ()
+        report.add(CaseReport(index, (f"case {index}", *extra), divergent=divergent, documented=documented))
+    assert report.complete
+    return lines, report.last_line(), report.exit_status
+
+
+def test_the_report_is_the_same_whatever_order_the_workers_finish_in() -> None:
+    serial = _reports([3, 4, 5, 6, 7])
+    assert serial[1] == "5 cases, 3 divergences (2 documented)"
+    assert serial[2] == 1
+    # Three workers dealt [3, 6], [4, 7], [5]: their reports interleave in any order.
+    assert _reports([4, 5, 3, 7, 6]) == serial
+    assert _reports([7, 6, 5, 4, 3]) == serial
+
+
+def test_a_case_reported_twice_or_unknown_is_refused() -> None:
+    import pytest
+
+    report = Report(0, 2, emit=lambda _: None)
+    report.add(CaseReport(0, ("case 0",)))
+    with pytest.raises(ValueError, match="twice"):
+        report.add(CaseReport(0, ("case 0",)))
+    with pytest.raises(ValueError, match="not expected"):
+        report.add(CaseReport(2, ("case 2",)))
+    assert not report.complete
+
+
+FAKE_PLAYER = """
+import time
+from benchmarks.diff_upstream.parallel import CaseReport
+
+def player(*, fail_at=-1):
+    def play_share(indexes):
+        for index in indexes:
+            if index == fail_at:
+                raise RuntimeError(f"case {index} broke")
+            time.sleep(0.05 * (index % 3))  # the workers finish out of order
+            yield CaseReport(index, (f"case {index}",), divergent=index % 2 == 1, documented=index % 4 == 1)
+    return play_share
+"""
+
+
+def test_workers_in_processes_report_as_one_serial_run(tmp_path: Path, monkeypatch: Any) -> None:
+    """The real worker machinery (spawned processes, the result queue) with a stand-in for the API server."""
+    (tmp_path / "fake_diff_player.py").write_text(FAKE_PLAYER)
+    monkeypatch.syspath_prepend(str(tmp_path))  # the spawned workers get the driver's sys.path
+    serial: list[str] = []
+    one = Report(0, 9, emit=serial.append)
+    for case_report in resolve("fake_diff_player:player")()(deal(0, 9, 1)[0]):
+        one.add(case_report)
+    parallel_lines: list[str] = []
+    three = Report(0, 9, emit=parallel_lines.append)
+    run_parallel("fake_diff_player:player", {}, deal(0, 9, 3), three)
+    assert three.complete
+    assert (parallel_lines, three.last_line()) == (serial, one.last_line())
+    assert three.last_line() == "9 cases, 4 divergences (2 documented)"
+    with pytest.raises(RuntimeError, match="case 4 broke"):
+        run_parallel("fake_diff_player:player", {"fail_at": 4}, deal(0, 9, 3), Report(0, 9, emit=print))
+
+
+def test_a_workload_upstream_retries_after_nomination_is_a_documented_divergence() -> None:
+    """Seed 8081, case 43 (d08): upstream keeps w5 in its active queue, pykueue parks it; nothing else
+    differs, and w5 could preempt the lower-priority w4 in its BestEffortFIFO ClusterQueue."""
+    path = (
+        ROOT
+        / "tests"
+        / "scenarios"
+        / "differential"
+        / "d08-waiting-for-quota-it-could-preempt-for-is-parked.yaml"
+    )
+    doc = yaml.safe_load(path.read_text())
+    doc.pop("expect")
+    doc["steps"] = [*doc["steps"], {"expect": {}}]
+    ours = compare.from_pykueue(runner.run(loader.parse(doc, "d08"))["checkpoints"][0])
+    assert ours["queues"] == {"active": {}, "inadmissible": {"cq0": ["team-a/w5"]}}
+    theirs = {**ours, "queues": {"active": {"cq0": ["team-a/w5"]}, "inadmissible": {}}}
+    assert known.classify(doc, 0, theirs) is known.RETRIED_AFTER_NOMINATION
+    # Not when anything else differs, nor the other way round, nor without a lower-priority Workload.
+    assert known.classify(doc, 0, {**theirs, "pendingReason": {"team-a/w5": "NoMatchingFlavor"}}) is None
+    assert known.classify(doc, 0, {**theirs, "admitted": {}}) is None
+    for obj in doc["objects"]:
+        if obj["kind"] == "Workload" and obj["metadata"]["name"] == "w4":
+            obj["spec"]["priority"] = 2
+    assert known.classify(doc, 0, theirs) is None
+
+
+def _reserving(cq: str, flavor: str, usage: dict[str, str], *conds: str) -> dict[str, Any]:
+    return {
+        "status": {
+            "conditions": [{"type": c, "status": "True"} for c in ("QuotaReserved", *conds)],
+            "admission": {
+                "clusterQueue": cq,
+                "podSetAssignments": [{"flavors": dict.fromkeys(usage, flavor), "resourceUsage": usage}],
+            },
+        }
+    }
+
+
+def test_a_step_waits_while_a_queue_status_lags_behind_its_workloads() -> None:
+    wls = [
+        _reserving("cq0", "f0", {"cpu": "500m", "pods": "1"}),
+        _reserving("cq0", "f0", {"cpu": "1500m", "pods": "3"}),
+        _reserving("cq0", "f1", {"cpu": "4"}, "Finished"),  # gave its quota back
+        {"status": {"conditions": [{"type": "QuotaReserved", "status": "False"}]}},
+    ]
+    caught_up = {"cq0": {"f0": {"cpu": "2", "pods": "4"}, "f1": {"cpu": "0"}}, "cq1": {}}
+    assert not _usage_lags(wls, caught_up)
+    assert _usage_lags(wls, {"cq0": {"f0": {"cpu": "500m", "pods": "1"}}})  # the second not written yet
+    assert _usage_lags(wls, {})
+    assert not _usage_lags([], {"cq0": {"f0": {"cpu": "0"}}})
+
+
+def test_an_api_error_in_a_case_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    from benchmarks.diff_upstream.__main__ import run_case
+
+    from pykueue.devcluster.controlplane import ApiError
+
+    class Refusing:
+        def play(self, case: dict[str, Any]) -> Any:
+            raise ApiError("PATCH", "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/w3", 404, {})
+
+    report = run_case(Refusing(), 5, 3, out=tmp_path, repeat=0, shrink_budget=0)  # type: ignore[arg-type]
+    assert report.divergent and not report.documented
+    assert report.lines[0].startswith("case 5/3: upstream failed: PATCH")

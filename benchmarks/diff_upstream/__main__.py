@@ -14,19 +14,25 @@ import copy
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from benchmarks.diff_upstream import compare, generator, known, shrink
-from benchmarks.diff_upstream.upstream import NotSettled, OracleError, Upstream
+from benchmarks.diff_upstream import compare, generator, known, parallel, shrink
+from benchmarks.diff_upstream.parallel import CaseReport, PlayShare, Report
+from benchmarks.diff_upstream.upstream import QUIET, NotSettled, OracleError, Upstream
+from pykueue.devcluster.controlplane import ApiError
 from pykueue.errors import ScenarioError
 from pykueue.scenario import loader, runner
 
 UPSTREAM_VERSION = "v0.19.2"
 ROOT = Path(__file__).resolve().parents[2]
+# Two cores: a case spends most of its time waiting on upstream's timers and quiet windows, so four
+# workers keep both cores busy (docs/differential.md, "Throughput").
+WORKERS = 4
 
 
 @dataclass
@@ -153,6 +159,76 @@ def write_divergence(path: Path, outcome: Outcome, reason: str, timing: bool) ->
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
+def _not_settled(seed: int, index: int, case: dict[str, Any], exc: NotSettled, out: Path) -> CaseReport:
+    path = out / f"{seed}-{index}.not-settled.yaml"
+    path.write_text(yaml.safe_dump(case, sort_keys=False))
+    if exc.preemptions >= known.LOOP_PREEMPTIONS:
+        line = (
+            f"case {seed}/{index}: documented: {known.PREEMPTION_LOOP.name}, one Workload "
+            f"preempted {exc.preemptions} times (docs/semantics.md: {known.PREEMPTION_LOOP.docs}) -> {path}"
+        )
+        return CaseReport(index, (line,), divergent=True, documented=True)
+    return CaseReport(index, (f"case {seed}/{index}: UNDOCUMENTED: {exc} -> {path}",), divergent=True)
+
+
+def run_case(
+    up: Upstream, seed: int, index: int, *, out: Path, repeat: int, shrink_budget: int
+) -> CaseReport:
+    """Play case `index` of `seed`; a divergence is shrunk, replayed, classified and written to `out`."""
+    case = generator.generate(seed, index)
+    try:
+        outcome = play(up, case)
+    except NotSettled as exc:
+        return _not_settled(seed, index, case, exc, out)
+    except (OracleError, ApiError) as exc:
+        return CaseReport(index, (f"case {seed}/{index}: upstream failed: {exc}",), divergent=True)
+    if not outcome.diverges:
+        return CaseReport(index, (f"case {seed}/{index}: same",))
+    lines = [
+        f"case {seed}/{index}: DIVERGES at step end {outcome.checkpoint}: " + "; ".join(outcome.differences)
+    ]
+
+    def still(cand: dict[str, Any]) -> bool:
+        try:
+            return play(up, cand).diverges
+        except (OracleError, ApiError):
+            # A smaller case upstream cannot play (a later step deactivates a Workload the shrinking
+            # removed: 404) is not kept; NotSettled is an OracleError too, and not the divergence sought.
+            return False
+
+    small, used = shrink.shrink(case, still, budget=shrink_budget)
+    final = play(up, small)
+    if not final.diverges:  # upstream's timing gave the other result this time
+        final = outcome
+    # Timing: does upstream, played again, ever agree with pykueue?
+    timing = any(not play(up, final.case).diverges for _ in range(repeat))
+    match = known.classify(final.pykueue_doc, final.checkpoint or 0, final.theirs)
+    if timing:
+        reason = "upstream's result depends on timing: played again, it agreed with pykueue"
+    elif match:
+        reason = f"{match.name} (docs/semantics.md: {match.docs})"
+    else:
+        reason = "UNDOCUMENTED: " + "; ".join(final.differences)
+    path = out / f"{seed}-{index}.yaml"
+    write_divergence(path, final, reason, timing)
+    lines.append(f"  shrunk in {used} plays -> {path}: {reason}")
+    return CaseReport(index, tuple(lines), divergent=True, documented=bool(timing or match))
+
+
+def player(*, seed: int, out: str, repeat: int, shrink_budget: int, quiet: float) -> PlayShare:
+    """A worker's player: one API server and oracle for its whole share of the cases."""
+
+    def play_share(indexes: list[int]) -> Iterator[CaseReport]:
+        with (
+            tempfile.TemporaryDirectory(prefix="diff-upstream-") as tmp,
+            Upstream(Path(tmp), quiet=quiet).running() as up,
+        ):
+            for index in indexes:
+                yield run_case(up, seed, index, out=Path(out), repeat=repeat, shrink_budget=shrink_budget)
+
+    return play_share
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.diff_upstream", description=__doc__.split("\n\n")[0]
@@ -170,71 +246,39 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--shrink-budget", type=int, default=25, help="plays spent shrinking one divergence")
     parser.add_argument(
-        "--quiet", type=float, default=1.0, help="seconds without change that end a step upstream"
+        "--quiet",
+        type=float,
+        default=QUIET,
+        help=f"seconds without change that end a step upstream (default {QUIET})",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=WORKERS,
+        help=f"processes playing cases at once, each with its own API server and oracle (default {WORKERS})",
     )
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, not {args.workers}")
     seed = args.seed if args.seed is not None else int(time.time()) % 100_000
     print(f"seed {seed}, cases {args.first}..{args.first + args.cases - 1}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    divergences = documented = 0
-    with (
-        tempfile.TemporaryDirectory(prefix="diff-upstream-") as tmp,
-        Upstream(Path(tmp), quiet=args.quiet).running() as up,
-    ):
-        for index in range(args.first, args.first + args.cases):
-            case = generator.generate(seed, index)
-            try:
-                outcome = play(up, case)
-            except NotSettled as exc:
-                divergences += 1
-                path = args.out / f"{seed}-{index}.not-settled.yaml"
-                path.write_text(yaml.safe_dump(case, sort_keys=False))
-                if exc.preemptions >= known.LOOP_PREEMPTIONS:
-                    documented += 1
-                    print(
-                        f"case {seed}/{index}: documented: {known.PREEMPTION_LOOP.name}, one Workload "
-                        f"preempted {exc.preemptions} times (docs/semantics.md: {known.PREEMPTION_LOOP.docs}) -> {path}",
-                        flush=True,
-                    )
-                else:
-                    print(f"case {seed}/{index}: UNDOCUMENTED: {exc} -> {path}", flush=True)
-                continue
-            except OracleError as exc:
-                print(f"case {seed}/{index}: upstream failed: {exc}", flush=True)
-                divergences += 1
-                continue
-            if not outcome.diverges:
-                print(f"case {seed}/{index}: same", flush=True)
-                continue
-            divergences += 1
-            print(
-                f"case {seed}/{index}: DIVERGES at step end {outcome.checkpoint}: "
-                + "; ".join(outcome.differences)
-            )
-
-            def still(cand: dict[str, Any]) -> bool:
-                return play(up, cand).diverges
-
-            small, used = shrink.shrink(case, still, budget=args.shrink_budget)
-            final = play(up, small)
-            if not final.diverges:  # upstream's timing gave the other result this time
-                final = outcome
-            # Timing: does upstream, played again, ever agree with pykueue?
-            timing = any(not play(up, final.case).diverges for _ in range(args.repeat))
-            match = known.classify(final.pykueue_doc, final.checkpoint or 0, final.theirs)
-            if timing:
-                reason = "upstream's result depends on timing: played again, it agreed with pykueue"
-            elif match:
-                reason = f"{match.name} (docs/semantics.md: {match.docs})"
-            else:
-                reason = "UNDOCUMENTED: " + "; ".join(final.differences)
-            if timing or match:
-                documented += 1
-            path = args.out / f"{seed}-{index}.yaml"
-            write_divergence(path, final, reason, timing)
-            print(f"  shrunk in {used} plays -> {path}: {reason}", flush=True)
-    print(f"{args.cases} cases, {divergences} divergences ({documented} documented)")
-    return 0 if divergences == documented else 1
+    options = {
+        "seed": seed,
+        "out": str(args.out),
+        "repeat": args.repeat,
+        "shrink_budget": args.shrink_budget,
+        "quiet": args.quiet,
+    }
+    report = Report(args.first, args.cases, emit=lambda line: print(line, flush=True))
+    shares = parallel.deal(args.first, args.cases, args.workers)
+    if len(shares) == 1:  # in this process: no worker to start
+        for case_report in player(**options)(shares[0]):
+            report.add(case_report)
+    else:
+        parallel.run_parallel("benchmarks.diff_upstream.__main__:player", options, shares, report)
+    print(report.last_line())
+    return report.exit_status
 
 
 if __name__ == "__main__":

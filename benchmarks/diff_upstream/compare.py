@@ -49,6 +49,11 @@ def _usage(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def normalized_usage(raw: dict[str, Any]) -> dict[str, Any]:
+    """Queue usage as compared: quantities in one form, zeros left out."""
+    return _usage(raw)
+
+
 def from_upstream(view: dict[str, Any]) -> dict[str, Any]:
     out = {k: view[k] for k in KEYS}
     out["clusterQueueUsage"] = _usage(view["clusterQueueUsage"])

@@ -144,7 +144,69 @@ RETRY_REQUEUE = Known(
     _retried_one_round_late,
 )
 
-KNOWN: list[Known] = [REQUEUE_ORDER, BLOCKED_CYCLE, RETRY_REQUEUE]
+
+def _could_preempt_in_its_queue(doc: dict[str, Any], key: str, theirs: dict[str, Any]) -> bool:
+    """`key` waits in a BestEffortFIFO ClusterQueue that preempts within itself, for quota
+    (WaitingForQuota), while a Workload of lower priority holds quota there."""
+    by_key = {
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}": o
+        for o in doc["objects"]
+        if o["kind"] == "Workload"
+    }
+    cqs = {o["metadata"]["name"]: o["spec"] for o in doc["objects"] if o["kind"] == "ClusterQueue"}
+    lqs = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o["spec"]["clusterQueue"]
+        for o in doc["objects"]
+        if o["kind"] == "LocalQueue"
+    }
+    wl = by_key.get(key)
+    if wl is None or theirs["pendingReason"].get(key) != "WaitingForQuota":
+        return False
+    cq = lqs.get((wl["metadata"]["namespace"], wl["spec"].get("queueName", "")))
+    spec = cqs.get(cq or "")
+    if spec is None or spec.get("queueingStrategy", "BestEffortFIFO") != "BestEffortFIFO":
+        return False
+    if (spec.get("preemption") or {}).get("withinClusterQueue", "Never") == "Never":
+        return False
+    priority = wl["spec"].get("priority", 0)
+    return any(
+        adm["clusterQueue"] == cq and other in by_key and by_key[other]["spec"].get("priority", 0) < priority
+        for other, adm in theirs["admitted"].items()
+    )
+
+
+def _retried_after_nomination(doc: dict[str, Any], checkpoint: int, theirs: dict[str, Any]) -> bool:
+    """All that differs is that Workloads pykueue parks as inadmissible are in upstream's active queue,
+    each one waiting for quota in a BestEffortFIFO ClusterQueue where it could preempt."""
+    ours = _ours(doc, checkpoint)
+    if ours is None:
+        return False
+    diffs = compare.differences(ours, theirs)
+    if not diffs or any(not d.startswith("queues ") for d in diffs):
+        return False
+    moved: set[str] = set()
+    for cq in set(ours["queues"]["active"]) | set(theirs["queues"]["active"]):
+        our_active = set(ours["queues"]["active"].get(cq, []))
+        their_active = set(theirs["queues"]["active"].get(cq, []))
+        if not our_active <= their_active:
+            return False
+        moved |= their_active - our_active
+    for cq, keys in ours["queues"]["inadmissible"].items():
+        if set(keys) - moved != set(theirs["queues"]["inadmissible"].get(cq, [])):
+            return False
+    return bool(moved) and all(_could_preempt_in_its_queue(doc, key, theirs) for key in moved)
+
+
+# Upstream nominates such a Workload with preemption targets, finds at admission that it does not fit,
+# and requeues it at once ("no longer fits after processing another workload", FailedAfterNomination), so
+# it is retried in every cycle and stays in its active queue; pykueue parks it until something changes.
+RETRIED_AFTER_NOMINATION = Known(
+    "a Workload waiting for quota that it could preempt for: retried in every cycle upstream, parked here",
+    "Differences from upstream found by differential testing",
+    _retried_after_nomination,
+)
+
+KNOWN: list[Known] = [REQUEUE_ORDER, BLOCKED_CYCLE, RETRY_REQUEUE, RETRIED_AFTER_NOMINATION]
 
 # Upstream never settles: a victim and its preemptor take the quota from each other cycle after cycle.
 # pykueue lets the preemptor go first and stops the loop (docs/semantics.md, "A victim and its preemptor in
