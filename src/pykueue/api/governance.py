@@ -11,8 +11,9 @@ accepts these manifests), so every pykueue policy is an annotation under
                                         '{"rate": "1/10m", "cap": 100, "priorityClasses": ["research"]}'
     pykueue.io/preemption-contract      ClusterQueue: what its admitted workloads are promised, e.g.
                                         '{"minRunTime": "30m", "maxPreemptions": 2, "window": "24h"}'
-    pykueue.io/preemption-cost          ClusterQueue: how its preemptors weigh what they destroy, e.g.
-                                        '{"leastLostWork": true, "waitForEnd": "30m"}'
+    pykueue.io/preemption-cost          ClusterQueue, Cohort (for its ClusterQueues without one): how
+                                        preemptors weigh what they destroy, e.g. '{"leastLostWork":
+                                        true, "waitForEnd": "30m", "maxLostWork": "4h", "putOffFor": "6h"}'
     pykueue.io/checkpoint-interval      Workload (from its job): how often it saves its progress, e.g.
                                         "30m"; what a preemption loses is the run since the last one
     pykueue.io/preempted-at             Workload, written by pykueue: when it was preempted (the
@@ -56,11 +57,12 @@ PRICE = usage.PRICE
 KEYS_BY_KIND: dict[str, frozenset[str]] = {
     "ClusterQueue": frozenset({DEFAULT_PRIORITY_CLASS, AGING, PREEMPTION_CONTRACT, PREEMPTION_COST}),
     "LocalQueue": frozenset({DEFAULT_PRIORITY_CLASS}),
+    "Cohort": frozenset({PREEMPTION_COST}),
     "ResourceFlavor": frozenset({PRICE}),
 }
 AGING_FIELDS = ("rate", "cap", "priorityClasses", "maxPriority")
 CONTRACT_FIELDS = ("minRunTime", "maxPreemptions", "window")
-COST_FIELDS = ("leastLostWork", "waitForEnd")
+COST_FIELDS = ("leastLostWork", "waitForEnd", "maxLostWork", "putOffFor")
 MAX_INT32 = 2**31 - 1
 
 _UNITS = {"h": 3600 * 10**6, "m": 60 * 10**6, "s": 10**6, "ms": 1000}
@@ -112,10 +114,15 @@ class PreemptionCost:
     work (quota held x time since the last checkpoint) go first. ``wait_for_end``: when
     victims whose declared limit ends them within this many microseconds would make room
     alone, the preemptor waits for them instead of stopping anything (None: never waits).
+    ``max_lost``/``put_off_for``: a preemption whose victims would lose more than ``max_lost``
+    microseconds of work the size of the preemptor's request is put off while the preemptor
+    has waited less than ``put_off_for`` (both or neither).
     """
 
     least_lost: bool = True
     wait_for_end: int | None = None
+    max_lost: int | None = None
+    put_off_for: int | None = None
 
 
 def parse_duration(text: str) -> int:
@@ -400,4 +407,15 @@ def _cost_fields(value: dict[str, Any], path: str, out: list[FieldProblem] | Non
     wait = _duration(value["waitForEnd"], f"{path}.waitForEnd", out) if "waitForEnd" in value else None
     if "waitForEnd" in value and wait is None:
         return None
-    return PreemptionCost(least_lost=least, wait_for_end=wait)
+    if ("maxLostWork" in value) != ("putOffFor" in value):
+        _report(
+            out,
+            path,
+            "maxLostWork and putOffFor go together (put off a preemption losing more than maxLostWork for at most putOffFor)",
+        )
+        return None
+    most = _duration(value["maxLostWork"], f"{path}.maxLostWork", out) if "maxLostWork" in value else None
+    put_off = _duration(value["putOffFor"], f"{path}.putOffFor", out) if "putOffFor" in value else None
+    if "maxLostWork" in value and (most is None or put_off is None):
+        return None
+    return PreemptionCost(least_lost=least, wait_for_end=wait, max_lost=most, put_off_for=put_off)

@@ -208,6 +208,7 @@ def cohort(obj: ApiCohort) -> specs.Cohort:
         parent=obj.spec.parent_name,
         quotas=quotas,
         fair_weight=fair_weight(obj.spec.fair_sharing),
+        preemption_cost=governance.preemption_cost(obj.metadata.annotations),
     )
 
 

@@ -43,11 +43,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
+from pykueue.api.governance import PreemptionCost
 from pykueue.engine import cohort_tree, contract, fair_sharing, lost_work, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.evictions import IN_COHORT_RECLAIM_WHILE_BORROWING
 from pykueue.engine.flavor_assigner import Assignment, Mode, Possibility
 from pykueue.engine.resources import FlavorResource, Quantities
+from pykueue.engine.state import State
 from pykueue.engine.targets import (
     IN_CLUSTER_QUEUE,
     IN_COHORT_RECLAMATION,
@@ -151,7 +153,7 @@ class Preemptor(Trial):
             return candidate_order_key(c.workload, c.cluster_queue, cq_name, now, usage)
 
         key: Callable[[_Candidate], tuple[object, ...]] = upstream_key
-        cost = cq.preemption_cost
+        cost = policy_of(self.state, cq_name)
         if cost is not None and cost.least_lost:  # pykueue's opt-in policy (docs/governance.md)
             key = _least_lost_key(upstream_key, now, {fr: requests.get(fr, 0) for fr in frs})
 
@@ -174,7 +176,34 @@ class Preemptor(Trial):
             and self._ends_soon_suffice(candidates, attempts, cq_name, frs, requests, now + cost.wait_for_end)
         ):
             return []
-        return self._search(candidates, attempts, cq_name, frs, requests)
+        found = self._search(candidates, attempts, cq_name, frs, requests)
+        if found and cost is not None and self._put_off(cost, cq_name, wl, found, frs, requests):
+            return []
+        return found
+
+    def _put_off(
+        self,
+        cost: PreemptionCost,
+        cq_name: str,
+        wl: Workload,
+        found: list[Target],
+        frs: set[FlavorResource],
+        requests: Quantities,
+    ) -> bool:
+        """Should ``wl`` wait rather than stop ``found``? Yes while its victims would lose more
+        than ``max_lost`` of work its size and it has waited less than ``put_off_for`` since it
+        was queued; the moment that ends is kept (`State.put_off`) so a cycle runs then."""
+        if cost.max_lost is None or cost.put_off_for is None:
+            return False
+        now = self.state.now
+        contended = {fr: requests.get(fr, 0) for fr in frs}
+        if sum(lost_work.sized(t.workload, now, contended) for t in found) <= cost.max_lost:
+            return False
+        until = (wl.evicted_at if wl.evicted_at is not None else wl.created) + cost.put_off_for
+        if until <= now:
+            return False
+        self.state.put_off[wl.key] = (cq_name, until)
+        return True
 
     def _search(
         self,
@@ -336,6 +365,23 @@ class Preemptor(Trial):
                     self._collect_subtree(cq, cq_node, wl, child, subtree_root, skip, frs, advantage, result)
             elif not within_nominal(child, frs):
                 result.extend(self._from_queue(cq, wl, child.name, subtree_root, frs, advantage))
+
+
+def policy_of(state: State, cq_name: str) -> PreemptionCost | None:
+    """The preemption-cost policy of ``cq_name``'s preemptors: its own annotation, else the
+    nearest Cohort up its tree that has one, else the site default (each replaces the next
+    entirely, docs/governance.md)."""
+    cq = state.cluster_queues.get(cq_name)
+    if cq is not None and cq.preemption_cost is not None:
+        return cq.preemption_cost
+    node = state.nodes.get(cq_name)
+    ancestor = node.parent if node is not None else None
+    while ancestor is not None:
+        cohort = state.cohorts.get(ancestor.name)
+        if cohort is not None and cohort.preemption_cost is not None:
+            return cohort.preemption_cost
+        ancestor = ancestor.parent
+    return state.config.default_preemption_cost
 
 
 def _least_lost_key(

@@ -103,6 +103,8 @@ class Cohort:
     parent: str = ""
     quotas: dict[FlavorResource, Quota] = field(default_factory=dict)
     fair_weight: float = 1.0
+    # pykueue's ``pykueue.io/preemption-cost`` for its ClusterQueues without their own.
+    preemption_cost: PreemptionCost | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,6 +108,8 @@ class State:
     aging_queues: set[str] = field(default_factory=set)
     aged_queues: set[str] = field(default_factory=set)
     contract_queues: set[str] = field(default_factory=set)
+    # Preemptions put off by a preemption-cost policy: workload -> (its ClusterQueue, until when).
+    put_off: dict[str, tuple[str, int]] = field(default_factory=dict)
     # Set when an object change may have changed why pending workloads wait.
     _waiting_dirty: bool = False
     _requeue_all_due: bool = False  # every parked workload is to go back (`_requeue_all`)
@@ -176,8 +178,6 @@ class State:
     def apply_cluster_queue(self, cq: specs.ClusterQueue) -> None:
         if cq.contract is None and self.config.default_contract is not None:
             cq = dataclasses.replace(cq, contract=self.config.default_contract)
-        if cq.preemption_cost is None and self.config.default_preemption_cost is not None:
-            cq = dataclasses.replace(cq, preemption_cost=self.config.default_preemption_cost)
         old = self.cluster_queues.get(cq.name)
         self.cluster_queues[cq.name] = cq
         self._waiting_dirty = True

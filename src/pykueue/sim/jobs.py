@@ -91,6 +91,11 @@ class Job:
         # What a preemption loses, for cost-aware preemption (engine/lost_work.py); read only
         # when a ClusterQueue has that policy.
         wl.checkpoint_interval = self.checkpoint
+        # The declared limit, for ``waitForEnd``: the engine reads it to know when a victim's run
+        # ends at the latest. The driver stops the job at that moment itself (`driver.admitted`),
+        # never the engine's lifecycle, so both agree on when it ends.
+        if self.max_execution is not None:
+            wl.max_execution_seconds = self.max_execution // SECOND
         wl.shape = intake.shape_of(wl)
         return wl
 
