@@ -25,6 +25,8 @@ WITH_POLICY = [
     "941-cost-least-lost-work-first.yaml",
     "942-cost-checkpoint-interval.yaml",
     "943-cost-wait-for-a-declared-end.yaml",
+    "945-cost-put-off-a-costly-preemption.yaml",
+    "946-cost-policy-from-a-cohort.yaml",
 ]
 
 

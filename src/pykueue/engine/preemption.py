@@ -372,15 +372,20 @@ def policy_of(state: State, cq_name: str) -> PreemptionCost | None:
     nearest Cohort up its tree that has one, else the site default (each replaces the next
     entirely, docs/governance.md)."""
     cq = state.cluster_queues.get(cq_name)
-    if cq is not None and cq.preemption_cost is not None:
+    if cq is None:
+        return state.config.default_preemption_cost
+    if cq.preemption_cost is not None:
         return cq.preemption_cost
-    node = state.nodes.get(cq_name)
-    ancestor = node.parent if node is not None else None
-    while ancestor is not None:
-        cohort = state.cohorts.get(ancestor.name)
-        if cohort is not None and cohort.preemption_cost is not None:
+    seen: set[str] = set()  # a cycle of Cohorts (refused elsewhere) must not loop here
+    name = cq.cohort
+    while name and name not in seen:
+        seen.add(name)
+        cohort = state.cohorts.get(name)
+        if cohort is None:  # a Cohort only named by its members: no annotation, no parent
+            break
+        if cohort.preemption_cost is not None:
             return cohort.preemption_cost
-        ancestor = ancestor.parent
+        name = cohort.parent
     return state.config.default_preemption_cost
 
 
