@@ -227,7 +227,7 @@ def next_deadline(state: State) -> int | None:
         )
     times.extend(state.protection_deadlines())
     # A preemption put off by a preemption-cost policy is tried again when the put-off ends.
-    times.extend(until for _, until in state.put_off.values() if until > state.now)
+    times.extend(state.put_off.deadlines(state.now))
     times.extend(at for at, _, _ in execution_time.due(state.workloads, state.time_limited))
     step = aging.next_step(state)
     if step is not None:

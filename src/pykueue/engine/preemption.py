@@ -202,7 +202,7 @@ class Preemptor(Trial):
         until = (wl.evicted_at if wl.evicted_at is not None else wl.created) + cost.put_off_for
         if until <= now:
             return False
-        self.state.put_off[wl.key] = (cq_name, until)
+        self.state.put_off.note(wl.key, cq_name, until)
         return True
 
     def _search(

@@ -101,10 +101,7 @@ class CycleResult:
 def _end_put_offs(state: State) -> None:
     """A preemption put off by a preemption-cost policy (`Preemptor._put_off`) whose time is up
     is tried again: its parked preemptor goes back to its queue's heap."""
-    for key, (cq_name, until) in sorted(state.put_off.items()):
-        if until > state.now:
-            continue
-        del state.put_off[key]
+    for cq_name in state.put_off.take_due(state.now):
         queue = state.queues.get(cq_name)
         if queue is not None and queue.has_parked():
             queue.unpark_all(state.backing_off)

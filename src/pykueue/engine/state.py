@@ -50,6 +50,7 @@ from pykueue.engine import (
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.events import CHECKS_PASSED, EVICTED, FINISHED, Event
+from pykueue.engine.put_offs import PutOffs
 from pykueue.engine.queueing import ClusterQueueQueue
 from pykueue.engine.resources import Quantities, add_into
 from pykueue.engine.topology_snapshot import Cluster, NodeView, Requests
@@ -108,8 +109,7 @@ class State:
     aging_queues: set[str] = field(default_factory=set)
     aged_queues: set[str] = field(default_factory=set)
     contract_queues: set[str] = field(default_factory=set)
-    # Preemptions put off by a preemption-cost policy: workload -> (its ClusterQueue, until when).
-    put_off: dict[str, tuple[str, int]] = field(default_factory=dict)
+    put_off: PutOffs = field(default_factory=PutOffs)  # preemptions put off (`engine.put_offs`)
     # Set when an object change may have changed why pending workloads wait.
     _waiting_dirty: bool = False
     _requeue_all_due: bool = False  # every parked workload is to go back (`_requeue_all`)
