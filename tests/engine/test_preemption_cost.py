@@ -13,7 +13,7 @@ import yaml
 from pykueue.api import configuration, governance
 from pykueue.api.governance import PreemptionCost
 from pykueue.cli.scenario_command import check
-from pykueue.engine import lifecycle, lost_work, preemption
+from pykueue.engine import lifecycle, lost_work, targets
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.configuration import engine_config
 from pykueue.engine.specs import LOWER_PRIORITY
@@ -173,14 +173,14 @@ def test_the_queue_overrides_the_cohort_which_overrides_the_site() -> None:
     c.state.config = dataclasses.replace(c.state.config, default_preemption_cost=site)
     c.cohort("org").cohort("lab", parent="org")
     c.cq("pool", {"f": {"gpu": q(8)}}, cohort="lab").cq("alone", {"f": {"gpu": q(8)}})
-    assert preemption.policy_of(c.state, "pool") == site  # no Cohort has one: the site's
-    assert preemption.policy_of(c.state, "alone") == site
+    assert targets.cost_policy(c.state, "pool") == site  # no Cohort has one: the site's
+    assert targets.cost_policy(c.state, "alone") == site
     c.state.apply_cohort(dataclasses.replace(c.state.cohorts["org"], preemption_cost=org))
-    assert preemption.policy_of(c.state, "pool") == org  # the nearest Cohort up the tree
-    assert preemption.policy_of(c.state, "alone") == site
+    assert targets.cost_policy(c.state, "pool") == org  # the nearest Cohort up the tree
+    assert targets.cost_policy(c.state, "alone") == site
     spec = c.state.cluster_queues["pool"]
     c.state.apply_cluster_queue(dataclasses.replace(spec, preemption_cost=own))
-    assert preemption.policy_of(c.state, "pool") == own
+    assert targets.cost_policy(c.state, "pool") == own
 
 
 def test_sized_lost_work_counts_in_the_preemptors_size() -> None:
@@ -205,6 +205,25 @@ def test_a_put_off_preemption_wakes_the_engine_when_it_ends() -> None:
     c.settle()
     assert c.preempted_names() == set()
     assert lifecycle.next_deadline(c.state) == T0 + 3 * HOUR
+    lifecycle.advance(c.state, T0 + 3 * HOUR)
+    c.settle()
+    assert c.preempted_names() == {"big"}
+
+
+def test_a_costly_preemption_is_put_off_under_fair_sharing_too() -> None:
+    c = Cluster(fair_sharing=True)
+    c.cohort("lab")
+    c.cq("borrower", {"f": {"gpu": q(0)}}, cohort="lab")
+    c.cq("lender", {"f": {"gpu": q(8)}}, cohort="lab", reclaim="Any")
+    spec = c.state.cluster_queues["lender"]
+    c.state.apply_cluster_queue(
+        dataclasses.replace(spec, preemption_cost=PreemptionCost(False, None, HOUR, HOUR))
+    )
+    c.admitted("big", "borrower", gpu=8, admitted_at=0)
+    lifecycle.advance(c.state, T0 + 2 * HOUR)
+    c.pending("urgent", "lender", gpu=2, created=2 * 3600)
+    c.settle()
+    assert c.preempted_names() == set()  # 16 GPU-hours lost would be 8 hours of a 2-GPU run
     lifecycle.advance(c.state, T0 + 3 * HOUR)
     c.settle()
     assert c.preempted_names() == {"big"}

@@ -27,6 +27,7 @@ WITH_POLICY = [
     "943-cost-wait-for-a-declared-end.yaml",
     "945-cost-put-off-a-costly-preemption.yaml",
     "946-cost-policy-from-a-cohort.yaml",
+    "947-cost-least-lost-under-fair-sharing.yaml",
 ]
 
 

@@ -49,13 +49,13 @@ from pykueue.engine.cohort_tree import Node
 from pykueue.engine.evictions import IN_COHORT_RECLAIM_WHILE_BORROWING
 from pykueue.engine.flavor_assigner import Assignment, Mode, Possibility
 from pykueue.engine.resources import FlavorResource, Quantities
-from pykueue.engine.state import State
 from pykueue.engine.targets import (
     IN_CLUSTER_QUEUE,
     IN_COHORT_RECLAMATION,
     Target,
     Trial,
     candidate_order_key,
+    cost_policy,
     is_evicting,
     satisfies_policy,
 )
@@ -128,8 +128,13 @@ class Preemptor(Trial):
         self, cq_name: str, wl: Workload, frs: set[FlavorResource], requests: Quantities
     ) -> list[Target]:
         if self.state.config.fair_sharing.enable:
-            return fair_sharing.fair_preemptions(self, cq_name, wl, frs, requests)
-        return self._classical(cq_name, wl, frs, requests)
+            found = fair_sharing.fair_preemptions(self, cq_name, wl, frs, requests)
+        else:
+            found = self._classical(cq_name, wl, frs, requests)
+        cost = cost_policy(self.state, cq_name)
+        if found and cost is not None and self._put_off(cost, cq_name, wl, found, frs, requests):
+            return []
+        return found
 
     # ----------------------------------------------------------------- classical
 
@@ -153,7 +158,7 @@ class Preemptor(Trial):
             return candidate_order_key(c.workload, c.cluster_queue, cq_name, now, usage)
 
         key: Callable[[_Candidate], tuple[object, ...]] = upstream_key
-        cost = policy_of(self.state, cq_name)
+        cost = cost_policy(self.state, cq_name)
         if cost is not None and cost.least_lost:  # pykueue's opt-in policy (docs/governance.md)
             key = _least_lost_key(upstream_key, now, {fr: requests.get(fr, 0) for fr in frs})
 
@@ -176,10 +181,7 @@ class Preemptor(Trial):
             and self._ends_soon_suffice(candidates, attempts, cq_name, frs, requests, now + cost.wait_for_end)
         ):
             return []
-        found = self._search(candidates, attempts, cq_name, frs, requests)
-        if found and cost is not None and self._put_off(cost, cq_name, wl, found, frs, requests):
-            return []
-        return found
+        return self._search(candidates, attempts, cq_name, frs, requests)
 
     def _put_off(
         self,
@@ -365,28 +367,6 @@ class Preemptor(Trial):
                     self._collect_subtree(cq, cq_node, wl, child, subtree_root, skip, frs, advantage, result)
             elif not within_nominal(child, frs):
                 result.extend(self._from_queue(cq, wl, child.name, subtree_root, frs, advantage))
-
-
-def policy_of(state: State, cq_name: str) -> PreemptionCost | None:
-    """The preemption-cost policy of ``cq_name``'s preemptors: its own annotation, else the
-    nearest Cohort up its tree that has one, else the site default (each replaces the next
-    entirely, docs/governance.md)."""
-    cq = state.cluster_queues.get(cq_name)
-    if cq is None:
-        return state.config.default_preemption_cost
-    if cq.preemption_cost is not None:
-        return cq.preemption_cost
-    seen: set[str] = set()  # a cycle of Cohorts (refused elsewhere) must not loop here
-    name = cq.cohort
-    while name and name not in seen:
-        seen.add(name)
-        cohort = state.cohorts.get(name)
-        if cohort is None:  # a Cohort only named by its members: no annotation, no parent
-            break
-        if cohort.preemption_cost is not None:
-            return cohort.preemption_cost
-        name = cohort.parent
-    return state.config.default_preemption_cost
 
 
 def _least_lost_key(
