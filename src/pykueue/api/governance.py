@@ -19,6 +19,9 @@ accepts these manifests), so every pykueue policy is an annotation under
     pykueue.io/preempted-at             Workload, written by pykueue: when it was preempted (the
                                         latest times, comma-separated RFC 3339), so a contract's
                                         maxPreemptions survives a restart of the controller
+    pykueue.io/lost-work                Workload, written by pykueue: the work its preemptions threw
+                                        away (JSON, resource-microseconds, CPU in milli-units), so
+                                        `describe` shows it across a restart of the controller
     pykueue.io/price                    ResourceFlavor: price per unit-hour of its resources (memory
                                         per GiB-hour), e.g. 'nvidia.com/gpu=2.50,cpu=0.04,memory=0.005';
                                         read by `pykueue report usage` only (api/usage.py)
@@ -52,6 +55,7 @@ PREEMPTION_CONTRACT = "pykueue.io/preemption-contract"
 PREEMPTED_AT = "pykueue.io/preempted-at"
 PREEMPTION_COST = "pykueue.io/preemption-cost"
 CHECKPOINT_INTERVAL = "pykueue.io/checkpoint-interval"
+LOST_WORK = "pykueue.io/lost-work"
 PRICE = usage.PRICE
 
 KEYS_BY_KIND: dict[str, frozenset[str]] = {
@@ -419,3 +423,28 @@ def _cost_fields(value: dict[str, Any], path: str, out: list[FieldProblem] | Non
     if "maxLostWork" in value and (most is None or put_off is None):
         return None
     return PreemptionCost(least_lost=least, wait_for_end=wait, max_lost=most, put_off_for=put_off)
+
+
+def lost_work(annotations: Mapping[str, str]) -> dict[str, int] | None:
+    """The lost work a Workload carries (``pykueue.io/lost-work``), None without any.
+
+    pykueue writes it itself; a value it cannot read is passed over (the worst is a
+    `describe` that shows less), never refused."""
+    raw = annotations.get(LOST_WORK)
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    out = {str(k): v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    return out or None
+
+
+def lost_work_text(lost: Mapping[str, int] | None) -> str:
+    """The annotation's value for ``lost`` ("" for none)."""
+    if not lost:
+        return ""
+    return json.dumps(dict(sorted(lost.items())), separators=(",", ":"))
