@@ -3,7 +3,11 @@ design's jobs that run only on other queues' idle quota are named in its notes."
 
 from __future__ import annotations
 
-from pykueue.sim import trace
+import yaml
+
+from pykueue.api import manifests
+from pykueue.sim import policies, trace
+from pykueue.sim.design import Design
 
 from .helpers import cluster_queue, design, run, times
 
@@ -86,3 +90,30 @@ def test_a_costly_preemption_is_put_off_in_the_simulator() -> None:
     )
     assert times(policy, "urgent")["first"] == 7200 + 1800
     assert times(policy, "big")["evictions"] == 1
+
+
+def test_the_summary_names_a_policy_taken_from_a_cohort() -> None:
+    cohorts = """\
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata:
+  name: org
+  annotations: {pykueue.io/preemption-cost: '{"maxLostWork": "4h", "putOffFor": "6h"}'}
+spec: {}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: lab}
+spec: {parentName: org}
+"""
+    d = Design(
+        "d",
+        [
+            *design(cluster_queue("a", "4", cohort="lab")).objects,
+            *(manifests.parse_object(doc) for doc in yaml.safe_load_all(cohorts) if doc),
+        ],
+    )
+    assert policies.in_force(d)["preemptionCost"] == {
+        "a": "puts off a preemption losing over 4h of its size for up to 6h (Cohort org)"
+    }
