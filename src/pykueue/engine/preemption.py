@@ -29,12 +29,15 @@ Classical preemption follows upstream Kueue's rules:
 Fair sharing replaces step 2 and 3 with share-based strategies
 (`pykueue.engine.fair_sharing`).
 
-pykueue's opt-in cost-aware preemption (the preemptor's ClusterQueue has a
-`PreemptionCost`, docs/governance.md) keeps step 1 and 3 and one tie-breaker of
-step 2: among candidates of equal standing, the one that loses the least work goes
-first rather than the most recently admitted (`pykueue.engine.lost_work`);
+pykueue's opt-in cost-aware preemption (a `PreemptionCost` on the preemptor's
+ClusterQueue, a Cohort above it or the site, `targets.cost_policy`, docs/governance.md)
+keeps step 1 and 3 and one tie-breaker of step 2: among candidates of equal standing,
+the one that loses the least work goes first rather than the most recently admitted
+(`pykueue.engine.lost_work`; under fair sharing too, within the queue the shares pick);
 with ``waitForEnd`` the preemptor stops nothing while victims its rules allow and
-that their declared limit ends soon would make room on their own.
+that their declared limit ends soon would make room on their own; with ``maxLostWork``
+it stops nothing while the victims chosen would lose more than that and it has waited
+less than ``putOffFor`` (`engine.put_offs` keeps when that ends).
 """
 
 from __future__ import annotations
