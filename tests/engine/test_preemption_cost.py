@@ -227,3 +227,12 @@ def test_a_costly_preemption_is_put_off_under_fair_sharing_too() -> None:
     lifecycle.advance(c.state, T0 + 3 * HOUR)
     c.settle()
     assert c.preempted_names() == {"big"}
+
+
+def test_the_lost_work_annotation_round_trips_and_a_bad_one_is_passed_over() -> None:
+    lost = {"nvidia.com/gpu": 4000 * 600 * SECOND, "cpu": 1000 * 600 * SECOND}
+    text = governance.lost_work_text(lost)
+    assert governance.lost_work({governance.LOST_WORK: text}) == lost
+    assert governance.lost_work_text(None) == ""
+    for bad in ("", "lots", "[1]", '{"gpu": "1"}', '{"gpu": true}', '{"gpu": -5}'):
+        assert governance.lost_work({governance.LOST_WORK: bad}) is None, bad
