@@ -13,7 +13,7 @@ import yaml
 from pykueue.api import configuration, governance
 from pykueue.api.governance import PreemptionCost
 from pykueue.cli.scenario_command import check
-from pykueue.engine import lifecycle, lost_work
+from pykueue.engine import lifecycle, lost_work, targets
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.configuration import engine_config
 from pykueue.engine.specs import LOWER_PRIORITY
@@ -145,3 +145,94 @@ def test_the_default_from_the_configuration_fails_without_it() -> None:
     del doc["config"]
     scenario = loader.parse(doc, "944")
     assert check(scenario, runner.run(scenario)), "944 passes without the configuration's policy"
+
+
+def test_max_lost_work_and_put_off_for_are_read_together() -> None:
+    value = '{"maxLostWork": "4h", "putOffFor": "6h"}'
+    assert governance.preemption_cost({governance.PREEMPTION_COST: value}) == PreemptionCost(
+        False, None, 4 * HOUR, 6 * HOUR
+    )
+    found = governance.problems("ClusterQueue", {governance.PREEMPTION_COST: '{"maxLostWork": "4h"}'})
+    assert found and "go together" in found[0].message
+    found = governance.problems(
+        "ClusterQueue", {governance.PREEMPTION_COST: '{"maxLostWork": "4h", "putOffFor": "never"}'}
+    )
+    assert found[0].path.endswith(".putOffFor")
+
+
+def test_a_cohort_takes_the_annotation_and_a_local_queue_does_not() -> None:
+    annotations = {governance.PREEMPTION_COST: '{"leastLostWork": true}'}
+    assert governance.problems("Cohort", annotations) == []
+    assert governance.problems("Cohort", {governance.PREEMPTION_COST: "{}"})
+    assert "unknown pykueue annotation" in governance.problems("LocalQueue", annotations)[0].message
+
+
+def test_the_queue_overrides_the_cohort_which_overrides_the_site() -> None:
+    site, org, own = PreemptionCost(True), PreemptionCost(False, HOUR), PreemptionCost(False, 2 * HOUR)
+    c = Cluster()
+    c.state.config = dataclasses.replace(c.state.config, default_preemption_cost=site)
+    c.cohort("org").cohort("lab", parent="org")
+    c.cq("pool", {"f": {"gpu": q(8)}}, cohort="lab").cq("alone", {"f": {"gpu": q(8)}})
+    assert targets.cost_policy(c.state, "pool") == site  # no Cohort has one: the site's
+    assert targets.cost_policy(c.state, "alone") == site
+    c.state.apply_cohort(dataclasses.replace(c.state.cohorts["org"], preemption_cost=org))
+    assert targets.cost_policy(c.state, "pool") == org  # the nearest Cohort up the tree
+    assert targets.cost_policy(c.state, "alone") == site
+    spec = c.state.cluster_queues["pool"]
+    c.state.apply_cluster_queue(dataclasses.replace(spec, preemption_cost=own))
+    assert targets.cost_policy(c.state, "pool") == own
+
+
+def test_sized_lost_work_counts_in_the_preemptors_size() -> None:
+    c = _pool()
+    c.admitted("wide", "pool", gpu=8, admitted_at=0)
+    wl = c.wl("wide")
+    now = T0 + 900 * SECOND
+    # 8 GPUs x 15 minutes: 2 hours of work a 1-GPU preemptor's size, 1 hour of a 2-GPU one.
+    assert lost_work.sized(wl, now, {("f", "gpu"): 1000}) == 2 * HOUR
+    assert lost_work.sized(wl, now, {("f", "gpu"): 2000}) == HOUR
+
+
+def test_a_put_off_preemption_wakes_the_engine_when_it_ends() -> None:
+    c = _pool()
+    spec = c.state.cluster_queues["pool"]
+    c.state.apply_cluster_queue(
+        dataclasses.replace(spec, preemption_cost=PreemptionCost(False, None, HOUR, HOUR))
+    )
+    c.admitted("big", "pool", gpu=8, admitted_at=0)
+    lifecycle.advance(c.state, T0 + 2 * HOUR)
+    c.pending("urgent", "pool", gpu=2, priority=100, created=2 * 3600)
+    c.settle()
+    assert c.preempted_names() == set()
+    assert lifecycle.next_deadline(c.state) == T0 + 3 * HOUR
+    lifecycle.advance(c.state, T0 + 3 * HOUR)
+    c.settle()
+    assert c.preempted_names() == {"big"}
+
+
+def test_a_costly_preemption_is_put_off_under_fair_sharing_too() -> None:
+    c = Cluster(fair_sharing=True)
+    c.cohort("lab")
+    c.cq("borrower", {"f": {"gpu": q(0)}}, cohort="lab")
+    c.cq("lender", {"f": {"gpu": q(8)}}, cohort="lab", reclaim="Any")
+    spec = c.state.cluster_queues["lender"]
+    c.state.apply_cluster_queue(
+        dataclasses.replace(spec, preemption_cost=PreemptionCost(False, None, HOUR, HOUR))
+    )
+    c.admitted("big", "borrower", gpu=8, admitted_at=0)
+    lifecycle.advance(c.state, T0 + 2 * HOUR)
+    c.pending("urgent", "lender", gpu=2, created=2 * 3600)
+    c.settle()
+    assert c.preempted_names() == set()  # 16 GPU-hours lost would be 8 hours of a 2-GPU run
+    lifecycle.advance(c.state, T0 + 3 * HOUR)
+    c.settle()
+    assert c.preempted_names() == {"big"}
+
+
+def test_the_lost_work_annotation_round_trips_and_a_bad_one_is_passed_over() -> None:
+    lost = {"nvidia.com/gpu": 4000 * 600 * SECOND, "cpu": 1000 * 600 * SECOND}
+    text = governance.lost_work_text(lost)
+    assert governance.lost_work({governance.LOST_WORK: text}) == lost
+    assert governance.lost_work_text(None) == ""
+    for bad in ("", "lots", "[1]", '{"gpu": "1"}', '{"gpu": true}', '{"gpu": -5}'):
+        assert governance.lost_work({governance.LOST_WORK: bad}) is None, bad

@@ -11,8 +11,9 @@ accepts these manifests), so every pykueue policy is an annotation under
                                         '{"rate": "1/10m", "cap": 100, "priorityClasses": ["research"]}'
     pykueue.io/preemption-contract      ClusterQueue: what its admitted workloads are promised, e.g.
                                         '{"minRunTime": "30m", "maxPreemptions": 2, "window": "24h"}'
-    pykueue.io/preemption-cost          ClusterQueue: how its preemptors weigh what they destroy, e.g.
-                                        '{"leastLostWork": true, "waitForEnd": "30m"}'
+    pykueue.io/preemption-cost          ClusterQueue, Cohort (for its ClusterQueues without one): how
+                                        preemptors weigh what they destroy, e.g. '{"leastLostWork":
+                                        true, "waitForEnd": "30m", "maxLostWork": "4h", "putOffFor": "6h"}'
     pykueue.io/reservation              ClusterQueue, Cohort: a workload waiting longer than ``after``
                                         that cannot fit holds the capacity it needs against
                                         borrowers, with backfill by declared limit, e.g. '{"after": "2h"}'
@@ -21,6 +22,9 @@ accepts these manifests), so every pykueue policy is an annotation under
     pykueue.io/preempted-at             Workload, written by pykueue: when it was preempted (the
                                         latest times, comma-separated RFC 3339), so a contract's
                                         maxPreemptions survives a restart of the controller
+    pykueue.io/lost-work                Workload, written by pykueue: the work its preemptions threw
+                                        away (JSON, resource-microseconds, CPU in milli-units), so
+                                        `describe` shows it across a restart of the controller
     pykueue.io/price                    ResourceFlavor: price per unit-hour of its resources (memory
                                         per GiB-hour), e.g. 'nvidia.com/gpu=2.50,cpu=0.04,memory=0.005';
                                         read by `pykueue report usage` only (api/usage.py)
@@ -55,19 +59,20 @@ PREEMPTED_AT = "pykueue.io/preempted-at"
 PREEMPTION_COST = "pykueue.io/preemption-cost"
 CHECKPOINT_INTERVAL = "pykueue.io/checkpoint-interval"
 RESERVATION = "pykueue.io/reservation"
+LOST_WORK = "pykueue.io/lost-work"
 PRICE = usage.PRICE
 
 KEYS_BY_KIND: dict[str, frozenset[str]] = {
     "ClusterQueue": frozenset(
         {DEFAULT_PRIORITY_CLASS, AGING, PREEMPTION_CONTRACT, PREEMPTION_COST, RESERVATION}
     ),
-    "Cohort": frozenset({RESERVATION}),
+    "Cohort": frozenset({RESERVATION, PREEMPTION_COST}),
     "LocalQueue": frozenset({DEFAULT_PRIORITY_CLASS}),
     "ResourceFlavor": frozenset({PRICE}),
 }
 AGING_FIELDS = ("rate", "cap", "priorityClasses", "maxPriority")
 CONTRACT_FIELDS = ("minRunTime", "maxPreemptions", "window")
-COST_FIELDS = ("leastLostWork", "waitForEnd")
+COST_FIELDS = ("leastLostWork", "waitForEnd", "maxLostWork", "putOffFor")
 RESERVATION_FIELDS = ("after",)
 MAX_INT32 = 2**31 - 1
 
@@ -120,10 +125,15 @@ class PreemptionCost:
     work (quota held x time since the last checkpoint) go first. ``wait_for_end``: when
     victims whose declared limit ends them within this many microseconds would make room
     alone, the preemptor waits for them instead of stopping anything (None: never waits).
+    ``max_lost``/``put_off_for``: a preemption whose victims would lose more than ``max_lost``
+    microseconds of work the size of the preemptor's request is put off while the preemptor
+    has waited less than ``put_off_for`` (both or neither).
     """
 
     least_lost: bool = True
     wait_for_end: int | None = None
+    max_lost: int | None = None
+    put_off_for: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,7 +438,18 @@ def _cost_fields(value: dict[str, Any], path: str, out: list[FieldProblem] | Non
     wait = _duration(value["waitForEnd"], f"{path}.waitForEnd", out) if "waitForEnd" in value else None
     if "waitForEnd" in value and wait is None:
         return None
-    return PreemptionCost(least_lost=least, wait_for_end=wait)
+    if ("maxLostWork" in value) != ("putOffFor" in value):
+        _report(
+            out,
+            path,
+            "maxLostWork and putOffFor go together (put off a preemption losing more than maxLostWork for at most putOffFor)",
+        )
+        return None
+    most = _duration(value["maxLostWork"], f"{path}.maxLostWork", out) if "maxLostWork" in value else None
+    put_off = _duration(value["putOffFor"], f"{path}.putOffFor", out) if "putOffFor" in value else None
+    if "maxLostWork" in value and (most is None or put_off is None):
+        return None
+    return PreemptionCost(least_lost=least, wait_for_end=wait, max_lost=most, put_off_for=put_off)
 
 
 def reservation_setting(value: Any, path: str) -> Reservation:
@@ -464,3 +485,28 @@ def _reservation_fields(
         return None
     after = _duration(value["after"], f"{path}.after", out)
     return None if after is None else Reservation(after=after)
+
+
+def lost_work(annotations: Mapping[str, str]) -> dict[str, int] | None:
+    """The lost work a Workload carries (``pykueue.io/lost-work``), None without any.
+
+    pykueue writes it itself; a value it cannot read is passed over (the worst is a
+    `describe` that shows less), never refused."""
+    raw = annotations.get(LOST_WORK)
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    out = {str(k): v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    return out or None
+
+
+def lost_work_text(lost: Mapping[str, int] | None) -> str:
+    """The annotation's value for ``lost`` ("" for none)."""
+    if not lost:
+        return ""
+    return json.dumps(dict(sorted(lost.items())), separators=(",", ":"))

@@ -26,7 +26,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from pykueue.engine import cohort_tree, contract, specs
+from pykueue.engine import cohort_tree, contract, lost_work, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
 from pykueue.engine.entries import Entry
@@ -39,6 +39,7 @@ from pykueue.engine.targets import (
     Target,
     Trial,
     candidate_order_key,
+    cost_policy,
     is_evicting,
     satisfies_policy,
     usage_added,
@@ -305,7 +306,7 @@ def fair_preemptions(
 ) -> list[Target]:
     """Targets chosen by the fair-sharing strategies, or [] when they cannot make room."""
     state = preemptor.state
-    candidates = _find_candidates(preemptor, cq_name, wl, frs)
+    candidates = _find_candidates(preemptor, cq_name, wl, frs, requests)
     if not candidates:
         return []
     node = state.nodes[cq_name]
@@ -325,7 +326,7 @@ def fair_preemptions(
 
 
 def _find_candidates(
-    preemptor: Trial, cq_name: str, wl: Workload, frs: set[FlavorResource]
+    preemptor: Trial, cq_name: str, wl: Workload, frs: set[FlavorResource], requests: Quantities
 ) -> list[tuple[Workload, str]]:
     state = preemptor.state
     cq = state.cluster_queues[cq_name]
@@ -350,11 +351,20 @@ def _find_candidates(
                     and not _protected(state, other_node.name, other)
                 ):
                     found.append((other, other_node.name))
-    found.sort(
-        key=lambda item: candidate_order_key(
-            item[0], item[1], cq_name, state.now, preemptor.lq_usage(item[0], item[1])
-        )
-    )
+    cost = cost_policy(state, cq_name)
+    least_lost = cost is not None and cost.least_lost
+    contended = {fr: requests.get(fr, 0) for fr in frs}
+
+    def key(item: tuple[Workload, str]) -> tuple[object, ...]:
+        base = candidate_order_key(item[0], item[1], cq_name, state.now, preemptor.lq_usage(item[0], item[1]))
+        if not least_lost:
+            return base
+        # pykueue's leastLostWork (docs/governance.md): within a queue the strategies take
+        # its candidates in this order, so among equals the least lost work goes first
+        # instead of the most recently admitted; which queue gives one stays the shares' choice.
+        return (*base[:4], lost_work.weight(item[0], state.now, contended), *base[5:])
+
+    found.sort(key=key)
     return found
 
 

@@ -210,6 +210,7 @@ def cohort(obj: ApiCohort) -> specs.Cohort:
         quotas=quotas,
         fair_weight=fair_weight(obj.spec.fair_sharing),
         reservation=governance.reservation(obj.metadata.annotations),
+        preemption_cost=governance.preemption_cost(obj.metadata.annotations),
     )
 
 
@@ -358,6 +359,8 @@ def workload(
     # Its preemption times, as the controller last wrote them: a contract's maxPreemptions
     # counts them across a restart (docs/governance.md).
     wl.preempted_at = governance.preempted_at(meta.annotations)
+    # And the work its preemptions threw away, for `describe` after a restart.
+    wl.lost_work = governance.lost_work(meta.annotations)
     wl.checkpoint_interval, problem = governance.checkpoint_interval(meta.annotations)
     if problem and not wl.invalid_reason:
         wl.invalid_reason = problem

@@ -247,6 +247,8 @@ def next_deadline(state: State) -> int | None:
             wl.requeue_at for wl in bucket.values() if wl.requeue_at is not None and wl.requeue_at > state.now
         )
     times.extend(state.protection_deadlines())
+    # A preemption put off by a preemption-cost policy is tried again when the put-off ends.
+    times.extend(state.put_off.deadlines(state.now))
     times.extend(at for at, _, _ in execution_time.due(state.workloads, state.time_limited))
     step = aging.next_step(state)
     if step is not None:

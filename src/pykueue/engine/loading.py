@@ -181,6 +181,8 @@ def carry_status(old: EngineWorkload, new: EngineWorkload) -> None:
     new.requeue_count = old.requeue_count
     new.preemption_count = old.preemption_count
     new.preempted_at = old.preempted_at
+    if old.lost_work is not None:  # the engine's count is ahead of the annotation it writes
+        new.lost_work = old.lost_work
     if old.aged:
         # Aged priority until the next cycle recomputes it from the clock (engine/aging.py).
         new.aged = old.aged

@@ -62,6 +62,19 @@ def weight(wl: Workload, now: int, requests: Mapping[FlavorResource, int]) -> in
     return share * lost
 
 
+def sized(wl: Workload, now: int, requests: Mapping[FlavorResource, int]) -> int:
+    """The work a preemption at ``now`` loses, in microseconds of work the size of ``requests``
+    (the preemptor's): lost time x the victim's largest share of a contended flavor-resource in
+    units of the preemptor's request of it. A 64-GPU victim that would lose 15 minutes weighs
+    8 hours to an 2-GPU preemptor; it is what ``maxLostWork`` is compared with."""
+    lost = lost_time(wl, now)
+    if lost == 0:
+        return 0
+    usage = wl.usage()
+    share = max((usage.get(fr, 0) * 1000 // max(1, wanted) for fr, wanted in requests.items()), default=0)
+    return share * lost // 1000
+
+
 def declared_end(wl: Workload) -> int | None:
     """When ``wl``'s declared limit ends its current run at the latest (None: no limit):
     the moment the engine deactivates it (`execution_time.deadline`)."""

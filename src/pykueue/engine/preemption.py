@@ -29,12 +29,15 @@ Classical preemption follows upstream Kueue's rules:
 Fair sharing replaces step 2 and 3 with share-based strategies
 (`pykueue.engine.fair_sharing`).
 
-pykueue's opt-in cost-aware preemption (the preemptor's ClusterQueue has a
-`PreemptionCost`, docs/governance.md) keeps step 1 and 3 and one tie-breaker of
-step 2: among candidates of equal standing, the one that loses the least work goes
-first rather than the most recently admitted (`pykueue.engine.lost_work`);
+pykueue's opt-in cost-aware preemption (a `PreemptionCost` on the preemptor's
+ClusterQueue, a Cohort above it or the site, `targets.cost_policy`, docs/governance.md)
+keeps step 1 and 3 and one tie-breaker of step 2: among candidates of equal standing,
+the one that loses the least work goes first rather than the most recently admitted
+(`pykueue.engine.lost_work`; under fair sharing too, within the queue the shares pick);
 with ``waitForEnd`` the preemptor stops nothing while victims its rules allow and
-that their declared limit ends soon would make room on their own.
+that their declared limit ends soon would make room on their own; with ``maxLostWork``
+it stops nothing while the victims chosen would lose more than that and it has waited
+less than ``putOffFor`` (`engine.put_offs` keeps when that ends).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
+from pykueue.api.governance import PreemptionCost
 from pykueue.engine import cohort_tree, contract, fair_sharing, lost_work, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.evictions import IN_COHORT_RECLAIM_WHILE_BORROWING
@@ -54,6 +58,7 @@ from pykueue.engine.targets import (
     Target,
     Trial,
     candidate_order_key,
+    cost_policy,
     is_evicting,
     satisfies_policy,
 )
@@ -126,8 +131,13 @@ class Preemptor(Trial):
         self, cq_name: str, wl: Workload, frs: set[FlavorResource], requests: Quantities
     ) -> list[Target]:
         if self.state.config.fair_sharing.enable:
-            return fair_sharing.fair_preemptions(self, cq_name, wl, frs, requests)
-        return self._classical(cq_name, wl, frs, requests)
+            found = fair_sharing.fair_preemptions(self, cq_name, wl, frs, requests)
+        else:
+            found = self._classical(cq_name, wl, frs, requests)
+        cost = cost_policy(self.state, cq_name)
+        if found and cost is not None and self._put_off(cost, cq_name, wl, found, frs, requests):
+            return []
+        return found
 
     # ----------------------------------------------------------------- classical
 
@@ -151,7 +161,7 @@ class Preemptor(Trial):
             return candidate_order_key(c.workload, c.cluster_queue, cq_name, now, usage)
 
         key: Callable[[_Candidate], tuple[object, ...]] = upstream_key
-        cost = cq.preemption_cost
+        cost = cost_policy(self.state, cq_name)
         if cost is not None and cost.least_lost:  # pykueue's opt-in policy (docs/governance.md)
             key = _least_lost_key(upstream_key, now, {fr: requests.get(fr, 0) for fr in frs})
 
@@ -175,6 +185,30 @@ class Preemptor(Trial):
         ):
             return []
         return self._search(candidates, attempts, cq_name, frs, requests)
+
+    def _put_off(
+        self,
+        cost: PreemptionCost,
+        cq_name: str,
+        wl: Workload,
+        found: list[Target],
+        frs: set[FlavorResource],
+        requests: Quantities,
+    ) -> bool:
+        """Should ``wl`` wait rather than stop ``found``? Yes while its victims would lose more
+        than ``max_lost`` of work its size and it has waited less than ``put_off_for`` since it
+        was queued; the moment that ends is kept (`State.put_off`) so a cycle runs then."""
+        if cost.max_lost is None or cost.put_off_for is None:
+            return False
+        now = self.state.now
+        contended = {fr: requests.get(fr, 0) for fr in frs}
+        if sum(lost_work.sized(t.workload, now, contended) for t in found) <= cost.max_lost:
+            return False
+        until = (wl.evicted_at if wl.evicted_at is not None else wl.created) + cost.put_off_for
+        if until <= now:
+            return False
+        self.state.put_off.note(wl.key, cq_name, until)
+        return True
 
     def _search(
         self,

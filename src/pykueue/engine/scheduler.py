@@ -99,6 +99,15 @@ class CycleResult:
         return bool(self.admitted or self.preempted or self.recovered)
 
 
+def _end_put_offs(state: State) -> None:
+    """A preemption put off by a preemption-cost policy (`Preemptor._put_off`) whose time is up
+    is tried again: its parked preemptor goes back to its queue's heap."""
+    for cq_name in state.put_off.take_due(state.now):
+        queue = state.queues.get(cq_name)
+        if queue is not None and queue.has_parked():
+            queue.unpark_all(state.backing_off)
+
+
 def run_cycle(state: State, max_admissions: int | None = None) -> CycleResult:
     """Run one scheduling cycle over ``state`` at ``state.now``.
 
@@ -109,6 +118,7 @@ def run_cycle(state: State, max_admissions: int | None = None) -> CycleResult:
     others). None, upstream's cycle: every head is tried.
     """
     aging.refresh(state)
+    _end_put_offs(state)
     state.explain_waiting()
     state.begin_cycle()
     result = CycleResult()

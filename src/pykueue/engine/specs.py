@@ -106,6 +106,8 @@ class Cohort:
     fair_weight: float = 1.0
     # pykueue.io/reservation (docs/governance.md): the policy of its ClusterQueues without their own.
     reservation: Reservation | None = None
+    # pykueue's ``pykueue.io/preemption-cost`` for its ClusterQueues without their own.
+    preemption_cost: PreemptionCost | None = None
 
 
 @dataclass(frozen=True, slots=True)

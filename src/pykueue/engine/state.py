@@ -50,6 +50,7 @@ from pykueue.engine import (
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.config import EngineConfig
 from pykueue.engine.events import CHECKS_PASSED, EVICTED, FINISHED, Event
+from pykueue.engine.put_offs import PutOffs
 from pykueue.engine.queueing import ClusterQueueQueue
 from pykueue.engine.resources import Quantities, add_into
 from pykueue.engine.topology_snapshot import Cluster, NodeView, Requests
@@ -108,6 +109,7 @@ class State:
     aging_queues: set[str] = field(default_factory=set)
     aged_queues: set[str] = field(default_factory=set)
     contract_queues: set[str] = field(default_factory=set)
+    put_off: PutOffs = field(default_factory=PutOffs)  # preemptions put off (`engine.put_offs`)
     # Set when an object change may have changed why pending workloads wait.
     _waiting_dirty: bool = False
     _requeue_all_due: bool = False  # every parked workload is to go back (`_requeue_all`)
@@ -176,8 +178,6 @@ class State:
     def apply_cluster_queue(self, cq: specs.ClusterQueue) -> None:
         if cq.contract is None and self.config.default_contract is not None:
             cq = dataclasses.replace(cq, contract=self.config.default_contract)
-        if cq.preemption_cost is None and self.config.default_preemption_cost is not None:
-            cq = dataclasses.replace(cq, preemption_cost=self.config.default_preemption_cost)
         old = self.cluster_queues.get(cq.name)
         self.cluster_queues[cq.name] = cq
         self._waiting_dirty = True

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from pykueue.api.governance import PreemptionCost
 from pykueue.engine import cohort_tree, specs
 from pykueue.engine.evictions import IN_COHORT_RECLAIM_WHILE_BORROWING
 from pykueue.engine.resources import FlavorResource, Quantities
@@ -177,3 +178,25 @@ def usage_added(node: cohort_tree.Node, requests: Quantities, sign: int = +1) ->
         yield
     finally:
         cohort_tree.add_usages(node, requests, -sign)
+
+
+def cost_policy(state: State, cq_name: str) -> PreemptionCost | None:
+    """The preemption-cost policy of ``cq_name``'s preemptors: its own annotation, else the
+    nearest Cohort up its tree that has one, else the site default (each replaces the next
+    entirely, docs/governance.md)."""
+    cq = state.cluster_queues.get(cq_name)
+    if cq is None:
+        return state.config.default_preemption_cost
+    if cq.preemption_cost is not None:
+        return cq.preemption_cost
+    seen: set[str] = set()  # a cycle of Cohorts (refused elsewhere) must not loop here
+    name = cq.cohort
+    while name and name not in seen:
+        seen.add(name)
+        cohort = state.cohorts.get(name)
+        if cohort is None:  # a Cohort only named by its members: no annotation, no parent
+            break
+        if cohort.preemption_cost is not None:
+            return cohort.preemption_cost
+        name = cohort.parent
+    return state.config.default_preemption_cost

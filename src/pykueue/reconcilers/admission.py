@@ -92,6 +92,7 @@ def _signature(wl: Workload, stored: Manifest) -> tuple[Any, ...]:
     return (
         resource_version(stored),
         wl.preempted_at,
+        tuple(sorted((wl.lost_work or {}).items())),
         admission,
         conditions,
         wl.requeue_count,
@@ -567,11 +568,25 @@ class AdmissionController:
         sent = 0
         if desired != (stored.get("status") or {}):
             sent = await self._write_status(key, stored, desired)
-        note = self._preemptions_note(wl, self.cache.get(key) or stored)
-        if note is not None:
+        notes = self._notes(wl, self.cache.get(key) or stored)
+        if notes:
             # After the status: an eviction must not wait for its bookkeeping.
-            sent += await self._write_preemptions(key, note)
+            sent += await self._write_preemptions(key, notes)
         return min(sent, 1)
+
+    def _notes(self, wl: Workload, stored: Manifest) -> dict[str, str]:
+        """The pykueue annotations the stored Workload should carry and does not: its preemption
+        times (`_preemptions_note`) and the work its preemptions threw away
+        (``pykueue.io/lost-work``, written once one did, so `describe` shows it after a restart)."""
+        notes: dict[str, str] = {}
+        note = self._preemptions_note(wl, stored)
+        if note is not None:
+            notes[governance.PREEMPTED_AT] = note
+        lost = governance.lost_work_text(wl.lost_work)
+        carried = ((stored.get("metadata") or {}).get("annotations") or {}).get(governance.LOST_WORK, "")
+        if lost and lost != carried:
+            notes[governance.LOST_WORK] = lost
+        return notes
 
     def _preemptions_note(self, wl: Workload, stored: Manifest) -> str | None:
         """The ``pykueue.io/preempted-at`` value the stored Workload should carry, None when it does.
@@ -589,12 +604,12 @@ class AdmissionController:
         carried = ((stored.get("metadata") or {}).get("annotations") or {}).get(governance.PREEMPTED_AT, "")
         return None if text == carried or not text else text
 
-    async def _write_preemptions(self, key: Key, note: str) -> int:
+    async def _write_preemptions(self, key: Key, notes: dict[str, str]) -> int:
         stored = self.cache.get(key)
         if stored is None:
             return 0
         meta = dict(stored.get("metadata") or {})
-        meta["annotations"] = {**(meta.get("annotations") or {}), governance.PREEMPTED_AT: note}
+        meta["annotations"] = {**(meta.get("annotations") or {}), **notes}
         try:
             written: Manifest = await self.store.update({**stored, "metadata": meta})
         except Conflict:

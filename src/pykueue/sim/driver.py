@@ -205,6 +205,8 @@ class _Loop:
             times.append(self.next_cycle)
         # A preemption contract's protection that ends may let a parked preemptor in.
         times.extend(t for t in self.state.protection_deadlines() if t > self.state.now)
+        # A preemption put off by a preemption-cost policy is tried again when the put-off ends.
+        times.extend(self.state.put_off.deadlines(self.state.now))
         # A waiting workload's next point of aging may let it preempt, or lead a StrictFIFO queue.
         step = aging.next_step(self.state)
         if step is not None:

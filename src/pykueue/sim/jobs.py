@@ -92,10 +92,10 @@ class Job:
         # when a ClusterQueue has that policy.
         wl.checkpoint_interval = self.checkpoint
         # Its declared limit, for the policies that read one (a reservation's backfill and start,
-        # waitForEnd): the simulator itself ends the job at the limit (driver.admitted), and
-        # never runs the engine's deadlines (`lifecycle`), so the engine only reads it.
+        # waitForEnd): the simulator itself ends the job at the limit (driver.admitted) and never
+        # runs the engine's deadlines (`lifecycle`), so both agree on when it ends.
         if self.max_execution is not None:
-            wl.max_execution_seconds = self.max_execution // 1_000_000
+            wl.max_execution_seconds = self.max_execution // SECOND
         wl.shape = intake.shape_of(wl)
         return wl
 

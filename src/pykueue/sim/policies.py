@@ -58,6 +58,11 @@ def cost_text(policy: PreemptionCost) -> str:
         parts.append("least lost work first")
     if policy.wait_for_end is not None:
         parts.append(f"waits up to {duration_text(policy.wait_for_end)} for a declared end")
+    if policy.max_lost is not None and policy.put_off_for is not None:
+        parts.append(
+            f"puts off a preemption losing over {duration_text(policy.max_lost)} of its size "
+            f"for up to {duration_text(policy.put_off_for)}"
+        )
     return ", ".join(parts) or "upstream's order"
 
 
@@ -108,6 +113,7 @@ def in_force(design: Design) -> dict[str, Any]:
     aging: dict[str, str] = {}
     contracts: dict[str, str] = {}
     costs: dict[str, str] = {}
+    cohort_costs, parents = _cohort_costs(design)
     for obj in design.objects:
         if obj.kind != "ClusterQueue":
             continue
@@ -122,8 +128,11 @@ def in_force(design: Design) -> dict[str, Any]:
         elif default is not None:
             contracts[name] = f"{contract_text(default)} (site default)"
         cost = governance.preemption_cost(annotations)
+        inherited = _inherited(getattr(obj.spec, "cohort_name", ""), cohort_costs, parents)
         if cost is not None:
             costs[name] = cost_text(cost)
+        elif inherited is not None:
+            costs[name] = f"{cost_text(inherited[1])} (Cohort {inherited[0]})"
         elif default_cost is not None:
             costs[name] = f"{cost_text(default_cost)} (site default)"
     return {
@@ -149,3 +158,30 @@ def lines(policies: dict[str, Any]) -> list[tuple[str, str, str]]:
             rows.append(("-", label, "none (upstream behaviour)"))
         rows.extend((name, label, text) for name, text in entries.items())
     return rows
+
+
+def _cohort_costs(design: Design) -> tuple[dict[str, PreemptionCost], dict[str, str]]:
+    """The preemption-cost policies of the design's Cohorts, and each Cohort's parent."""
+    costs: dict[str, PreemptionCost] = {}
+    parents: dict[str, str] = {}
+    for obj in design.objects:
+        if obj.kind != "Cohort":
+            continue
+        parents[obj.metadata.name] = getattr(obj.spec, "parent_name", "")
+        cost = governance.preemption_cost(obj.metadata.annotations or {})
+        if cost is not None:
+            costs[obj.metadata.name] = cost
+    return costs, parents
+
+
+def _inherited(
+    cohort: str, costs: dict[str, PreemptionCost], parents: dict[str, str]
+) -> tuple[str, PreemptionCost] | None:
+    """The nearest Cohort up from ``cohort`` with a policy, as the engine takes it."""
+    seen: set[str] = set()
+    while cohort and cohort not in seen:
+        seen.add(cohort)
+        if cohort in costs:
+            return cohort, costs[cohort]
+        cohort = parents.get(cohort, "")
+    return None
