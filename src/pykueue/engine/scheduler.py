@@ -468,6 +468,10 @@ class _Cycle:
     preemptor: Preemptor
     issued: list[tuple[Target, Entry]] = field(default_factory=list)
     preempted_keys: dict[str, Target] = field(default_factory=dict)
+    # The same targets by the root of their cohort tree: `_fits` takes out only its own tree's,
+    # as no other tree's usage bears on it (all of them made each fit cost the cycle's preemptions
+    # so far, quadratic in the number of cohorts).
+    preempted_by_root: dict[cohort_tree.Node | None, dict[str, Target]] = field(default_factory=dict)
     reserved: list[tuple[str, Quantities]] = field(default_factory=list)
     # Nodes held by preemptors for the rest of the cycle (`_hold_nodes`).
     held: list[list[Placement]] = field(default_factory=list)
@@ -532,6 +536,8 @@ class _Cycle:
             return
         for target in entry.targets:
             self.preempted_keys[target.workload.key] = target
+            in_tree = self.preempted_by_root.setdefault(self._root(target.cluster_queue), {})
+            in_tree[target.workload.key] = target
         if mode == Mode.PREEMPT:
             self._reserve(entry.cluster_queue, usage)
             self._hold_nodes(entry)
@@ -609,8 +615,12 @@ class _Cycle:
         entry.message = message
         entry.reason = "WaitingForQuota"
 
+    def _root(self, cq_name: str) -> cohort_tree.Node | None:
+        node = self.state.nodes.get(cq_name)
+        return node.root() if node is not None else None
+
     def _fits(self, cq_name: str, usage: Quantities, targets: list[Target]) -> bool:
-        removed: dict[str, Target] = dict(self.preempted_keys)
+        removed: dict[str, Target] = dict(self.preempted_by_root.get(self._root(cq_name), {}))
         for target in targets:
             removed[target.workload.key] = target
         shifted: list[Target] = []
