@@ -41,7 +41,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pykueue.engine import cohort_tree, loading, scheduler
+from pykueue.engine import cohort_tree, cycle_order, loading, scheduler
 from pykueue.engine.cohort_tree import Node, Quota
 from pykueue.engine.entries import ASSUMED, Entry
 from pykueue.engine.events import ADMITTED, PREEMPTED
@@ -450,7 +450,7 @@ def replay_and_check_preemptions(before: State, result: CycleResult) -> None:
             check_minimal(preemptor, entry)
             check_policies(s, entry)
     cycle = scheduler._Cycle(s, preemptor)
-    for entry in scheduler._order(s, entries):
+    for entry in cycle_order.order(s, entries):
         cycle.process(entry)
     replayed = sorted(e.workload.key for e in entries if e.status == ASSUMED)
     assert replayed == sorted(result.admitted), "the replayed cycle admitted others"

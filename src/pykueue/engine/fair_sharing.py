@@ -132,7 +132,7 @@ def iter_entries(state: State, entries: list[Entry]) -> Iterator[Entry]:
     Each pick runs the tournament of the entry's cohort tree against the usage of
     that moment, so the entries admitted before it count, as in upstream's iterator.
     A workload preempted in the previous cycle never goes before its own preemptor
-    (see `pykueue.engine.scheduler.yield_to_preemptor`).
+    (see `pykueue.engine.cycle_order.yield_to_preemptor`).
     """
     remaining = {entry.cluster_queue: entry for entry in entries}
     prioritize_non_borrowing = state.config.gate("FairSharingPrioritizeNonBorrowing")

@@ -42,7 +42,7 @@ preemption.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pykueue.engine import (
@@ -50,8 +50,8 @@ from pykueue.engine import (
     aging,
     cohort_tree,
     contract,
+    cycle_order,
     evictions,
-    fair_sharing,
     lost_work,
     reservations,
     specs,
@@ -162,7 +162,7 @@ def _run_heads(
     for entry in inadmissible:
         untried.pop(entry.workload.key, None)  # not considered: requeued as upstream does
     assumed = 0
-    for entry in _order(state, entries):
+    for entry in cycle_order.order(state, entries):
         if max_admissions is not None and assumed >= max_admissions:
             break
         cycle.process(entry)
@@ -411,50 +411,6 @@ def _reduce_pod_sets(
         else:
             low = middle + 1
     return best if best_index == low else None
-
-
-# ------------------------------------------------------------------- order
-
-
-def _order(state: State, entries: list[Entry]) -> Iterator[Entry]:
-    if state.config.fair_sharing.enable:
-        return fair_sharing.iter_entries(state, entries)
-    return iter(yield_to_preemptor(sorted(entries, key=classical_order_key)))
-
-
-def yield_to_preemptor(ordered: list[Entry]) -> list[Entry]:
-    """Move every preemptor ahead of the workloads it preempted.
-
-    In a real cluster the victims of a preemption are still terminating when the
-    freed quota becomes visible, so their preemptor is admitted before they are
-    back in a queue. Here evictions complete at once; without this rule a victim
-    ordered first (an older queue time, a lower share, not borrowing) would take
-    the quota back, its preemptor would preempt it again next cycle, for ever.
-    """
-    result = list(ordered)
-    position = {entry.workload.key: i for i, entry in enumerate(result)}
-    for entry in ordered:
-        preemptor = entry.workload.preempted_by
-        if preemptor is None or preemptor not in position:
-            continue
-        mine, theirs = position[entry.workload.key], position[preemptor]
-        if theirs > mine:
-            moved = result.pop(theirs)
-            result.insert(mine, moved)
-            position = {e.workload.key: i for i, e in enumerate(result)}
-    return result
-
-
-def classical_order_key(entry: Entry) -> tuple[int, int, int, int, str, int]:
-    wl = entry.workload
-    return (
-        0 if entry.is_preemptor else 1,
-        entry.borrows,
-        -wl.priority,
-        wl.queue_order_time(),
-        wl.uid,
-        wl.seq,
-    )
 
 
 # ----------------------------------------------------------------- process
@@ -811,4 +767,4 @@ def usage_fits(state: State, cq_name: str, usage: dict[FlavorResource, int]) -> 
     return all(max(0, cohort_tree.available(node, fr)) >= v for fr, v in usage.items())
 
 
-__all__ = ["CycleResult", "Entry", "Possibility", "classical_order_key", "run_cycle"]
+__all__ = ["CycleResult", "Entry", "Possibility", "run_cycle"]
