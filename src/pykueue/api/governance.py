@@ -41,11 +41,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from pykueue.api import usage
 from pykueue.api.meta import dns_subdomain_errors, qualified_name_errors
@@ -78,6 +78,8 @@ MAX_INT32 = 2**31 - 1
 
 _UNITS = {"h": 3600 * 10**6, "m": 60 * 10**6, "s": 10**6, "ms": 1000}
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|ms|m|s))+$")
+_P = TypeVar("_P")
+
 _PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
 
 
@@ -407,15 +409,27 @@ def _contract_fields(
 def cost_setting(value: Any, path: str) -> PreemptionCost:
     """A preemption-cost policy written as a mapping (a configuration file's
     ``pykueue.preemptionCost``); the first problem is a ValueError naming ``path`` and the field."""
+    return _setting(value, path, COST_FIELDS, _cost_fields, "a preemption-cost policy")
+
+
+def _setting(
+    value: Any,
+    path: str,
+    fields: tuple[str, ...],
+    read: Callable[[dict[str, Any], str, list[FieldProblem]], _P | None],
+    what: str,
+) -> _P:
+    """A site-wide policy from a configuration file: ``read`` on a mapping of ``fields`` only,
+    the first problem raised as a ValueError naming its field."""
     if not isinstance(value, dict):
-        raise ValueError(f"{path}: must be a mapping with the fields {', '.join(COST_FIELDS)}")
+        raise ValueError(f"{path}: must be a mapping with the fields {', '.join(fields)}")
     out: list[FieldProblem] = [
-        FieldProblem(f"{path}.{name}", f"unknown field (known: {', '.join(COST_FIELDS)})")
-        for name in sorted(set(value) - set(COST_FIELDS))
+        FieldProblem(f"{path}.{name}", f"unknown field (known: {', '.join(fields)})")
+        for name in sorted(set(value) - set(fields))
     ]
-    found = _cost_fields(value, path, out)
+    found = read(value, path, out)
     if out or found is None:
-        first = out[0] if out else FieldProblem(path, "not a preemption-cost policy")
+        first = out[0] if out else FieldProblem(path, f"not {what}")
         raise ValueError(f"{first.path}: {first.message}")
     return found
 
@@ -455,17 +469,7 @@ def _cost_fields(value: dict[str, Any], path: str, out: list[FieldProblem] | Non
 def reservation_setting(value: Any, path: str) -> Reservation:
     """A reservation policy written as a mapping (a configuration file's
     ``pykueue.reservation``); the first problem is a ValueError naming ``path`` and the field."""
-    if not isinstance(value, dict):
-        raise ValueError(f"{path}: must be a mapping with the fields {', '.join(RESERVATION_FIELDS)}")
-    out: list[FieldProblem] = [
-        FieldProblem(f"{path}.{name}", f"unknown field (known: {', '.join(RESERVATION_FIELDS)})")
-        for name in sorted(set(value) - set(RESERVATION_FIELDS))
-    ]
-    found = _reservation_fields(value, path, out)
-    if out or found is None:
-        first = out[0] if out else FieldProblem(path, "not a reservation policy")
-        raise ValueError(f"{first.path}: {first.message}")
-    return found
+    return _setting(value, path, RESERVATION_FIELDS, _reservation_fields, "a reservation policy")
 
 
 def _reservation(raw: str, path: str, out: list[FieldProblem] | None) -> Reservation | None:
