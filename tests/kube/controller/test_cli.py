@@ -50,7 +50,7 @@ def controller_process(
                 "pykueue controller is running" in (tmp_path / "controller.log").read_text()
                 or process.poll() is not None
             ),
-            30,
+            90,  # a start-up guard, generous for a loaded machine running the kube tests in parallel
             "the controller to start",
         )
         assert process.poll() is None, (tmp_path / "controller.log").read_text()

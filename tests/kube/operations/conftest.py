@@ -24,6 +24,7 @@ from ..controlplane import KubeCluster, free_port
 __all__ = ["Controller", "Controllers", "controllers", "kueue", "kueue_crds"]
 
 PYKUEUE = str(Path(sys.executable).parent / "pykueue")
+START_TIMEOUT = 90.0
 
 
 class Controller:
@@ -74,7 +75,9 @@ class Controller:
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read().decode()
 
-    def wait_serving(self, timeout: float = 30) -> None:
+    # A `pykueue controller` process imports the whole stack before it serves: 30 s was too short
+    # beside two more kube-test workers on a loaded 2-core machine (make unit, docs/testing.md).
+    def wait_serving(self, timeout: float = START_TIMEOUT) -> None:
         def up() -> bool:
             assert self.process.poll() is None, self.log()
             try:
@@ -84,7 +87,7 @@ class Controller:
 
         wait(up, timeout, "the controller's health port")
 
-    def wait_running(self, timeout: float = 30) -> None:
+    def wait_running(self, timeout: float = START_TIMEOUT) -> None:
         def running() -> bool:
             assert self.process.poll() is None, self.log()
             return "pykueue controller is running" in self.log()
