@@ -495,6 +495,8 @@ def run_once(
     poller = MetricsPoller(out / "kubeconfig", series=out / "kueue-writes.jsonl")
     poller.start()
     watch = upstream_watch.RunWatch(out / "kubeconfig", metrics_port)
+    if watch.metrics is not None:
+        watch.metrics.on_evictions = not warm_up  # a warm controller is read once, before its stop
     watch.start()
     returncode = -1
     try:
