@@ -143,7 +143,9 @@ def test_the_watches_record_an_admission_its_eviction_and_the_queue_status(
     assert held and held[0].usage == {("default", "cpu"): 2000} and held[0].cluster_queue == cq
     lost = lost_work(seen)
     assert lost.evictions == 1
-    assert 2 * 0.5 <= lost.of_resource("cpu") < 2 * 10
+    # Charged from the times the watch delivered the two states: the 0.5 s between the writes
+    # can arrive compressed on a loaded machine (seen: 0.03 s), so only its presence and bound are firm.
+    assert 0 < lost.of_resource("cpu") < 2 * 10
     lag = usage_lag(seen)[cq]
     assert len(lag.lags) == 2 and lag.unresolved == 0
     assert watch.figures()["watch_cpu_s"] >= 0
