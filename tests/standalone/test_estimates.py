@@ -55,10 +55,13 @@ def test_estimates_come_from_a_jobs_deadline_and_from_learned_running_times(
     # bound, not the running time). It has outlived the 2-3 s its queue's jobs ran, so its
     # end is expected before the deadline, and the range reaches the deadline.
     assert first["basis"] == "learned p50 of 3 finished in default/main, within activeDeadlineSeconds"
+    # The deadline counts from when the job started running: after its reservation, and before
+    # `started` (it was seen Running then). On a loaded machine the two are seconds apart.
     reserved = next(c for c in _describe(server, "running")["conditions"] if c["type"] == "QuotaReserved")
-    deadline = _seconds(reserved["lastTransitionTime"]) + 40
-    assert started <= _seconds(first["at"]) < deadline
-    assert abs(_seconds(first["high"]) - deadline) <= 3, (first, reserved)
+    earliest_deadline = _seconds(reserved["lastTransitionTime"]) + 40
+    latest_deadline = started + 40
+    assert started <= _seconds(first["at"]) <= _seconds(first["high"])
+    assert earliest_deadline - 3 <= _seconds(first["high"]) <= latest_deadline + 3, (first, reserved, started)
     # The second waits for the first, expected to run as long as the three before it.
     assert second["basis"] == "learned p50 of 3 finished in default/main"
     assert 1 <= _seconds(second["at"]) - _seconds(first["at"]) <= 5
