@@ -27,9 +27,9 @@ refused by name. A problem is a `ValidationError` whose paths are the file's
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 import pydantic
 import yaml
@@ -42,6 +42,8 @@ from pykueue.api.governance import PreemptionContract, PreemptionCost, Reservati
 from pykueue.api.meta import KubeModel, LabelSelector, LabelSelectorRequirement
 from pykueue.api.quantity import parse as parse_milli
 from pykueue.errors import FieldProblem, ParseError, ValidationError
+
+_P = TypeVar("_P")
 
 GROUP: Final = "config.kueue.x-k8s.io"
 V1BETA2: Final = "config.kueue.x-k8s.io/v1beta2"
@@ -234,20 +236,18 @@ def _contract(raw: Any) -> PreemptionContract | None:
 
 
 def _cost(raw: Any) -> PreemptionCost | None:
-    if raw is None:
-        return None
-    try:
-        return governance.cost_setting(raw, "")
-    except ValueError as exc:
-        at, _, message = str(exc).partition(": ")
-        raise _nested(at, message) from None
+    return None if raw is None else _site_policy(governance.cost_setting, raw)
 
 
 def _reservation(raw: Any) -> Reservation | None:
-    if raw is None:
-        return None
+    return None if raw is None else _site_policy(governance.reservation_setting, raw)
+
+
+def _site_policy(read: Callable[[Any, str], _P], raw: Any) -> _P:
+    """A site-wide policy read by ``read``, its ValueError ("path: message") turned into the
+    configuration's error at that nested path."""
     try:
-        return governance.reservation_setting(raw, "")
+        return read(raw, "")
     except ValueError as exc:
         at, _, message = str(exc).partition(": ")
         raise _nested(at, message) from None
