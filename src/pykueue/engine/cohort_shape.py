@@ -9,7 +9,7 @@ which ClusterQueues share a root, so that a release wakes only its own tree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pykueue.engine import specs
@@ -125,3 +125,16 @@ class Members:
             self._by_root.setdefault(root_name(cohorts, cq.cohort), []).append(cq.name)
             return
         self._by_root.clear()
+
+
+def ancestors(cohorts: Mapping[str, specs.Cohort], name: str) -> Iterator[specs.Cohort]:
+    """``name``'s Cohort and those above it, nearest first; stops at a Cohort only named by its
+    members (no object, so no parent) and where a cycle (refused elsewhere) would repeat."""
+    seen: set[str] = set()
+    while name and name not in seen:
+        seen.add(name)
+        cohort = cohorts.get(name)
+        if cohort is None:
+            return
+        yield cohort
+        name = cohort.parent

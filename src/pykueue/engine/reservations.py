@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from pykueue.api.governance import Reservation
 from pykueue.api.quantity import format_resource
-from pykueue.engine import cohort_tree, lost_work
+from pykueue.engine import cohort_shape, cohort_tree, lost_work
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.flavor_assigner import Assignment
 from pykueue.engine.resources import Quantities
@@ -78,15 +78,9 @@ def policy_of(state: State, cq_name: str) -> Reservation | None:
         return None
     if cq.reservation is not None:
         return cq.reservation
-    name, seen = cq.cohort, set()
-    while name and name not in seen:
-        seen.add(name)
-        cohort = state.cohorts.get(name)
-        if cohort is None:
-            break
+    for cohort in cohort_shape.ancestors(state.cohorts, cq.cohort):
         if cohort.reservation is not None:
             return cohort.reservation
-        name = cohort.parent
     return state.config.default_reservation
 
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pykueue.api.governance import PreemptionCost
-from pykueue.engine import cohort_tree, specs
+from pykueue.engine import cohort_shape, cohort_tree, specs
 from pykueue.engine.evictions import IN_COHORT_RECLAIM_WHILE_BORROWING
 from pykueue.engine.resources import FlavorResource, Quantities
 from pykueue.engine.state import State
@@ -189,14 +189,7 @@ def cost_policy(state: State, cq_name: str) -> PreemptionCost | None:
         return state.config.default_preemption_cost
     if cq.preemption_cost is not None:
         return cq.preemption_cost
-    seen: set[str] = set()  # a cycle of Cohorts (refused elsewhere) must not loop here
-    name = cq.cohort
-    while name and name not in seen:
-        seen.add(name)
-        cohort = state.cohorts.get(name)
-        if cohort is None:  # a Cohort only named by its members: no annotation, no parent
-            break
+    for cohort in cohort_shape.ancestors(state.cohorts, cq.cohort):
         if cohort.preemption_cost is not None:
             return cohort.preemption_cost
-        name = cohort.parent
     return state.config.default_preemption_cost
