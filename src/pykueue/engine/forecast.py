@@ -240,6 +240,7 @@ def _copy_workload(wl: Workload) -> Workload:
     clone.preemption_count = wl.preemption_count
     clone.preempted_at = wl.preempted_at
     clone.preempted_by = wl.preempted_by
+    clone.preempted_for = wl.preempted_for
     clone.shape = wl.shape
     clone.checks = {name: copy.copy(check) for name, check in wl.checks.items()} if wl.checks else {}
     clone.gated_by = wl.gated_by

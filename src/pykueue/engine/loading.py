@@ -189,6 +189,7 @@ def carry_status(old: EngineWorkload, new: EngineWorkload) -> None:
         new.priority += old.aged
         new.shape = intake.shape_of(new)
     new.preempted_by = old.preempted_by
+    new.preempted_for = old.preempted_for
     new.checks = old.checks
     new.eviction = old.eviction
     new.eviction_counts = old.eviction_counts

@@ -82,6 +82,11 @@ class Variant(Enum):
         return IN_COHORT_RECLAMATION
 
 
+# A candidate of another ClusterQueue that is preemptible only because of how much the
+# preemptor asks for: within its own (or its subtree's) quota, or without borrowing.
+SIZE_BOUND = frozenset({Variant.HIERARCHICAL_RECLAIM, Variant.RECLAIM_WITHOUT_BORROWING})
+
+
 @dataclass(slots=True)
 class _Candidate:
     workload: Workload
@@ -228,7 +233,12 @@ class Preemptor(Trial):
                         continue
                     self.remove(candidate.workload, candidate.cluster_queue)
                     targets.append(
-                        Target(candidate.workload, candidate.cluster_queue, candidate.variant.reason())
+                        Target(
+                            candidate.workload,
+                            candidate.cluster_queue,
+                            candidate.variant.reason(),
+                            candidate.variant in SIZE_BOUND,
+                        )
                     )
                     if self.fits(cq_name, requests, allow_borrowing):
                         return self.fill_back(targets, cq_name, requests, allow_borrowing)

@@ -208,6 +208,10 @@ class Workload:
     # When it was preempted (microseconds, oldest first): the preemption contract's window.
     preempted_at: tuple[int, ...] = ()
     preempted_by: str | None = None  # the preemptor it must not overtake while both wait
+    # The pod counts it last preempted for, when it asked for fewer pods than it wants and a
+    # victim could be preempted only if it did not borrow: it is admitted with no more than
+    # these (scheduler._assign). None: no such promise.
+    preempted_for: tuple[int, ...] | None = None
     # Upstream's scheduling-equivalence hash: priority and pod sets. Twins share it.
     shape: object = None
     # `status.admissionChecks`, by check name (written back sorted by name, as upstream).
