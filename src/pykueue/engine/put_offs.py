@@ -23,6 +23,10 @@ class PutOffs:
         """``key``'s preemption waits until ``until`` (a later note replaces an earlier one)."""
         self._until[key] = (cluster_queue, until)
 
+    def due(self, now: int) -> set[str]:
+        """The workloads whose put-off ends by ``now`` and is not yet taken (`take_due`)."""
+        return {key for key, (_, until) in self._until.items() if until <= now}
+
     def deadlines(self, now: int) -> list[int]:
         """The ends still to come after ``now``."""
         return [until for _, until in self._until.values() if until > now]
