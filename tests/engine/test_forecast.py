@@ -171,7 +171,6 @@ def test_a_limit_is_an_upper_bound_and_the_share_used_is_learned() -> None:
     assert model.remaining("team/x", LQ, 60 * SECOND, "expected") == 20 * SECOND
 
 
-
 def _put_off_preemptor(settle: bool) -> Cluster:
     """A 2-GPU preemptor whose only victim would lose 8 hours of work its size: with
     ``maxLostWork: 1h, putOffFor: 1h`` (docs/governance.md) it waits until 3 h, then preempts."""
