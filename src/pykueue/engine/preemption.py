@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from pykueue.api.governance import PreemptionCost
-from pykueue.engine import cohort_tree, contract, fair_sharing, lost_work, specs
+from pykueue.engine import cohort_tree, contract, fair_sharing, lost_work, put_offs, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.evictions import IN_COHORT_RECLAIM_WHILE_BORROWING
 from pykueue.engine.flavor_assigner import Assignment, Mode, Possibility
@@ -59,6 +59,7 @@ from pykueue.engine.targets import (
     Trial,
     candidate_order_key,
     cost_policy,
+    cost_policy_owner,
     is_evicting,
     satisfies_policy,
 )
@@ -183,13 +184,21 @@ class Preemptor(Trial):
             attempts = [False, True]
         else:
             attempts = [True, False]
-        if (
-            cost is not None
-            and cost.wait_for_end is not None
-            and self._ends_soon_suffice(candidates, attempts, cq_name, frs, requests, now + cost.wait_for_end)
-        ):
-            return []
+        if cost is not None and cost.wait_for_end is not None:
+            soon = self._ends_soon(candidates, attempts, cq_name, frs, requests, now + cost.wait_for_end)
+            if soon:
+                self.waits_for_end(cq_name, wl, [c.workload for c in soon], cost.wait_for_end)
+                return []
         return self._search(candidates, attempts, cq_name, frs, requests)
+
+    def waits_for_end(self, cq_name: str, wl: Workload, victims: list[Workload], wait_for_end: int) -> None:
+        """``wl`` stops nothing and waits for ``victims`` to end by their declared limit
+        (`PreemptionCost.wait_for_end`); its pending message will say so."""
+        last = max(lost_work.declared_end(v) or self.state.now for v in victims)
+        words = put_offs.waits_for_end_words(
+            cost_policy_owner(self.state, cq_name), len(victims), last, wait_for_end
+        )
+        self.state.put_off.explain(wl.key, self.state.cycle, words)
 
     def _put_off(
         self,
@@ -207,12 +216,17 @@ class Preemptor(Trial):
             return False
         now = self.state.now
         contended = {fr: requests.get(fr, 0) for fr in frs}
-        if sum(lost_work.sized(t.workload, now, contended) for t in found) <= cost.max_lost:
+        lost = sum(lost_work.sized(t.workload, now, contended) for t in found)
+        if lost <= cost.max_lost:
             return False
         until = (wl.evicted_at if wl.evicted_at is not None else wl.created) + cost.put_off_for
         if until <= now:
             return False
         self.state.put_off.note(wl.key, cq_name, until)
+        owner = cost_policy_owner(self.state, cq_name)
+        self.state.put_off.explain(
+            wl.key, self.state.cycle, put_offs.put_off_words(owner, lost, cost.max_lost, until)
+        )
         return True
 
     def _search(
@@ -244,7 +258,7 @@ class Preemptor(Trial):
                         return self.fill_back(targets, cq_name, requests, allow_borrowing)
         return []
 
-    def _ends_soon_suffice(
+    def _ends_soon(
         self,
         candidates: list[_Candidate],
         attempts: list[bool],
@@ -252,15 +266,12 @@ class Preemptor(Trial):
         frs: set[FlavorResource],
         requests: Quantities,
         by: int,
-    ) -> bool:
-        """Would the candidates whose declared limit ends them by ``by`` make room on their own?
-        Then the preemptor waits for them (`PreemptionCost.wait_for_end`) and stops nothing."""
-        soon = []
-        for candidate in candidates:
-            end = lost_work.declared_end(candidate.workload)
-            if end is not None and end <= by:
-                soon.append(candidate)
-        return bool(soon) and bool(self._search(soon, attempts, cq_name, frs, requests))
+    ) -> list[Target]:
+        """The candidates whose declared limit ends them by ``by`` that would make room on their
+        own (the fewest the search needs), or [] when they would not. Then the preemptor waits
+        for them (`PreemptionCost.wait_for_end`) and stops nothing."""
+        soon = [c for c in candidates if lost_work.ends_by(c.workload, by)]
+        return self._search(soon, attempts, cq_name, frs, requests) if soon else []
 
     @staticmethod
     def _under_nominal(cq: specs.ClusterQueue, node: Node, frs: set[FlavorResource]) -> bool:

@@ -196,3 +196,15 @@ def cost_policy(state: State, cq_name: str) -> PreemptionCost | None:
         if cohort.preemption_cost is not None:
             return cohort.preemption_cost
     return state.config.default_preemption_cost
+
+
+def cost_policy_owner(state: State, cq_name: str) -> str:
+    """Where `cost_policy` found ``cq_name``'s policy, in words for its messages."""
+    cq = state.cluster_queues.get(cq_name)
+    if cq is not None and cq.preemption_cost is not None:
+        return f"ClusterQueue {cq_name}"
+    if cq is not None:
+        for cohort in cohort_shape.ancestors(state.cohorts, cq.cohort):
+            if cohort.preemption_cost is not None:
+                return f"Cohort {cohort.name}"
+    return "the site (pykueue.preemptionCost)"
