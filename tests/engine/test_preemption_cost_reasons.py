@@ -57,6 +57,14 @@ def test_a_wait_for_declared_ends_says_so() -> None:
     )
 
 
+def test_a_wait_for_declared_ends_under_fair_sharing_says_so_too() -> None:
+    waiting = _quota_reserved(_run("948")["checkpoints"][0], "serving/urgent")
+    assert waiting["message"].endswith(
+        "; preemption waits, by the preemption-cost policy of ClusterQueue serve (waitForEnd 15m), "
+        "for 1 workload(s) whose declared limit ends them by 2026-01-01T01:00:00Z"
+    )
+
+
 def _put_off(cohort_policy: bool) -> Cluster:
     """A 2-GPU preemptor whose victim (8 GPUs, 2 hours in) would lose 8 hours of its size."""
     policy = PreemptionCost(False, None, HOUR, HOUR)

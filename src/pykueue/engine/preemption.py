@@ -34,8 +34,8 @@ ClusterQueue, a Cohort above it or the site, `targets.cost_policy`, docs/governa
 keeps step 1 and 3 and one tie-breaker of step 2: among candidates of equal standing,
 the one that loses the least work goes first rather than the most recently admitted
 (`pykueue.engine.lost_work`; under fair sharing too, within the queue the shares pick);
-with ``waitForEnd`` the preemptor stops nothing while victims its rules allow and
-that their declared limit ends soon would make room on their own; with ``maxLostWork``
+with ``waitForEnd`` the preemptor stops nothing while victims its rules (or the fair-sharing
+strategies) allow and that their declared limit ends soon would make room on their own; with ``maxLostWork``
 it stops nothing while the victims chosen would lose more than that and it has waited
 less than ``putOffFor`` (`engine.put_offs` keeps when that ends).
 """
@@ -60,6 +60,7 @@ from pykueue.engine.targets import (
     candidate_order_key,
     cost_policy,
     cost_policy_owner,
+    explain_wait_for_end,
     is_evicting,
     satisfies_policy,
 )
@@ -187,18 +188,9 @@ class Preemptor(Trial):
         if cost is not None and cost.wait_for_end is not None:
             soon = self._ends_soon(candidates, attempts, cq_name, frs, requests, now + cost.wait_for_end)
             if soon:
-                self.waits_for_end(cq_name, wl, [c.workload for c in soon], cost.wait_for_end)
+                explain_wait_for_end(self.state, cq_name, wl, [t.workload for t in soon], cost.wait_for_end)
                 return []
         return self._search(candidates, attempts, cq_name, frs, requests)
-
-    def waits_for_end(self, cq_name: str, wl: Workload, victims: list[Workload], wait_for_end: int) -> None:
-        """``wl`` stops nothing and waits for ``victims`` to end by their declared limit
-        (`PreemptionCost.wait_for_end`); its pending message will say so."""
-        last = max(lost_work.declared_end(v) or self.state.now for v in victims)
-        words = put_offs.waits_for_end_words(
-            cost_policy_owner(self.state, cq_name), len(victims), last, wait_for_end
-        )
-        self.state.put_off.explain(wl.key, self.state.cycle, words)
 
     def _put_off(
         self,
