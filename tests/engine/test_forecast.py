@@ -197,3 +197,19 @@ def test_a_put_off_preemptor_is_estimated_to_start_when_its_put_off_ends(settle:
     assert (urgent.at - T0, urgent.high - T0) == (3 * HOUR, 3 * HOUR)
     # Not "fits now": the start waits for the put-off, and says so.
     assert urgent.basis == forecast.PUT_OFF and urgent.known
+
+
+def test_a_put_off_end_is_an_instant_even_after_another_deadline_has_passed() -> None:
+    # The victim came back from an earlier preemption: 5.5 hours of its 8-hour limit are used,
+    # so the engine's deadline for it is 02:30, while the model (which knows the declared limit
+    # only) expects it to end at 04:00. The forward run does not deactivate workloads, so from
+    # 02:30 on that deadline lies in its past; the put-off's end at 03:00 must still be an instant.
+    c = _put_off_preemptor(settle=True)
+    big = c.wl("big")
+    big.max_execution_seconds, big.past_execution_seconds = 8 * 3600, 330 * 60
+    big.set_condition("Admitted", "True", "Admitted", "The workload is admitted", T0)
+    model = runtimes.Model()
+    model.set_limit("team/big", 8 * 3600)
+    assert model.remaining("team/big", "team/pool", 2 * HOUR, "expected") == 2 * HOUR
+    estimates = forecast.estimate(forecast.snapshot(c.state), model)
+    assert (estimates["team/urgent"].at - T0, estimates["team/urgent"].basis) == (3 * HOUR, forecast.PUT_OFF)

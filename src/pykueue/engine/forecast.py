@@ -3,7 +3,8 @@
     live State ──copy──▶ private State (evictions complete at once, no PodsReady timeouts)
                            │ every admitted workload ends after its remaining running time
                            │ repeat: settle (cycles until quiet) at t; record first admissions;
-                           │         t = next completion / backoff end / protection end
+                           │         t = next completion / backoff end / protection end /
+                           │             end of a put-off preemption (`engine.put_offs`)
                            ▼
                         first admission time per pending workload
 
@@ -330,6 +331,11 @@ class _Run:
         deadline = lifecycle.next_deadline(self.state)
         if deadline is not None and deadline > now:
             times.append(deadline)
+        # A put-off preemption is tried again when its put-off ends (`engine.put_offs`), an
+        # instant of its own: `next_deadline` has it too, but only as part of one minimum, which
+        # a deadline this run has passed without acting on (it deactivates nothing: a running
+        # workload's end is the model's) would hide.
+        times.extend(self.state.put_off.deadlines(now))
         return max(min(times), now + 1) if times else None
 
     def _complete(self, now: int) -> None:
