@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from pykueue.engine import forecast, runtimes
+import dataclasses
+
+import pytest
+
+from pykueue.api.governance import PreemptionCost
+from pykueue.engine import forecast, lifecycle, runtimes
 
 from .builders import LOWER_PRIORITY, SECOND, T0, Cluster, q
 
 LQ = "team/a"
+HOUR = 3600 * SECOND
 
 
 def _cluster(now: float = 0) -> Cluster:
@@ -163,3 +169,47 @@ def test_a_limit_is_an_upper_bound_and_the_share_used_is_learned() -> None:
     # A running one that outlived what was expected of it ends before its limit.
     assert model.remaining("team/x", LQ, 60 * SECOND, "high") == 40 * SECOND
     assert model.remaining("team/x", LQ, 60 * SECOND, "expected") == 20 * SECOND
+
+
+def _put_off_preemptor(settle: bool) -> Cluster:
+    """A 2-GPU preemptor whose only victim would lose 8 hours of work its size: with
+    ``maxLostWork: 1h, putOffFor: 1h`` (docs/governance.md) it waits until 3 h, then preempts."""
+    c = Cluster().cq("pool", {"f": {"gpu": q(8)}}, within=LOWER_PRIORITY)
+    spec = c.state.cluster_queues["pool"]
+    policy = PreemptionCost(False, None, HOUR, HOUR)
+    c.state.apply_cluster_queue(dataclasses.replace(spec, preemption_cost=policy))
+    c.admitted("big", "pool", gpu=8, admitted_at=0)
+    lifecycle.advance(c.state, T0 + 2 * HOUR)
+    c.pending("urgent", "pool", gpu=2, priority=100, created=2 * 3600)
+    if settle:
+        c.settle()
+        assert c.preempted_names() == set() and c.state.put_off.deadlines(c.state.now) == [T0 + 3 * HOUR]
+    return c
+
+
+@pytest.mark.parametrize("settle", [False, True], ids=["not-yet-tried", "parked"])
+def test_a_put_off_preemptor_is_estimated_to_start_when_its_put_off_ends(settle: bool) -> None:
+    c = _put_off_preemptor(settle)
+    model = runtimes.Model()
+    model.set_limit("team/big", 10 * 3600)  # its victim ends only at 10 h
+    estimates = forecast.estimate(forecast.snapshot(c.state), model)
+    urgent = estimates["team/urgent"]
+    assert (urgent.at - T0, urgent.high - T0) == (3 * HOUR, 3 * HOUR)
+    # Not "fits now": the start waits for the put-off, and says so.
+    assert urgent.basis == forecast.PUT_OFF and urgent.known
+
+
+def test_a_put_off_end_is_an_instant_even_after_another_deadline_has_passed() -> None:
+    # The victim came back from an earlier preemption: 5.5 hours of its 8-hour limit are used,
+    # so the engine's deadline for it is 02:30, while the model (which knows the declared limit
+    # only) expects it to end at 04:00. The forward run does not deactivate workloads, so from
+    # 02:30 on that deadline lies in its past; the put-off's end at 03:00 must still be an instant.
+    c = _put_off_preemptor(settle=True)
+    big = c.wl("big")
+    big.max_execution_seconds, big.past_execution_seconds = 8 * 3600, 330 * 60
+    big.set_condition("Admitted", "True", "Admitted", "The workload is admitted", T0)
+    model = runtimes.Model()
+    model.set_limit("team/big", 8 * 3600)
+    assert model.remaining("team/big", "team/pool", 2 * HOUR, "expected") == 2 * HOUR
+    estimates = forecast.estimate(forecast.snapshot(c.state), model)
+    assert (estimates["team/urgent"].at - T0, estimates["team/urgent"].basis) == (3 * HOUR, forecast.PUT_OFF)

@@ -28,6 +28,7 @@ WITH_POLICY = [
     "945-cost-put-off-a-costly-preemption.yaml",
     "946-cost-policy-from-a-cohort.yaml",
     "947-cost-least-lost-under-fair-sharing.yaml",
+    "948-cost-wait-for-end-under-fair-sharing.yaml",
     "951-reservation-borrowing-gang-starts.yaml",
     "953-reservation-no-backfill-past-start.yaml",
     "954-reservation-never-blocks-nominal-quota.yaml",

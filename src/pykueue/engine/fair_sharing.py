@@ -40,6 +40,7 @@ from pykueue.engine.targets import (
     Trial,
     candidate_order_key,
     cost_policy,
+    explain_wait_for_end,
     is_evicting,
     satisfies_policy,
     usage_added,
@@ -304,11 +305,34 @@ def _below(node: Node, lca: Node) -> Node:
 def fair_preemptions(
     preemptor: Trial, cq_name: str, wl: Workload, frs: set[FlavorResource], requests: Quantities
 ) -> list[Target]:
-    """Targets chosen by the fair-sharing strategies, or [] when they cannot make room."""
+    """Targets chosen by the fair-sharing strategies, or [] when they cannot make room, or when
+    a ``waitForEnd`` policy has the preemptor wait for victims that end soon."""
     state = preemptor.state
     candidates = _find_candidates(preemptor, cq_name, wl, frs, requests)
     if not candidates:
         return []
+    cost = cost_policy(state, cq_name)
+    if cost is not None and cost.wait_for_end is not None:
+        # pykueue's waitForEnd (docs/governance.md), as without fair sharing: when the
+        # candidates whose declared limit ends them within it would make room, chosen by the
+        # same strategies from those alone, the preemptor stops nothing and waits for them.
+        soon = [c for c in candidates if lost_work.ends_by(c[0], state.now + cost.wait_for_end)]
+        waited = _chosen(preemptor, cq_name, soon, frs, requests) if soon else []
+        if waited:
+            explain_wait_for_end(state, cq_name, wl, [t.workload for t in waited], cost.wait_for_end)
+            return []
+    return _chosen(preemptor, cq_name, candidates, frs, requests)
+
+
+def _chosen(
+    preemptor: Trial,
+    cq_name: str,
+    candidates: list[tuple[Workload, str]],
+    frs: set[FlavorResource],
+    requests: Quantities,
+) -> list[Target]:
+    """The strategies' targets among ``candidates`` (in order), the fewest needed, or []."""
+    state = preemptor.state
     node = state.nodes[cq_name]
     strategies = state.config.fair_sharing.preemption_strategies or (
         LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,

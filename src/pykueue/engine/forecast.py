@@ -3,7 +3,8 @@
     live State ──copy──▶ private State (evictions complete at once, no PodsReady timeouts)
                            │ every admitted workload ends after its remaining running time
                            │ repeat: settle (cycles until quiet) at t; record first admissions;
-                           │         t = next completion / backoff end / protection end
+                           │         t = next completion / backoff end / protection end /
+                           │             end of a put-off preemption (`engine.put_offs`)
                            ▼
                         first admission time per pending workload
 
@@ -35,6 +36,8 @@ HORIZON = 7 * 24 * 3600 * SECOND  # no estimate beyond a week ahead
 MAX_INSTANTS = 200_000  # event instants one forward run may visit (a bound on its cost)
 MIN_CYCLE_BUDGET = 1_000  # cycles at one instant before moving on (a preemption ping-pong)
 FITS_NOW = "fits now"  # the basis of a start that waits for no running workload's end
+# The basis of a start that waits for the end of its preemption's put-off (`engine.put_offs`).
+PUT_OFF = "the end of its preemption's put-off (preemption-cost policy: maxLostWork, putOffFor)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +46,8 @@ class Estimate:
 
     The basis names the source of the running time that decided the start: that of
     the workload whose end lets this one in (a limit, learned, or unknown; see
-    `runtimes`), or FITS_NOW when it waits for no end.
+    `runtimes`), PUT_OFF when it waits for its preemption's put-off to end (a
+    preemption-cost policy, docs/governance.md), or FITS_NOW when it waits for neither.
     """
 
     at: int
@@ -282,6 +286,7 @@ class _Run:
         self.because: dict[str, str] = {}
         self._basis_of: dict[str, str] = {}  # workload key -> the basis of its scheduled end
         self._freed: list[str] = []  # the bases of the ends applied at the current instant
+        self._put_off_ended: set[str] = set()  # targets whose put-off preemption ends at this instant
         self.completions: list[tuple[int, int, str, int]] = []  # (time, sequence, key, epoch)
         self.epoch: dict[str, int] = {}
         self.sequence = 0
@@ -296,6 +301,9 @@ class _Run:
         now = self.state.now
         self._complete(now)  # running workloads already due
         for _ in range(MAX_INSTANTS):
+            # A put-off's end is an instant of its own (`lifecycle.next_deadline` has it): the
+            # preemptor whose put-off ends now starts because of that, not of an end.
+            self._put_off_ended = self.state.put_off.due(now)
             self._settle(now)
             if not self.waiting or self._spent():
                 break
@@ -323,6 +331,11 @@ class _Run:
         deadline = lifecycle.next_deadline(self.state)
         if deadline is not None and deadline > now:
             times.append(deadline)
+        # A put-off preemption is tried again when its put-off ends (`engine.put_offs`), an
+        # instant of its own: `next_deadline` has it too, but only as part of one minimum, which
+        # a deadline this run has passed without acting on (it deactivates nothing: a running
+        # workload's end is the model's) would hide.
+        times.extend(self.state.put_off.deadlines(now))
         return max(min(times), now + 1) if times else None
 
     def _complete(self, now: int) -> None:
@@ -335,6 +348,13 @@ class _Run:
             self._freed.append(self._basis_of.pop(key))
             self.state.finish(key)
             self.state.delete_workload(key)
+
+    def _basis_now(self, key: str) -> str:
+        """Why ``key`` starts at this instant: a running workload's end applied now, else the
+        end of its put-off preemption, else it fits now."""
+        if self._freed:
+            return self._freed[0]
+        return PUT_OFF if key in self._put_off_ended else FITS_NOW
 
     def _settle(self, now: int) -> None:
         state = self.state
@@ -352,7 +372,7 @@ class _Run:
                 if key in self.waiting:
                     self.waiting.discard(key)
                     self.started[key] = now
-                    self.because[key] = self._freed[0] if self._freed else FITS_NOW
+                    self.because[key] = self._basis_now(key)
                 runtime = self.model.runtime(key, wl.queue_key)
                 self._schedule(key, now + max(runtime.pick(self.which), 1), runtime.basis)
             state.clear_events()

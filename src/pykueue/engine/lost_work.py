@@ -81,6 +81,12 @@ def declared_end(wl: Workload) -> int | None:
     return execution_time.deadline(wl)
 
 
+def ends_by(wl: Workload, by: int) -> bool:
+    """Does ``wl``'s declared limit end its current run by ``by`` (`PreemptionCost.wait_for_end`)?"""
+    end = declared_end(wl)
+    return end is not None and end <= by
+
+
 def count(wl: Workload, held: Mapping[FlavorResource, int], lost: int) -> None:
     """Add to ``wl``'s lost work what a preemption losing ``lost`` microseconds of a run that
     held ``held`` throws away."""

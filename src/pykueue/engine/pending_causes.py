@@ -8,7 +8,8 @@ per queue and a dashboard can group by it:
 
     stopped          the workload is deactivated, or its LocalQueue or ClusterQueue is stopped or inactive
     misconfigured    its queue does not exist, or its requests are invalid as written
-    policy           an admin's rule keeps it out: the namespace is not selected, or admission is gated
+    policy           an admin's rule keeps it out: the namespace is not selected, admission is gated,
+                     or a preemption-cost policy puts off or holds back its preemption
     backoff          it was evicted and waits out its requeue backoff
     admission-check  it holds quota and waits for an admission check to say Ready
     preemption       it has preempted workloads and waits for them to release their quota
@@ -31,7 +32,7 @@ even when quota would also be short. A workload that runs has no cause
 
 from __future__ import annotations
 
-from pykueue.engine import evictions, feasibility, waiting
+from pykueue.engine import evictions, feasibility, put_offs, waiting
 from pykueue.engine.state import State
 from pykueue.engine.workloads import CHECK_READY, Workload
 
@@ -120,6 +121,8 @@ def _twin_reason(state: State, wl: Workload) -> str | None:
 def from_reason(reason: str, message: str) -> str:
     if reason == "Misconfigured":
         return POLICY if _NAMESPACE_REFUSED in message else MISCONFIGURED
+    if put_offs.POLICY_WORDS in message:
+        return POLICY  # a preemption-cost policy stops it preempting (engine/put_offs.py)
     cause = _BY_REASON.get(reason, QUOTA)
     if cause == QUOTA and any(word in message for word in _FLAVOR_WORDS):
         return FLAVOR

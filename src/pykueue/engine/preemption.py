@@ -34,8 +34,8 @@ ClusterQueue, a Cohort above it or the site, `targets.cost_policy`, docs/governa
 keeps step 1 and 3 and one tie-breaker of step 2: among candidates of equal standing,
 the one that loses the least work goes first rather than the most recently admitted
 (`pykueue.engine.lost_work`; under fair sharing too, within the queue the shares pick);
-with ``waitForEnd`` the preemptor stops nothing while victims its rules allow and
-that their declared limit ends soon would make room on their own; with ``maxLostWork``
+with ``waitForEnd`` the preemptor stops nothing while victims its rules (or the fair-sharing
+strategies) allow and that their declared limit ends soon would make room on their own; with ``maxLostWork``
 it stops nothing while the victims chosen would lose more than that and it has waited
 less than ``putOffFor`` (`engine.put_offs` keeps when that ends).
 """
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from pykueue.api.governance import PreemptionCost
-from pykueue.engine import cohort_tree, contract, fair_sharing, lost_work, specs
+from pykueue.engine import cohort_tree, contract, fair_sharing, lost_work, put_offs, specs
 from pykueue.engine.cohort_tree import Node
 from pykueue.engine.evictions import IN_COHORT_RECLAIM_WHILE_BORROWING
 from pykueue.engine.flavor_assigner import Assignment, Mode, Possibility
@@ -59,6 +59,8 @@ from pykueue.engine.targets import (
     Trial,
     candidate_order_key,
     cost_policy,
+    cost_policy_owner,
+    explain_wait_for_end,
     is_evicting,
     satisfies_policy,
 )
@@ -183,12 +185,11 @@ class Preemptor(Trial):
             attempts = [False, True]
         else:
             attempts = [True, False]
-        if (
-            cost is not None
-            and cost.wait_for_end is not None
-            and self._ends_soon_suffice(candidates, attempts, cq_name, frs, requests, now + cost.wait_for_end)
-        ):
-            return []
+        if cost is not None and cost.wait_for_end is not None:
+            soon = self._ends_soon(candidates, attempts, cq_name, frs, requests, now + cost.wait_for_end)
+            if soon:
+                explain_wait_for_end(self.state, cq_name, wl, [t.workload for t in soon], cost.wait_for_end)
+                return []
         return self._search(candidates, attempts, cq_name, frs, requests)
 
     def _put_off(
@@ -207,12 +208,17 @@ class Preemptor(Trial):
             return False
         now = self.state.now
         contended = {fr: requests.get(fr, 0) for fr in frs}
-        if sum(lost_work.sized(t.workload, now, contended) for t in found) <= cost.max_lost:
+        lost = sum(lost_work.sized(t.workload, now, contended) for t in found)
+        if lost <= cost.max_lost:
             return False
         until = (wl.evicted_at if wl.evicted_at is not None else wl.created) + cost.put_off_for
         if until <= now:
             return False
         self.state.put_off.note(wl.key, cq_name, until)
+        owner = cost_policy_owner(self.state, cq_name)
+        self.state.put_off.explain(
+            wl.key, self.state.cycle, put_offs.put_off_words(owner, lost, cost.max_lost, until)
+        )
         return True
 
     def _search(
@@ -244,7 +250,7 @@ class Preemptor(Trial):
                         return self.fill_back(targets, cq_name, requests, allow_borrowing)
         return []
 
-    def _ends_soon_suffice(
+    def _ends_soon(
         self,
         candidates: list[_Candidate],
         attempts: list[bool],
@@ -252,15 +258,12 @@ class Preemptor(Trial):
         frs: set[FlavorResource],
         requests: Quantities,
         by: int,
-    ) -> bool:
-        """Would the candidates whose declared limit ends them by ``by`` make room on their own?
-        Then the preemptor waits for them (`PreemptionCost.wait_for_end`) and stops nothing."""
-        soon = []
-        for candidate in candidates:
-            end = lost_work.declared_end(candidate.workload)
-            if end is not None and end <= by:
-                soon.append(candidate)
-        return bool(soon) and bool(self._search(soon, attempts, cq_name, frs, requests))
+    ) -> list[Target]:
+        """The candidates whose declared limit ends them by ``by`` that would make room on their
+        own (the fewest the search needs), or [] when they would not. Then the preemptor waits
+        for them (`PreemptionCost.wait_for_end`) and stops nothing."""
+        soon = [c for c in candidates if lost_work.ends_by(c.workload, by)]
+        return self._search(soon, attempts, cq_name, frs, requests) if soon else []
 
     @staticmethod
     def _under_nominal(cq: specs.ClusterQueue, node: Node, frs: set[FlavorResource]) -> bool:

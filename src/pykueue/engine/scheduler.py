@@ -226,6 +226,8 @@ def _nominate(
             note = _protection_note(state, cq)
             if note:
                 entry.message = f"{entry.message}; {note}" if entry.message else note
+        if not entry.targets:  # a preemption-cost policy's reason to stop nothing (engine/put_offs.py)
+            entry.message = state.put_off.explained(wl.key, state.cycle, entry.message)
         wl.last_tried_flavor = dict(entry.assignment.last_tried)
         wl.last_generation = state.generation.get(cq_name, 0)
         wl.last_cycle = state.cycle

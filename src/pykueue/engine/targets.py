@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pykueue.api.governance import PreemptionCost
-from pykueue.engine import cohort_shape, cohort_tree, specs
+from pykueue.engine import cohort_shape, cohort_tree, execution_time, put_offs, specs
 from pykueue.engine.evictions import IN_COHORT_RECLAIM_WHILE_BORROWING
 from pykueue.engine.resources import FlavorResource, Quantities
 from pykueue.engine.state import State
@@ -196,3 +196,25 @@ def cost_policy(state: State, cq_name: str) -> PreemptionCost | None:
         if cohort.preemption_cost is not None:
             return cohort.preemption_cost
     return state.config.default_preemption_cost
+
+
+def cost_policy_owner(state: State, cq_name: str) -> str:
+    """Where `cost_policy` found ``cq_name``'s policy, in words for its messages."""
+    cq = state.cluster_queues.get(cq_name)
+    if cq is not None and cq.preemption_cost is not None:
+        return f"ClusterQueue {cq_name}"
+    if cq is not None:
+        for cohort in cohort_shape.ancestors(state.cohorts, cq.cohort):
+            if cohort.preemption_cost is not None:
+                return f"Cohort {cohort.name}"
+    return "the site (pykueue.preemptionCost)"
+
+
+def explain_wait_for_end(
+    state: State, cq_name: str, wl: Workload, victims: list[Workload], wait_for_end: int
+) -> None:
+    """``wl`` stops nothing and waits for ``victims`` to end by their declared limit
+    (`PreemptionCost.wait_for_end`); its pending message will say so (`engine.put_offs`)."""
+    last = max(execution_time.deadline(v) or state.now for v in victims)
+    words = put_offs.waits_for_end_words(cost_policy_owner(state, cq_name), len(victims), last, wait_for_end)
+    state.put_off.explain(wl.key, state.cycle, words)
