@@ -42,7 +42,6 @@ preemption.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pykueue.engine import (
@@ -53,6 +52,7 @@ from pykueue.engine import (
     cycle_order,
     evictions,
     lost_work,
+    partial_admission,
     reservations,
     specs,
     topology_delayed,
@@ -321,7 +321,7 @@ def _assign(
             _place_preempting(state, wl, cq, found, found_targets, tas)
         return found, found_targets
 
-    most = _most_counts(wl)
+    most = partial_admission.most_counts(wl)
     full = assign(most)
     mode = full.mode()
     if mode == Mode.FIT:
@@ -331,7 +331,7 @@ def _assign(
         if found_targets:
             return chosen(full, found_targets)
     if state.config.gate("PartialAdmission") and wl.can_be_partially_admitted():
-        found = _reduce_pod_sets(wl, assign, targets, most)
+        found = partial_admission.reduce_pod_sets(wl, assign, targets, most)
         if found is not None:
             return chosen(*found)
     return chosen(full, [])
@@ -373,66 +373,6 @@ def _can_preempt_while_borrowing(state: State, cq: specs.ClusterQueue) -> bool:
     if not state.config.fair_sharing.enable:
         return False
     return cq.preemption.reclaim_within_cohort != specs.NEVER or cq.preemption.reclaim_unset
-
-
-def _most_counts(wl: Workload) -> list[int] | None:
-    """The pod counts a head may ask for: all its pods (None), or no more than it last preempted
-    for when that preemption held only if it did not borrow (`Workload.preempted_for`).
-
-    Upstream asks for all of them again, so such a head can take more than it preempted for,
-    borrow, and be reclaimed by its victim, which then is reclaimed by it, for ever (seed 3141,
-    case 12 of `make diff-upstream`; docs/semantics.md).
-    """
-    promised = wl.preempted_for
-    if promised is None or len(promised) != len(wl.pod_sets):
-        return None
-    return [min(count, ps.count) for count, ps in zip(promised, wl.pod_sets, strict=True)]
-
-
-def _reduce_pod_sets(
-    wl: Workload,
-    assign: Callable[[list[int] | None], Assignment],
-    find_targets: Callable[[Assignment], list[Target]],
-    most: list[int] | None = None,
-) -> tuple[Assignment, list[Target]] | None:
-    """Upstream's pod-set reducer: binary search on how far to shrink toward minCount
-    (from ``most`` pods per pod set when given, else from all)."""
-    full_counts = most if most is not None else [ps.count for ps in wl.pod_sets]
-    deltas = [
-        full - (ps.min_count if ps.min_count is not None else ps.count)
-        for full, ps in zip(full_counts, wl.pod_sets, strict=True)
-    ]
-    total_delta = sum(deltas)
-    if total_delta == 0:
-        return None
-    best: tuple[Assignment, list[Target]] | None = None
-    best_index = -1
-
-    def attempt(index: int) -> bool:
-        nonlocal best, best_index
-        counts = [
-            full - (delta * index) // total_delta for full, delta in zip(full_counts, deltas, strict=True)
-        ]
-        candidate = assign(counts)
-        mode = candidate.mode()
-        if mode == Mode.FIT:
-            best, best_index = (candidate, []), index
-            return True
-        if mode == Mode.PREEMPT:
-            targets = find_targets(candidate)
-            if targets:
-                best, best_index = (candidate, targets), index
-                return True
-        return False
-
-    low, high = 0, total_delta + 1
-    while low < high:
-        middle = (low + high) // 2
-        if attempt(middle):
-            high = middle
-        else:
-            low = middle + 1
-    return best if best_index == low else None
 
 
 # ----------------------------------------------------------------- process
@@ -524,7 +464,7 @@ class _Cycle:
             entry.reason = "WaitingForPreemptedWorkloads"
             entry.message = f"{entry.message}. Pending the preemption of {len(entry.targets)} workload(s)"
             entry.workload.last_tried_flavor = None  # after its preemptions it reconsiders every flavor
-            entry.workload.preempted_for = _promised_counts(entry)
+            entry.workload.preempted_for = partial_admission.promised_counts(entry)
             for target in entry.targets:
                 self.issued.append((target, entry))
             return
@@ -648,17 +588,6 @@ class _Cycle:
         for placements in reversed(self.held):
             self.state.cluster.account_placements(placements, -1)
         self.held.clear()
-
-
-def _promised_counts(entry: Entry) -> tuple[int, ...] | None:
-    """The pod counts a preemptor asked for, kept when it asked for fewer than all its pods
-    and a target was preemptible only if it did not borrow (`Workload.preempted_for`)."""
-    if not any(t.if_not_borrowing for t in entry.targets):
-        return None
-    counts = tuple(ps.count for ps in entry.assignment.pod_sets)
-    if counts == tuple(ps.count for ps in entry.workload.pod_sets):
-        return None
-    return counts
 
 
 def _admit(state: State, entry: Entry) -> None:

@@ -40,9 +40,9 @@ class Target:
     workload: Workload
     cluster_queue: str
     reason: str
-    # Preemptible only because the preemptor stays within its nominal quota (upstream's
-    # ReclaimWithoutBorrowing): the admission that follows must keep to that (scheduler.py).
-    if_not_borrowing: bool = False
+    # Preemptible only because of how much the preemptor asks for (upstream's hierarchical
+    # reclaim, or ReclaimWithoutBorrowing): its admission keeps to that size (partial_admission.py).
+    size_bound: bool = False
 
 
 def can_always_reclaim(cq: specs.ClusterQueue) -> bool:

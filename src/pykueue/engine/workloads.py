@@ -209,8 +209,8 @@ class Workload:
     preempted_at: tuple[int, ...] = ()
     preempted_by: str | None = None  # the preemptor it must not overtake while both wait
     # The pod counts it last preempted for, when it asked for fewer pods than it wants and a
-    # victim could be preempted only if it did not borrow: it is admitted with no more than
-    # these (scheduler._assign). None: no such promise.
+    # victim was preemptible only for that size (within its quota, or without borrowing): it
+    # is admitted with no more than these (engine/partial_admission.py). None: no such limit.
     preempted_for: tuple[int, ...] | None = None
     # Upstream's scheduling-equivalence hash: priority and pod sets. Twins share it.
     shape: object = None
