@@ -187,27 +187,27 @@ def cost_policy(state: State, cq_name: str) -> PreemptionCost | None:
     """The preemption-cost policy of ``cq_name``'s preemptors: its own annotation, else the
     nearest Cohort up its tree that has one, else the site default (each replaces the next
     entirely, docs/governance.md)."""
-    cq = state.cluster_queues.get(cq_name)
-    if cq is None:
-        return state.config.default_preemption_cost
-    if cq.preemption_cost is not None:
-        return cq.preemption_cost
-    for cohort in cohort_shape.ancestors(state.cohorts, cq.cohort):
-        if cohort.preemption_cost is not None:
-            return cohort.preemption_cost
-    return state.config.default_preemption_cost
+    return _cost_policy_source(state, cq_name)[0]
 
 
 def cost_policy_owner(state: State, cq_name: str) -> str:
     """Where `cost_policy` found ``cq_name``'s policy, in words for its messages."""
+    _, kind, name = _cost_policy_source(state, cq_name)
+    return f"{kind} {name}" if kind else "the site (pykueue.preemptionCost)"
+
+
+def _cost_policy_source(state: State, cq_name: str) -> tuple[PreemptionCost | None, str, str]:
+    """``cq_name``'s preemption-cost policy and the kind and name of the object that sets it
+    ("", "" for the site default)."""
     cq = state.cluster_queues.get(cq_name)
-    if cq is not None and cq.preemption_cost is not None:
-        return f"ClusterQueue {cq_name}"
-    if cq is not None:
-        for cohort in cohort_shape.ancestors(state.cohorts, cq.cohort):
-            if cohort.preemption_cost is not None:
-                return f"Cohort {cohort.name}"
-    return "the site (pykueue.preemptionCost)"
+    if cq is None:
+        return state.config.default_preemption_cost, "", ""
+    if cq.preemption_cost is not None:
+        return cq.preemption_cost, "ClusterQueue", cq_name
+    for cohort in cohort_shape.ancestors(state.cohorts, cq.cohort):
+        if cohort.preemption_cost is not None:
+            return cohort.preemption_cost, "Cohort", cohort.name
+    return state.config.default_preemption_cost, "", ""
 
 
 def explain_wait_for_end(
