@@ -209,7 +209,6 @@ RETRIED_AFTER_NOMINATION = Known(
 )
 
 
-
 def _checkpoint_cut(doc: dict[str, Any], checkpoint: int) -> int | None:
     """The index in `doc["steps"]` of the `settle` that ends at the checkpoint."""
     settles = [i for i, s in enumerate(doc.get("steps", [])) if "settle" in s]
@@ -327,7 +326,13 @@ TIE_ORDER = Known(
     _tied_heads_in_another_order,
 )
 
-_BASE: list[Known] = [REQUEUE_ORDER, BLOCKED_CYCLE, RETRY_REQUEUE, RETRIED_AFTER_NOMINATION, RETRIED_AFTER_START]
+_BASE: list[Known] = [
+    REQUEUE_ORDER,
+    BLOCKED_CYCLE,
+    RETRY_REQUEUE,
+    RETRIED_AFTER_NOMINATION,
+    RETRIED_AFTER_START,
+]
 KNOWN: list[Known] = [*_BASE, TIE_ORDER]
 
 # Upstream never settles: a victim and its preemptor take the quota from each other cycle after cycle.
