@@ -256,7 +256,7 @@ def _cluster_queue_of(doc: dict[str, Any]) -> dict[str, str]:
         for o in doc["objects"]
         if o["kind"] == "LocalQueue"
     }
-    out = {}
+    out: dict[str, str] = {}
     for obj in _workloads(doc):
         meta = obj["metadata"]
         cq = lqs.get((meta["namespace"], obj["spec"].get("queueName", "")))
