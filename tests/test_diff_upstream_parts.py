@@ -419,6 +419,33 @@ def test_a_workload_retried_after_upstreams_start_is_a_documented_divergence() -
     assert known.classify(doc, 0, {**theirs, "admitted": {}}) is None
 
 
+def test_a_workload_admitted_on_upstreams_retry_after_its_start_is_a_documented_divergence() -> None:
+    """Seed 8081, case 144 (d12): pykueue parks w6 (NoMatchingFlavor, its resumed scan reached f1); the
+    retry upstream makes a second after its start admits it with 1 pod on f0."""
+    doc = _with_checkpoints(
+        ROOT
+        / "tests"
+        / "scenarios"
+        / "differential"
+        / "d12-timing-parked-partial-workload-admitted-on-upstreams-retry.yaml"
+    )
+    doc.pop("divergence")
+    ours = compare.from_pykueue(runner.run(loader.parse(doc, "d12"))["checkpoints"][0])
+    assert ours["pendingReason"] == {"team-b/w6": "NoMatchingFlavor"}
+    w6 = {"clusterQueue": "cq1", "podSets": {"ps0": {"count": 1, "flavors": {"cpu": "f0"}}}}
+    theirs = {
+        **ours,
+        "admitted": {**ours["admitted"], "team-b/w6": w6},
+        "pending": [],
+        "queues": {"active": {}, "inadmissible": {}},
+        "pendingReason": {},
+        "clusterQueueUsage": {**ours["clusterQueueUsage"], "cq1": {"f0": {"cpu": "3"}}},
+    }
+    assert known.classify(doc, 0, theirs) is known.RETRIED_AFTER_START
+    w6_two = {"clusterQueue": "cq1", "podSets": {"ps0": {"count": 2, "flavors": {"cpu": "f0"}}}}
+    assert known.classify(doc, 0, {**theirs, "admitted": {**ours["admitted"], "team-b/w6": w6_two}}) is None
+
+
 def test_tied_heads_of_two_cluster_queues_in_the_other_order_are_a_documented_divergence() -> None:
     """Seed 7331, case 9 (d11): pykueue takes w1 (cq2) before w4 (cq1) by uid; upstream took w4 first and its
     blocked cycle held w3 (no reason). Only while the two tie: not once w4 is a second younger."""
