@@ -1,7 +1,7 @@
-"""Divergences from upstream that are documented choices (docs/semantics.md, "Differences from upstream
-found by differential testing"). Each entry recognises its divergence at the first checkpoint that
-differs (by the pykueue case, that checkpoint's index and upstream's view there); a divergence that none
-recognises is undocumented."""
+"""Divergences from upstream that are documented choices or a recurrent timing of upstream's
+(docs/semantics.md, "Differences from upstream found by differential testing"). Each entry recognises its
+divergence at the first checkpoint that differs (by the pykueue case, that checkpoint's index and upstream's
+view there); a divergence that none recognises is undocumented."""
 
 from __future__ import annotations
 
