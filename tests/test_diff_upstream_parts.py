@@ -403,6 +403,77 @@ def test_a_workload_upstream_retries_after_nomination_is_a_documented_divergence
     assert known.classify(doc, 0, theirs) is None
 
 
+def test_a_workload_retried_after_upstreams_start_is_a_documented_divergence() -> None:
+    """Seed 6021, case 29 (d10): pykueue parks w7 with the reason of f1, where its resumed scan went;
+    upstream's queue manager retries it once more a second after its start, from f0: WaitingForQuota."""
+    doc = _with_checkpoints(
+        ROOT / "tests" / "scenarios" / "differential" / "d10-timing-parked-workload-retried-after-start.yaml"
+    )
+    doc.pop("divergence")
+    ours = compare.from_pykueue(runner.run(loader.parse(doc, "d10"))["checkpoints"][0])
+    assert ours["pendingReason"] == {"team-b/w7": "ExceedsMaxQuota"}
+    theirs = {**ours, "pendingReason": {"team-b/w7": "WaitingForQuota"}}
+    assert known.classify(doc, 0, theirs) is known.RETRIED_AFTER_START
+    # Not a reason the retry does not give, nor anything else differing.
+    assert known.classify(doc, 0, {**theirs, "pendingReason": {"team-b/w7": "NoMatchingFlavor"}}) is None
+    assert known.classify(doc, 0, {**theirs, "admitted": {}}) is None
+
+
+def test_a_workload_admitted_on_upstreams_retry_after_its_start_is_a_documented_divergence() -> None:
+    """Seed 8081, case 144 (d12): pykueue parks w6 (NoMatchingFlavor, its resumed scan reached f1); the
+    retry upstream makes a second after its start admits it with 1 pod on f0."""
+    doc = _with_checkpoints(
+        ROOT
+        / "tests"
+        / "scenarios"
+        / "differential"
+        / "d12-timing-parked-partial-workload-admitted-on-upstreams-retry.yaml"
+    )
+    doc.pop("divergence")
+    ours = compare.from_pykueue(runner.run(loader.parse(doc, "d12"))["checkpoints"][0])
+    assert ours["pendingReason"] == {"team-b/w6": "NoMatchingFlavor"}
+    w6 = {"clusterQueue": "cq1", "podSets": {"ps0": {"count": 1, "flavors": {"cpu": "f0"}}}}
+    theirs = {
+        **ours,
+        "admitted": {**ours["admitted"], "team-b/w6": w6},
+        "pending": [],
+        "queues": {"active": {}, "inadmissible": {}},
+        "pendingReason": {},
+        "clusterQueueUsage": {**ours["clusterQueueUsage"], "cq1": {"f0": {"cpu": "3"}}},
+    }
+    assert known.classify(doc, 0, theirs) is known.RETRIED_AFTER_START
+    w6_two = {"clusterQueue": "cq1", "podSets": {"ps0": {"count": 2, "flavors": {"cpu": "f0"}}}}
+    assert known.classify(doc, 0, {**theirs, "admitted": {**ours["admitted"], "team-b/w6": w6_two}}) is None
+
+
+def test_tied_heads_of_two_cluster_queues_in_the_other_order_are_a_documented_divergence() -> None:
+    """Seed 7331, case 9 (d11): pykueue takes w1 (cq2) before w4 (cq1) by uid; upstream took w4 first and its
+    blocked cycle held w3 (no reason). Only while the two tie: not once w4 is a second younger."""
+    doc = _with_checkpoints(
+        ROOT
+        / "tests"
+        / "scenarios"
+        / "differential"
+        / "d11-timing-tied-heads-of-two-queues-in-either-order.yaml"
+    )
+    doc.pop("divergence")
+    ours = compare.from_pykueue(runner.run(loader.parse(doc, "d11"))["checkpoints"][0])
+    assert "team-a/w1" in ours["admitted"]
+    swapped = known._ranked(doc, {"cq1": 0, "cq2": 1})
+    theirs = compare.from_pykueue(runner.run(loader.parse(swapped, "d11"))["checkpoints"][0])
+    assert "team-b/w4" in theirs["admitted"]
+    assert theirs["pendingReason"]["team-a/w3"] == "WaitingForQuota"
+    assert known.classify(doc, 0, theirs) is known.TIE_ORDER
+    # Upstream's view: w3 held by the blocked cycle, its status unwritten.
+    held = {k: v for k, v in theirs["pendingReason"].items() if k != "team-a/w3"}
+    assert known.classify(doc, 0, {**theirs, "pendingReason": held}) is known.TIE_ORDER
+    assert known.classify(doc, 0, {**theirs, "admitted": {}}) is None
+    for obj in doc["objects"]:
+        if obj["kind"] == "Workload" and obj["metadata"]["name"] == "w4":
+            obj["metadata"]["creationTimestamp"] = "2026-12-07T21:37:42Z"
+    assert known.classify(doc, 0, theirs) is None
+
+
 def _reserving(cq: str, flavor: str, usage: dict[str, str], *conds: str) -> dict[str, Any]:
     return {
         "status": {
