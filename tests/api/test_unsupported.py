@@ -190,3 +190,28 @@ def test_quota_check_strategy_ignore_undeclared_is_refused_by_name() -> None:
         kueue_configuration.parse(_configuration("IgnoreUndeclared"), "config.yaml")
     configuration.parse(_configuration("BlockUndeclared"), "config.yaml")
     kueue_configuration.parse(_configuration("BlockUndeclared"), "config.yaml")
+
+
+def _with_claims(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["spec"]["podSets"][0]["template"]["spec"]["resourceClaims"] = [
+        {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
+    ]
+    return doc
+
+
+def test_device_claims_of_a_workload_no_job_built_are_refused_by_name() -> None:
+    # Upstream charges them; pykueue charges devices only when a job's Workload is built.
+    [(path, message)] = _refusal(_with_claims(samples.workload()))
+    assert path == "spec.podSets[0].template.spec.resourceClaims"
+    assert message.startswith("not supported by pykueue: the devices of a Workload created directly")
+
+
+def test_device_claims_of_a_job_built_or_worker_workload_are_accepted() -> None:
+    owned = _with_claims(samples.workload())
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "job-a", "uid": "0002", "controller": True}
+    ]
+    manifests.parse_object(owned)
+    copy = _with_claims(samples.workload())
+    copy["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] = "manager"
+    manifests.parse_object(copy)

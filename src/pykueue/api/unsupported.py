@@ -25,6 +25,9 @@ from pykueue.errors import FieldProblem
 # annotation a Workload slice carries naming the slice it replaces.
 ELASTIC_JOB_ANNOTATION: Final = "kueue.x-k8s.io/elastic-job"
 SLICE_REPLACEMENT_ANNOTATION: Final = "kueue.x-k8s.io/workload-slice-replacement-for"
+# The label of a MultiKueue worker's copy of a Workload: its devices were charged by the
+# manager's job framework before it was copied (the same string as jobframework's).
+MULTIKUEUE_ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"
 
 CONCURRENT_ADMISSION = (
     "not supported by pykueue: it is upstream's ConcurrentAdmission feature (alpha feature gate, off by "
@@ -38,6 +41,11 @@ PREEMPTION_GATES = (
 QUOTA_AUTOMATION = (
     "unsupported value 'Automated': pykueue does not implement upstream's MultiKueueManagerQuotaAutomation "
     "(alpha feature gate, off by default); only 'Manual' (the default) is supported"
+)
+DEVICE_CLAIMS_OF_A_BARE_WORKLOAD = (
+    "not supported by pykueue: the devices of a Workload created directly (with no owner) are not "
+    "charged as quota; pykueue charges a ResourceClaimTemplate's devices only when it builds the "
+    "Workload of a job (docs/kubernetes.md, DRA devices); submit the job instead, or remove the claims"
 )
 ELASTIC_JOBS = (
     "not supported by pykueue: elastic jobs are upstream's ElasticJobsViaWorkloadSlices feature (Workload "
@@ -67,6 +75,25 @@ def problems(obj: object, annotations: Mapping[str, Any] | None) -> list[FieldPr
             out.add("spec.preemptionGates", PREEMPTION_GATES)
         if obj.status.preemption_gates:
             out.add("status.preemptionGates", PREEMPTION_GATES)
+        _bare_workload_claims(obj, out)
     elif isinstance(obj, MultiKueueConfig) and obj.spec.quota_management == "Automated":
         out.add("spec.quotaManagement", QUOTA_AUTOMATION)
     return out.items
+
+
+def _bare_workload_claims(wl: Workload, out: Problems) -> None:
+    """Refuse device claims in the pod sets of a Workload that no job built.
+
+    Upstream's workload controller charges any Workload's ResourceClaimTemplates; pykueue
+    charges them where a job's Workload is built (reconcilers/dra.py), as pod overhead. A
+    Workload applied by hand (or pre-built for a job) has no owner then, and its claims
+    would be queued uncharged, so they are refused. A MultiKueue worker's copy carries the
+    charge its manager made.
+    """
+    meta = wl.metadata
+    if meta.owner_references or MULTIKUEUE_ORIGIN_LABEL in (meta.labels or {}):
+        return
+    for index, pod_set in enumerate(wl.spec.pod_sets):
+        extra = pod_set.template.spec.model_extra or {}
+        if extra.get("resourceClaims") or extra.get("resource_claims"):
+            out.add(f"spec.podSets[{index}].template.spec.resourceClaims", DEVICE_CLAIMS_OF_A_BARE_WORKLOAD)
