@@ -1,9 +1,11 @@
 """Fields of Kueue v0.19.2's API that pykueue refuses rather than store and never act on.
 
-Each belongs to an upstream feature that pykueue does not implement (docs/semantics.md,
+Most belong to an upstream feature that pykueue does not implement (docs/semantics.md,
 "API fields and feature gates of v0.19.2"). Upstream, with the feature's gate at its default,
 stores these fields and does nothing with them; pykueue refuses them instead, naming the
-field and the feature, so that nobody believes a policy is in force that is not.
+field and the feature, so that nobody believes a policy is in force that is not. A few
+(a sidecar init container, the device claims of a Workload no job built) upstream acts on
+and pykueue does not yet: refused too, rather than admitted with less quota charged.
 
 `problems(obj)` is part of `validation.validate`, so the Kubernetes webhook, standalone's
 apply, ``pykueue validate`` and the scenario loader all refuse the same things.
