@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import typing
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from pykueue.api import manifests
 from pykueue.api.admission_check import AdmissionCheck, ProvisioningRequestConfig
 from pykueue.api.cluster_queue import ClusterQueue
 from pykueue.api.cohort import Cohort
+from pykueue.api.core import PodTemplateSpec
 from pykueue.api.local_queue import LocalQueue
 from pykueue.api.multikueue import MultiKueueCluster, MultiKueueConfig
 from pykueue.api.priority import WorkloadPriorityClass
@@ -95,6 +97,55 @@ def test_every_field_has_a_row(kind: type[BaseModel]) -> None:
 def test_no_row_is_ignored() -> None:
     for row in rows("Fields"):
         assert "ignored" not in " ".join(row).lower(), row
+
+
+def _is_list(annotation: Any) -> bool:
+    return any(typing.get_origin(a) is list for a in (annotation, *typing.get_args(annotation)))
+
+
+def _nested(model: type[BaseModel], prefix: str) -> list[str]:
+    """Every leaf field below ``prefix``: list segments end in ``[]``; a pod template is a leaf."""
+    out = []
+    for name, info in model.model_fields.items():
+        path = f"{prefix}.{info.alias or name}"
+        sub = _model_of(info.annotation)
+        if sub is None or sub is PodTemplateSpec:
+            out.append(path)
+        else:
+            out.extend(_nested(sub, path + ("[]" if _is_list(info.annotation) else "")))
+    return out
+
+
+def _expand(path: str) -> list[str]:
+    """``a.{b, c.d}`` -> ``a.b``, ``a.c.d`` (one group per cell)."""
+    group = re.fullmatch(r"(.*)\{(.*)\}", path)
+    if group is None:
+        return [path]
+    return [group.group(1) + part.strip() for part in group.group(2).split(",")]
+
+
+def _nested_rows() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for row in rows("Nested fields"):
+        assert len(row) == 4, row
+        assert row[2] in STATES, f"{row[0]} {row[1]}: state {row[2]!r} is none of {sorted(STATES)}"
+        assert row[3], f"{row[0]} {row[1]}: no place or reason given"
+        assert "ignored" not in " ".join(row).lower(), row
+        for kind in row[0].split(", "):
+            out.setdefault(kind, set()).update(_expand(code(row[1])))
+    return out
+
+
+@pytest.mark.parametrize(
+    "kind", [k for k in KUEUE_KINDS if "spec" in k.model_fields], ids=lambda k: k.__name__
+)
+def test_every_nested_spec_field_has_a_row(kind: type[BaseModel]) -> None:
+    spec = _model_of(kind.model_fields["spec"].annotation)
+    assert spec is not None
+    top = {f"spec.{alias}" for alias in _aliases(spec)}
+    nested = [path for path in _nested(spec, "spec") if path not in top]
+    missing = [path for path in nested if path not in _nested_rows().get(kind.__name__, set())]
+    assert missing == [], f"{kind.__name__} nested fields missing from docs/semantics.md's Nested fields"
 
 
 def _refusal(doc: dict[str, Any]) -> list[tuple[str, str]]:
@@ -190,3 +241,42 @@ def test_quota_check_strategy_ignore_undeclared_is_refused_by_name() -> None:
         kueue_configuration.parse(_configuration("IgnoreUndeclared"), "config.yaml")
     configuration.parse(_configuration("BlockUndeclared"), "config.yaml")
     kueue_configuration.parse(_configuration("BlockUndeclared"), "config.yaml")
+
+
+def _with_claims(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["spec"]["podSets"][0]["template"]["spec"]["resourceClaims"] = [
+        {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
+    ]
+    return doc
+
+
+def test_device_claims_of_a_workload_no_job_built_are_refused_by_name() -> None:
+    # Upstream charges them; pykueue charges devices only when a job's Workload is built.
+    [(path, message)] = _refusal(_with_claims(samples.workload()))
+    assert path == "spec.podSets[0].template.spec.resourceClaims"
+    assert message.startswith("not supported by pykueue: the devices of a Workload created directly")
+
+
+def test_device_claims_of_a_job_built_or_worker_workload_are_accepted() -> None:
+    owned = _with_claims(samples.workload())
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "job-a", "uid": "0002", "controller": True}
+    ]
+    manifests.parse_object(owned)
+    copy = _with_claims(samples.workload())
+    copy["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] = "manager"
+    manifests.parse_object(copy)
+
+
+def test_a_sidecar_init_container_is_refused_by_name() -> None:
+    # Upstream counts a sidecar's requests with the containers'; pykueue's sum does not yet.
+    doc = samples.workload()
+    doc["spec"]["podSets"][0]["template"]["spec"]["initContainers"] = [
+        {"name": "setup", "image": "busybox"},
+        {"name": "log", "image": "busybox", "restartPolicy": "Always"},
+    ]
+    [(path, message)] = _refusal(doc)
+    assert path == "spec.podSets[0].template.spec.initContainers[1].restartPolicy"
+    assert message.startswith("not supported by pykueue yet: a restartable init container (a sidecar)")
+    del doc["spec"]["podSets"][0]["template"]["spec"]["initContainers"][1]
+    manifests.parse_object(doc)  # an ordinary init container: fine

@@ -1,9 +1,11 @@
 """Fields of Kueue v0.19.2's API that pykueue refuses rather than store and never act on.
 
-Each belongs to an upstream feature that pykueue does not implement (docs/semantics.md,
+Most belong to an upstream feature that pykueue does not implement (docs/semantics.md,
 "API fields and feature gates of v0.19.2"). Upstream, with the feature's gate at its default,
 stores these fields and does nothing with them; pykueue refuses them instead, naming the
-field and the feature, so that nobody believes a policy is in force that is not.
+field and the feature, so that nobody believes a policy is in force that is not. A few
+(a sidecar init container, the device claims of a Workload no job built) upstream acts on
+and pykueue does not yet: refused too, rather than admitted with less quota charged.
 
 `problems(obj)` is part of `validation.validate`, so the Kubernetes webhook, standalone's
 apply, ``pykueue validate`` and the scenario loader all refuse the same things.
@@ -25,6 +27,9 @@ from pykueue.errors import FieldProblem
 # annotation a Workload slice carries naming the slice it replaces.
 ELASTIC_JOB_ANNOTATION: Final = "kueue.x-k8s.io/elastic-job"
 SLICE_REPLACEMENT_ANNOTATION: Final = "kueue.x-k8s.io/workload-slice-replacement-for"
+# The label of a MultiKueue worker's copy of a Workload: its devices were charged by the
+# manager's job framework before it was copied (the same string as jobframework's).
+MULTIKUEUE_ORIGIN_LABEL: Final = "kueue.x-k8s.io/multikueue-origin"
 
 CONCURRENT_ADMISSION = (
     "not supported by pykueue: it is upstream's ConcurrentAdmission feature (alpha feature gate, off by "
@@ -38,6 +43,16 @@ PREEMPTION_GATES = (
 QUOTA_AUTOMATION = (
     "unsupported value 'Automated': pykueue does not implement upstream's MultiKueueManagerQuotaAutomation "
     "(alpha feature gate, off by default); only 'Manual' (the default) is supported"
+)
+DEVICE_CLAIMS_OF_A_BARE_WORKLOAD = (
+    "not supported by pykueue: the devices of a Workload created directly (with no owner) are not "
+    "charged as quota; pykueue charges a ResourceClaimTemplate's devices only when it builds the "
+    "Workload of a job (docs/kubernetes.md, DRA devices); submit the job instead, or remove the claims"
+)
+SIDECARS = (
+    "not supported by pykueue yet: a restartable init container (a sidecar) runs beside the containers "
+    "and upstream counts its requests with theirs, which pykueue's sum of a pod's requests does not yet "
+    "do, so the Workload would hold less quota than its pods use; remove the sidecar or its restartPolicy"
 )
 ELASTIC_JOBS = (
     "not supported by pykueue: elastic jobs are upstream's ElasticJobsViaWorkloadSlices feature (Workload "
@@ -67,6 +82,40 @@ def problems(obj: object, annotations: Mapping[str, Any] | None) -> list[FieldPr
             out.add("spec.preemptionGates", PREEMPTION_GATES)
         if obj.status.preemption_gates:
             out.add("status.preemptionGates", PREEMPTION_GATES)
+        _bare_workload_claims(obj, out)
+        _sidecars(obj, out)
     elif isinstance(obj, MultiKueueConfig) and obj.spec.quota_management == "Automated":
         out.add("spec.quotaManagement", QUOTA_AUTOMATION)
     return out.items
+
+
+def _bare_workload_claims(wl: Workload, out: Problems) -> None:
+    """Refuse device claims in the pod sets of a Workload that no job built.
+
+    Upstream's workload controller charges any Workload's ResourceClaimTemplates; pykueue
+    charges them where a job's Workload is built (reconcilers/dra.py), as pod overhead. A
+    Workload applied by hand (or pre-built for a job) has no owner then, and its claims
+    would be queued uncharged, so they are refused. A MultiKueue worker's copy carries the
+    charge its manager made.
+    """
+    meta = wl.metadata
+    if meta.owner_references or MULTIKUEUE_ORIGIN_LABEL in (meta.labels or {}):
+        return
+    for index, pod_set in enumerate(wl.spec.pod_sets):
+        extra = pod_set.template.spec.model_extra or {}
+        if extra.get("resourceClaims") or extra.get("resource_claims"):
+            out.add(f"spec.podSets[{index}].template.spec.resourceClaims", DEVICE_CLAIMS_OF_A_BARE_WORKLOAD)
+
+
+def _sidecars(wl: Workload, out: Problems) -> None:
+    """Refuse init containers with ``restartPolicy: Always`` (Kubernetes' native sidecars).
+
+    Upstream sums a pod's requests as kube-scheduler does, where a sidecar adds to the
+    containers' sum and to every later init container; pykueue takes only the largest init
+    container (engine/pod_requests.py), which would under-charge such a pod.
+    """
+    for index, pod_set in enumerate(wl.spec.pod_sets):
+        for j, container in enumerate(pod_set.template.spec.init_containers):
+            extra = container.model_extra or {}
+            if (extra.get("restartPolicy") or extra.get("restart_policy")) == "Always":
+                out.add(f"spec.podSets[{index}].template.spec.initContainers[{j}].restartPolicy", SIDECARS)
