@@ -107,3 +107,36 @@ def test_a_bound_pod_takes_its_requests_and_a_slot_unless_its_workload_counts_it
     assert intake.pod_usage(_bound_pod({})) == ("x1", {"cpu": 2000, "pods": 1000})
     # A TAS workload's pod: its assignment already counts it on the node.
     assert intake.pod_usage(_bound_pod({intake.TAS_POD_LABEL: "true"})) is None
+
+
+def _sidecar(name: str, requests: dict[str, str]) -> Any:
+    return {**_container(name, requests), "restartPolicy": "Always"}
+
+
+def test_sidecars_add_to_the_containers_and_run_beside_later_init_containers() -> None:
+    # kube-scheduler's sum (upstream's resourcehelpers.PodRequests, KEP 753):
+    #   containers 1 + sidecars 1 + 2 = 4 cpu, while the init phase needs at most
+    #   "setup" 2 (before any sidecar), then "migrate" 4 beside sidecar "log" 1 = 5,
+    #   then the sidecars 1 + 2 = 3: the pod needs max(4, 5) = 5 cpu.
+    spec = _spec(
+        containers=[_container("main", {"cpu": "1"})],
+        initContainers=[
+            _container("setup", {"cpu": "2"}),
+            _sidecar("log", {"cpu": "1", "memory": "1Gi"}),
+            _container("migrate", {"cpu": "4"}),
+            _sidecar("proxy", {"cpu": "2"}),
+        ],
+    )
+    pod = pod_requests.compute(spec, PATH, [])
+    assert pod.requests["cpu"] == 5000
+    # The sidecar's memory runs for the pod's whole life: it counts although no container asks.
+    assert pod.requests["memory"] == 1024**3 * 1000
+
+
+def test_a_sidecar_alone_counts_beside_the_containers_not_as_an_init_container() -> None:
+    spec = _spec(
+        containers=[_container("main", {"cpu": "3"})],
+        initContainers=[_sidecar("log", {"cpu": "1"})],
+    )
+    # As an ordinary init container it would be max(3, 1) = 3.
+    assert pod_requests.compute(spec, PATH, []).requests["cpu"] == 4000

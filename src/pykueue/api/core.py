@@ -114,6 +114,9 @@ class Container(PassthroughModel):
     command: list[str] = Field(default_factory=list)
     args: list[str] = Field(default_factory=list)
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    # On an init container, "Always" makes it a sidecar (KEP 753): it runs beside the
+    # containers, so its requests count with theirs (engine/pod_requests.py).
+    restart_policy: str | None = None
 
 
 class PodSchedulingGate(KubeModel):

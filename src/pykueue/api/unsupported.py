@@ -3,9 +3,9 @@
 Most belong to an upstream feature that pykueue does not implement (docs/semantics.md,
 "API fields and feature gates of v0.19.2"). Upstream, with the feature's gate at its default,
 stores these fields and does nothing with them; pykueue refuses them instead, naming the
-field and the feature, so that nobody believes a policy is in force that is not. A few
-(a sidecar init container, the device claims of a Workload no job built) upstream acts on
-and pykueue does not yet: refused too, rather than admitted with less quota charged.
+field and the feature, so that nobody believes a policy is in force that is not. One (the
+device claims of a Workload no job built) upstream acts on and pykueue does not yet:
+refused too, rather than admitted with less quota charged.
 
 `problems(obj)` is part of `validation.validate`, so the Kubernetes webhook, standalone's
 apply, ``pykueue validate`` and the scenario loader all refuse the same things.
@@ -49,11 +49,6 @@ DEVICE_CLAIMS_OF_A_BARE_WORKLOAD = (
     "charged as quota; pykueue charges a ResourceClaimTemplate's devices only when it builds the "
     "Workload of a job (docs/kubernetes.md, DRA devices); submit the job instead, or remove the claims"
 )
-SIDECARS = (
-    "not supported by pykueue yet: a restartable init container (a sidecar) runs beside the containers "
-    "and upstream counts its requests with theirs, which pykueue's sum of a pod's requests does not yet "
-    "do, so the Workload would hold less quota than its pods use; remove the sidecar or its restartPolicy"
-)
 ELASTIC_JOBS = (
     "not supported by pykueue: elastic jobs are upstream's ElasticJobsViaWorkloadSlices feature (Workload "
     "slices), which pykueue does not implement; remove the annotation"
@@ -83,7 +78,6 @@ def problems(obj: object, annotations: Mapping[str, Any] | None) -> list[FieldPr
         if obj.status.preemption_gates:
             out.add("status.preemptionGates", PREEMPTION_GATES)
         _bare_workload_claims(obj, out)
-        _sidecars(obj, out)
     elif isinstance(obj, MultiKueueConfig) and obj.spec.quota_management == "Automated":
         out.add("spec.quotaManagement", QUOTA_AUTOMATION)
     return out.items
@@ -105,17 +99,3 @@ def _bare_workload_claims(wl: Workload, out: Problems) -> None:
         extra = pod_set.template.spec.model_extra or {}
         if extra.get("resourceClaims") or extra.get("resource_claims"):
             out.add(f"spec.podSets[{index}].template.spec.resourceClaims", DEVICE_CLAIMS_OF_A_BARE_WORKLOAD)
-
-
-def _sidecars(wl: Workload, out: Problems) -> None:
-    """Refuse init containers with ``restartPolicy: Always`` (Kubernetes' native sidecars).
-
-    Upstream sums a pod's requests as kube-scheduler does, where a sidecar adds to the
-    containers' sum and to every later init container; pykueue takes only the largest init
-    container (engine/pod_requests.py), which would under-charge such a pod.
-    """
-    for index, pod_set in enumerate(wl.spec.pod_sets):
-        for j, container in enumerate(pod_set.template.spec.init_containers):
-            extra = container.model_extra or {}
-            if (extra.get("restartPolicy") or extra.get("restart_policy")) == "Always":
-                out.add(f"spec.podSets[{index}].template.spec.initContainers[{j}].restartPolicy", SIDECARS)

@@ -8,7 +8,9 @@ the same adjustments the API server makes (upstream's `AdjustResources` and
        ``default`` (``defaultRequest``) of the namespace's ``type: Container``
        limits; pod-level resources, when the pod has them, those of ``type: Pod``;
     2. a limit without a request is also the request;
-    3. requests: the sum of the containers, at least the largest init container;
+    3. requests: the sum of the containers and the sidecars (init containers with
+       ``restartPolicy: Always``), at least the largest init container plus the sidecars
+       started before it;
     4. pod-level resources (``spec.resources``, KEP 2837): for the resources they
        name (cpu, memory, hugepages-*), the pod-level request replaces the sum;
     5. the pod overhead is added.
@@ -123,20 +125,14 @@ def compute(
     pod_limits = summary.get("Pod")
     invalid: list[str] = []
     outside: list[str] = []
-    total: Resources = {}
-    largest_init: Resources = {}
     checked: list[tuple[str, Resources, Resources]] = []
+    adjusted: dict[str, list[tuple[Resources, bool]]] = {"initContainers": [], "containers": []}
     for kind, containers in (("initContainers", spec.init_containers), ("containers", spec.containers)):
         for index, container in enumerate(containers):
             requests, limits = _adjusted(container.resources, container_defaults)
             checked.append((f"{path}.{kind}[{index}]", requests, limits))
-            for name, value in requests.items():
-                if kind == "containers":
-                    total[name] = total.get(name, 0) + value
-                else:
-                    largest_init[name] = max(largest_init.get(name, 0), value)
-    for name, value in largest_init.items():
-        total[name] = max(total.get(name, 0), value)
+            adjusted[kind].append((requests, container.restart_policy == "Always"))
+    total = _containers_total(adjusted["initContainers"], [r for r, _ in adjusted["containers"]])
     for where, requests, limits in checked:
         above = _greater(requests, limits)
         if above:
@@ -169,6 +165,40 @@ def compute(
         if below:
             outside.append(_invalid(path, below, BELOW_MIN))
     return PodRequests({n: resource_units(n, v) for n, v in total.items()}, invalid, outside)
+
+
+def _containers_total(init: list[tuple[Resources, bool]], containers: list[Resources]) -> Resources:
+    """A pod's requests from its containers, as kube-scheduler sums them.
+
+    The containers run together: their sum. A sidecar (an init container that restarts,
+    ``restartPolicy: Always``) starts before them and keeps running beside them, so it adds
+    to that sum; it also runs beside every init container after it. An ordinary init
+    container runs alone (with the sidecars started before it), so the pod needs at least
+    the largest of those.
+    """
+    total: Resources = {}
+    for requests in containers:
+        _add(total, requests)
+    sidecars: Resources = {}
+    largest_init: Resources = {}
+    for requests, sidecar in init:
+        if sidecar:
+            _add(total, requests)
+            _add(sidecars, requests)
+            during = dict(sidecars)
+        else:
+            during = dict(requests)
+            _add(during, sidecars)
+        for name, value in during.items():
+            largest_init[name] = max(largest_init.get(name, 0), value)
+    for name, value in largest_init.items():
+        total[name] = max(total.get(name, 0), value)
+    return total
+
+
+def _add(into: Resources, values: Resources) -> None:
+    for name, value in values.items():
+        into[name] = into.get(name, 0) + value
 
 
 def aggregate(errors: list[str]) -> str:
