@@ -265,7 +265,8 @@ def _affinity_terms(spec: PodSpec) -> list[NodeSelectorTerm] | None:
         return None
     return [
         NodeSelectorTerm(
-            tuple(Requirement(e.key, e.operator, tuple(e.values)) for e in term.match_expressions)
+            tuple(Requirement(e.key, e.operator, tuple(e.values)) for e in term.match_expressions),
+            tuple(Requirement(f.key, f.operator, tuple(f.values)) for f in term.match_fields),
         )
         for term in required.node_selector_terms
     ]

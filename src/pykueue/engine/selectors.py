@@ -62,12 +62,24 @@ class LabelSelector:
 
 @dataclass(frozen=True, slots=True)
 class NodeSelectorTerm:
-    """One term of required node affinity: all its expressions must hold."""
+    """One term of required node affinity: all its expressions must hold.
+
+    ``fields`` are its ``matchFields`` (Kubernetes allows only ``metadata.name``): a flavor
+    has no node name, so choosing a flavor reads the expressions only (`matches`), as
+    upstream's flavor assigner does; topology placement, on real nodes, reads both
+    (`matches_node`), as upstream's does.
+    """
 
     expressions: tuple[Requirement, ...] = field(default_factory=tuple)
+    fields: tuple[Requirement, ...] = field(default_factory=tuple)
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         return all(req.matches(labels) for req in self.expressions)
+
+    def matches_node(self, labels: Mapping[str, str], name: str) -> bool:
+        if not self.matches(labels):
+            return False
+        return all(req.matches({"metadata.name": name}) for req in self.fields)
 
 
 @dataclass(frozen=True, slots=True)

@@ -422,7 +422,9 @@ class Placer:
         if any(node.labels.get(k) != v for k, v in ps.node_selector.items()):
             self.stats.node_selector += 1
             return False
-        if ps.affinity_terms and not any(term.matches(node.labels) for term in ps.affinity_terms):
+        if ps.affinity_terms and not any(
+            term.matches_node(node.labels, node.name) for term in ps.affinity_terms
+        ):
             self.stats.affinity += 1
             return False
         return True
