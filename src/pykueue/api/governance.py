@@ -148,12 +148,28 @@ class Reservation:
     after: int
 
 
+_SECOND = 10**6
+
+
 def parse_duration(text: str) -> int:
     """A positive Go-style duration of h, m, s and ms ("10m", "1h30m") in microseconds."""
     if not isinstance(text, str) or not _DURATION.match(text.strip()):
         raise ValueError(f"{text!r} is not a duration (expected e.g. 90s, 10m, 1h30m)")
     total = sum((Fraction(n) * _UNITS[u] for n, u in _PART.findall(text.strip())), Fraction(0))
     return int(total)
+
+
+def duration_text(micros: int) -> str:
+    """Microseconds written as the policies' durations are: 1h30m, 20m, 90s, 250ms (the
+    inverse of `parse_duration`)."""
+    if micros % _SECOND:
+        return f"{micros / 1000:g}ms"
+    parts = []
+    for unit, size in (("h", 3600 * _SECOND), ("m", 60 * _SECOND), ("s", _SECOND)):
+        if micros >= size:
+            parts.append(f"{micros // size}{unit}")
+            micros %= size
+    return "".join(parts) or "0s"
 
 
 def problems(kind: str, annotations: Mapping[str, str]) -> list[FieldProblem]:

@@ -18,11 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from pykueue.api import governance
+
 # What every put-off's and wait's sentence starts with (`pending_causes` files them under
 # the "policy" cause by it).
 POLICY_WORDS = "preemption-cost policy of"
 
-_HOUR, _MINUTE, _SECOND = 3600 * 10**6, 60 * 10**6, 10**6
+_MINUTE, _SECOND = 60 * 10**6, 10**6
 
 
 @dataclass(slots=True)
@@ -92,13 +94,7 @@ def waits_for_end_words(owner: str, victims: int, last_end: int, wait_for_end: i
 
 def duration_text(micros: int) -> str:
     """Microseconds as the policy's fields are written: 8h, 1h30m, 45m, 20s (whole seconds)."""
-    seconds = max(micros, 0) // _SECOND * _SECOND
-    parts = []
-    for unit, size in (("h", _HOUR), ("m", _MINUTE), ("s", _SECOND)):
-        if seconds >= size:
-            parts.append(f"{seconds // size}{unit}")
-            seconds %= size
-    return "".join(parts) or "0s"
+    return governance.duration_text(max(micros, 0) // _SECOND * _SECOND)
 
 
 def moment_text(micros: int) -> str:

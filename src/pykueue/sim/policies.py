@@ -13,24 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from pykueue.api import governance
-from pykueue.api.governance import Aging, PreemptionContract, PreemptionCost, Reservation
+from pykueue.api.governance import Aging, PreemptionContract, PreemptionCost, Reservation, duration_text
 from pykueue.sim.design import Design
-
-HOUR = 3600 * 10**6
-MINUTE = 60 * 10**6
-SECOND = 10**6
-
-
-def duration_text(micros: int) -> str:
-    """Microseconds as the annotations write them: 1h30m, 20m, 90s, 250ms."""
-    if micros % SECOND:
-        return f"{micros / 1000:g}ms"
-    parts = []
-    for unit, size in (("h", HOUR), ("m", MINUTE), ("s", SECOND)):
-        if micros >= size:
-            parts.append(f"{micros // size}{unit}")
-            micros %= size
-    return "".join(parts) or "0s"
 
 
 def aging_text(policy: Aging) -> str:
